@@ -1,0 +1,44 @@
+/*
+ * err.h - the one error type of the project.
+ *
+ * Every fallible function takes a `struct zerr *` and, on failure, fills in
+ * a kind and a human-readable message and returns -1.  The kind alone decides
+ * the HTTP status (zerr_http_status); nothing else in the code base maps
+ * errors to statuses.
+ */
+#ifndef ZEUS_ERR_H
+#define ZEUS_ERR_H
+
+#include <stddef.h>
+
+enum zerr_kind {
+	ZERR_NONE = 0,
+	ZERR_INVALID,		/* bad input, unsupported operation: 400 */
+	ZERR_UNAUTHENTICATED,	/* missing/bad/expired token: 401 */
+	ZERR_FORBIDDEN,		/* missing scope, driver "no permission": 403 */
+	ZERR_NOT_FOUND,		/* unknown path, disabled group: 404 */
+	ZERR_METHOD,		/* wrong method for a known path: 405 */
+	ZERR_INTERNAL,		/* daemon-side failure: 500 */
+};
+
+#define ZERR_MSG_MAX 2048
+
+struct zerr {
+	enum zerr_kind kind;
+	char msg[ZERR_MSG_MAX];
+};
+
+/* Sets kind and message (truncated to fit); always returns -1. */
+int zerr_set(struct zerr *e, enum zerr_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Resets to "no error". */
+void zerr_clear(struct zerr *e);
+
+/* HTTP status for a kind (200 for ZERR_NONE). */
+unsigned zerr_http_status(enum zerr_kind kind);
+
+/* Kind for an HTTP status (used when aggregating per-device errors). */
+enum zerr_kind zerr_kind_from_status(unsigned status);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * gpu.h - the GPU backend interface.
+ *
+ * A backend is a table of function pointers plus an opaque context, so the
+ * NVML backend, a future AMD backend and the command-overrides wrapper
+ * compose: the wrapper holds an inner `struct gpu_backend` and forwards what
+ * it does not override.
+ *
+ * Every call addresses a GPU by its index (0..count-1) and reports failures
+ * through `struct zerr` with the kind already mapped from the driver's error
+ * (no permission -> ZERR_FORBIDDEN, invalid argument / not supported ->
+ * ZERR_INVALID, anything else -> ZERR_INTERNAL) and a message that names the
+ * GPU and carries the driver's error string.
+ *
+ * Threading: the daemon calls writes and reads of one GPU from that GPU's
+ * worker thread only, and power reads for streams from a sampler thread.
+ * Backends must therefore tolerate concurrent calls on different GPUs and a
+ * concurrent get_power_mw with any other call on the same GPU (NVML is
+ * thread-safe).
+ */
+#ifndef ZEUS_GPU_H
+#define ZEUS_GPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+/* The seven write operations of the API, in API.md's order. */
+enum gpu_write_op {
+	GPU_SET_POWER_LIMIT,
+	GPU_SET_PERSISTENCE_MODE,
+	GPU_SET_GPU_LOCKED_CLOCKS,
+	GPU_RESET_GPU_LOCKED_CLOCKS,
+	GPU_SET_MEM_LOCKED_CLOCKS,
+	GPU_RESET_MEM_LOCKED_CLOCKS,
+	GPU_RESET_LOCKED_CLOCKS,
+	GPU_WRITE_OP_COUNT
+};
+
+/* A write as plain data. Fields not used by `op` are ignored. */
+struct gpu_write {
+	enum gpu_write_op op;
+	uint32_t power_limit_mw;	/* GPU_SET_POWER_LIMIT */
+	bool enabled;			/* GPU_SET_PERSISTENCE_MODE */
+	uint32_t min_clock_mhz;		/* GPU_SET_*_LOCKED_CLOCKS */
+	uint32_t max_clock_mhz;
+};
+
+/* The API name of an operation ("set_power_limit", ...). */
+const char *gpu_write_op_name(enum gpu_write_op op);
+
+/* Static facts about one GPU, gathered once at startup. */
+struct gpu_info {
+	char name[96];			/* "NVIDIA A40" */
+	char pci_address[32];		/* "0000:01:00.0", lower-case hex */
+	bool energy_available;		/* cumulative energy counter works */
+};
+
+struct gpu_backend;
+
+struct gpu_backend_ops {
+	const char *name;		/* "nvml", "overrides", ... */
+	unsigned (*count)(struct gpu_backend *b);
+	int (*info)(struct gpu_backend *b, unsigned gpu, struct gpu_info *out,
+	    struct zerr *err);
+	int (*get_power_mw)(struct gpu_backend *b, unsigned gpu, uint32_t *mw,
+	    struct zerr *err);
+	int (*get_energy_mj)(struct gpu_backend *b, unsigned gpu, uint64_t *mj,
+	    struct zerr *err);
+	int (*get_power_limit_mw)(struct gpu_backend *b, unsigned gpu,
+	    uint32_t *mw, struct zerr *err);
+	int (*get_power_limit_constraints)(struct gpu_backend *b, unsigned gpu,
+	    uint32_t *min_mw, uint32_t *max_mw, struct zerr *err);
+	int (*get_persistence_mode)(struct gpu_backend *b, unsigned gpu,
+	    bool *enabled, struct zerr *err);
+	/*
+	 * Runs one write. GPU_RESET_LOCKED_CLOCKS resets both clock domains,
+	 * trying the memory domain even if the GPU domain failed, and reports
+	 * the first error.
+	 */
+	int (*write)(struct gpu_backend *b, unsigned gpu,
+	    const struct gpu_write *w, struct zerr *err);
+	void (*destroy)(struct gpu_backend *b);
+};
+
+struct gpu_backend {
+	const struct gpu_backend_ops *ops;
+	void *ctx;
+};
+
+#endif
