@@ -1,0 +1,52 @@
+#!/bin/sh
+# `make check`: builds, runs every test (cmocka unit tests, then the pytest
+# black-box tests against the real binaries), then does it all again in an
+# ASan+UBSan build, and the unit tests once more under valgrind.
+# Ends with the line "N passed, M failed".
+set -u
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out="$root/build-reports"
+rm -rf "$out"
+mkdir -p "$out"
+status=0
+
+build() { # dir, extra meson args...
+	dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >"$out/setup-$dir.log" 2>&1 ||
+			{ cat "$out/setup-$dir.log"; return 1; }
+	fi
+	ninja -C "$dir" >"$out/ninja-$dir.log" 2>&1 ||
+		{ cat "$out/ninja-$dir.log"; return 1; }
+}
+
+unit() { # dir, tag, [wrapper]
+	dir=$1 tag=$2
+	shift 2
+	echo "== unit tests ($tag)"
+	meson test -C "$dir" --suite unit --print-errorlogs --num-processes 2 \
+		--logbase "unit-$tag" "$@" || status=1
+	cp "$dir/meson-logs/unit-$tag.json" "$out/" 2>/dev/null
+}
+
+blackbox() { # dir, tag
+	echo "== black-box tests ($2)"
+	ZEUSD_BUILD="$root/$1" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+		--junitxml="$out/pytest-$2.xml" tests/integration || status=1
+}
+
+build build || exit 1
+unit build plain
+blackbox build plain
+unit build valgrind --wrap="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99"
+
+build build-asan -Db_sanitize=address,undefined -Db_lundef=false || exit 1
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=87"
+unit build-asan asan
+blackbox build-asan asan
+
+/usr/bin/python3 scripts/summarize.py "$out" || status=1
+exit $status

@@ -1,0 +1,22 @@
+/*
+ * auth_gate.h - applies API.md's authentication order to one request, using
+ * the route the router already chose (so routing and scope can never
+ * disagree). Only called when a signing key is configured.
+ */
+#ifndef ZEUS_AUTH_GATE_H
+#define ZEUS_AUTH_GATE_H
+
+struct request;
+struct route;
+
+/*
+ * Returns 0 when the request may go on (claims attached to req), or answers
+ * 401 (missing/bad/expired token) or 403 (missing scope) and returns -1.
+ * `r` is NULL for an unknown path, which needs any valid token.
+ */
+int auth_gate_check(struct request *req, const struct route *r);
+
+/* Frees what auth_gate_check attached to the request. */
+void auth_gate_release(struct request *req);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * cli.h - command-line parsing for `zeusd serve` and value parsers shared
+ * with other subcommands.
+ */
+#ifndef ZEUS_CLI_H
+#define ZEUS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../common/err.h"
+#include "config.h"
+
+/*
+ * Parses `serve` arguments (argv[0] is "serve"). Returns 0 on success, 1 when
+ * help was printed to `out` (exit 0), -1 with `err` on a bad flag or value
+ * (exit 2).
+ */
+int cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg,
+    FILE *out, struct zerr *err);
+
+/* Usage text of `zeusd` and `zeusd serve`. */
+void cli_print_usage(FILE *out);
+void cli_print_serve_usage(FILE *out);
+
+/* Octal permission bits such as "666" or "0660"; at most 07777. */
+int cli_parse_permissions(const char *s, unsigned *out, struct zerr *err);
+
+/* Decimal unsigned integer in [min, max]; `what` names the flag in errors. */
+int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out,
+    const char *what, struct zerr *err);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * handlers.h - the route handlers, one function per endpoint. Each parses
+ * its query with query_parse(), builds device commands (never calling a
+ * backend itself) and answers through request.h.
+ */
+#ifndef ZEUS_HANDLERS_H
+#define ZEUS_HANDLERS_H
+
+struct request;
+
+/* handlers_basic.c */
+void handle_discover(struct request *req);
+void handle_time(struct request *req);
+void handle_whoami(struct request *req);
+
+/* handlers_gpu.c */
+void handle_gpu_write(struct request *req);
+void handle_gpu_read(struct request *req);
+
+/* handlers_cpu.c */
+void handle_cpu_energy(struct request *req);
+void handle_cpu_power(struct request *req);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * handlers_cpu.c - /cpu/get_cumulative_energy and /cpu/get_power.
+ *
+ * cpu_ids are RAPL package numbers (N of intel-rapl:N), not positions; they
+ * are mapped to the rapl set's indices here, and each listed package gets one
+ * command on its worker.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../devices/cpu_cmd.h"
+#include "handlers.h"
+#include "handlers_util.h"
+#include "node.h"
+#include "request.h"
+#include "router.h"
+#include "server.h"
+
+static const struct query_spec spec_energy[] = {
+	{ "cpu_ids", Q_IDS, false }, { "cpu", Q_BOOL, true },
+	{ "dram", Q_BOOL, true }, { NULL, Q_BOOL, false } };
+static const struct query_spec spec_power[] = {
+	{ "cpu_ids", Q_IDS, false }, { NULL, Q_BOOL, false } };
+
+struct cpu_batch {
+	enum cpu_cmd_op op;
+	bool want_cpu, want_dram;
+	unsigned n;
+	struct cpu_cmd cmds[];
+};
+
+static void
+cpu_done(struct cpu_cmd *cmd, void *arg)
+{
+	request_complete_one(arg);
+}
+
+static void
+cpu_batch_free(void *p)
+{
+	free(p);
+}
+
+static json_t *
+cpu_value(bool want, bool have, uint64_t v)
+{
+	return want && have ? json_integer((json_int_t)v) : json_null();
+}
+
+static void
+cpu_finish(struct request *req)
+{
+	const struct cpu_batch *b = req->hctx;
+	const struct node *node = req->srv->node;
+	struct handlers_errors agg;
+	json_t *map;
+
+	handlers_errors_init(&agg);
+	for (unsigned i = 0; i < b->n; i++)
+		if (b->cmds[i].rc != 0)
+			handlers_errors_add(&agg,
+			    rapl_package_id(node->rapl, b->cmds[i].pkg),
+			    &b->cmds[i].err);
+	if (handlers_errors_reply(req, &agg))
+		return;
+	map = json_object();
+	for (unsigned i = 0; i < b->n; i++) {
+		const struct cpu_cmd *c = &b->cmds[i];
+		char key[16];
+
+		snprintf(key, sizeof(key), "%u",
+		    rapl_package_id(node->rapl, c->pkg));
+		if (c->op == CPU_CMD_GET_ENERGY)
+			json_object_set_new(map, key, json_pack("{s:o,s:o}",
+			    "cpu_energy_uj", cpu_value(b->want_cpu, true, c->cpu),
+			    "dram_energy_uj", cpu_value(b->want_dram,
+			    c->has_dram, c->dram)));
+		else
+			json_object_set_new(map, key, json_pack("{s:o,s:o}",
+			    "cpu_mw", cpu_value(true, true, c->cpu), "dram_mw",
+			    cpu_value(true, c->has_dram, c->dram)));
+	}
+	if (b->op == CPU_CMD_GET_POWER)
+		request_reply_json(req, 200, json_pack("{s:I,s:o}",
+		    "timestamp_ms", (json_int_t)handlers_now_ms(), "power_mw",
+		    map));
+	else
+		request_reply_json(req, 200, map);
+}
+
+static void
+cpu_handle(struct request *req, enum cpu_cmd_op op)
+{
+	struct node *node = req->srv->node;
+	const struct query_spec *spec = op == CPU_CMD_GET_ENERGY ? spec_energy :
+	    spec_power;
+	uint32_t avail[QUERY_MAX_IDS];
+	struct query_values qv;
+	struct cpu_batch *b;
+	struct id_list ids;
+	struct zerr err;
+	unsigned navail = node->ncpu < QUERY_MAX_IDS ? node->ncpu :
+	    QUERY_MAX_IDS;
+
+	if (handlers_parse(req, spec, &qv) != 0)
+		return;
+	for (unsigned i = 0; i < navail; i++)
+		avail[i] = rapl_package_id(node->rapl, i);
+	if (qv.v[0].present) {
+		ids = *qv.v[0].ids;
+		if (handlers_check_ids(&ids, navail, avail, "CPU", &err) != 0) {
+			request_reply_error(req, &err);
+			return;
+		}
+	} else {
+		ids.n = navail;
+		for (unsigned i = 0; i < navail; i++)
+			ids.ids[i] = avail[i];
+	}
+	b = calloc(1, sizeof(*b) + ids.n * sizeof(b->cmds[0]));
+	if (b == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return;
+	}
+	b->op = op;
+	b->n = ids.n;
+	b->want_cpu = op == CPU_CMD_GET_ENERGY && qv.v[1].b;
+	b->want_dram = op == CPU_CMD_GET_ENERGY && qv.v[2].b;
+	req->hctx = b;
+	req->hctx_free = cpu_batch_free;
+	if (ids.n == 0) {
+		cpu_finish(req);
+		return;
+	}
+	for (unsigned i = 0; i < ids.n; i++) {
+		cpu_cmd_init(&b->cmds[i], op,
+		    (unsigned)rapl_index_of(node->rapl, ids.ids[i]), cpu_done,
+		    req);
+		b->cmds[i].period_ms = 1000 / req->srv->cfg->cpu_power_poll_hz;
+	}
+	request_defer(req, ids.n, cpu_finish);
+	for (unsigned i = 0; i < ids.n; i++)
+		cpu_cmd_submit(node->cpu_workers[b->cmds[i].pkg], &b->cmds[i]);
+}
+
+void
+handle_cpu_energy(struct request *req)
+{
+	cpu_handle(req, CPU_CMD_GET_ENERGY);
+}
+
+void
+handle_cpu_power(struct request *req)
+{
+	cpu_handle(req, CPU_CMD_GET_POWER);
+}

@@ -1,0 +1,270 @@
+/*
+ * handlers_gpu.c - the /gpu/... reads and writes of API.md (streams live in
+ * their own module).
+ *
+ * A request becomes one gpu_cmd per listed GPU, queued on that GPU's worker:
+ * GPUs run concurrently, each GPU's commands in arrival order. Blocking
+ * requests suspend until every command is done and then answer with the
+ * results or an aggregated {"errors": {...}} whose status is the worst one.
+ * Non-blocking writes answer at once; their outcome is only logged.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../devices/gpu_cmd.h"
+#include "handlers.h"
+#include "handlers_util.h"
+#include "node.h"
+#include "query.h"
+#include "request.h"
+#include "router.h"
+#include "server.h"
+
+#define P_IDS { "gpu_ids", Q_IDS, true }
+#define P_BLOCK { "block", Q_BOOL, true }
+#define P_END { NULL, Q_BOOL, false }
+
+static const struct query_spec spec_limit[] = {
+	P_IDS, P_BLOCK, { "power_limit_mw", Q_U32, true }, P_END };
+static const struct query_spec spec_persist[] = {
+	P_IDS, P_BLOCK, { "enabled", Q_BOOL, true }, P_END };
+static const struct query_spec spec_clocks[] = {
+	P_IDS, P_BLOCK, { "min_clock_mhz", Q_U32, true },
+	{ "max_clock_mhz", Q_U32, true }, P_END };
+static const struct query_spec spec_reset[] = { P_IDS, P_BLOCK, P_END };
+static const struct query_spec spec_read[] = {
+	{ "gpu_ids", Q_IDS, false }, P_END };
+
+static const struct query_spec *const gpu_write_specs[GPU_WRITE_OP_COUNT] = {
+	[GPU_SET_POWER_LIMIT] = spec_limit,
+	[GPU_SET_PERSISTENCE_MODE] = spec_persist,
+	[GPU_SET_GPU_LOCKED_CLOCKS] = spec_clocks,
+	[GPU_RESET_GPU_LOCKED_CLOCKS] = spec_reset,
+	[GPU_SET_MEM_LOCKED_CLOCKS] = spec_clocks,
+	[GPU_RESET_MEM_LOCKED_CLOCKS] = spec_reset,
+	[GPU_RESET_LOCKED_CLOCKS] = spec_reset,
+};
+
+/* State of a blocking request: one command per GPU. */
+struct gpu_batch {
+	enum gpu_cmd_op op;
+	unsigned n;
+	struct gpu_cmd cmds[];
+};
+
+static void
+gpu_batch_free(void *p)
+{
+	free(p);
+}
+
+static void
+gpu_done_request(struct gpu_cmd *cmd, void *arg)
+{
+	request_complete_one(arg);
+}
+
+static void
+gpu_done_log_free(struct gpu_cmd *cmd, void *arg)
+{
+	char q[ZERR_MSG_MAX + 64];
+
+	if (cmd->rc != 0)
+		zlog(ZLOG_WARN, "nonblocking_write_failed", "gpu=%u op=%s "
+		    "error=%s", cmd->gpu, gpu_cmd_name(cmd),
+		    zlog_quote(q, sizeof(q), cmd->err.msg));
+	else
+		zlog(ZLOG_INFO, "nonblocking_write_done", "gpu=%u op=%s",
+		    cmd->gpu, gpu_cmd_name(cmd));
+	free(cmd);
+}
+
+/* Resolves gpu_ids (absent: all GPUs) against the node; 400 on unknowns. */
+static int
+gpu_resolve_ids(struct request *req, const struct query_value *v,
+    struct id_list *ids)
+{
+	const struct node *node = req->srv->node;
+	struct zerr err;
+
+	if (!v->present) {
+		ids->n = node->ngpu;
+		for (unsigned i = 0; i < node->ngpu; i++)
+			ids->ids[i] = i;
+		return 0;
+	}
+	*ids = *v->ids;
+	if (handlers_check_ids(ids, node->ngpu, NULL, "GPU", &err) != 0) {
+		request_reply_error(req, &err);
+		return -1;
+	}
+	return 0;
+}
+
+static struct gpu_batch *
+gpu_batch_submit(struct request *req, const struct id_list *ids,
+    enum gpu_cmd_op op, const struct gpu_write *w,
+    void (*finish)(struct request *))
+{
+	struct node *node = req->srv->node;
+	struct gpu_batch *b;
+
+	b = calloc(1, sizeof(*b) + ids->n * sizeof(b->cmds[0]));
+	if (b == NULL)
+		return NULL;
+	b->op = op;
+	b->n = ids->n;
+	req->hctx = b;
+	req->hctx_free = gpu_batch_free;
+	if (ids->n == 0) {
+		finish(req);
+		return b;
+	}
+	for (unsigned i = 0; i < ids->n; i++) {
+		gpu_cmd_init(&b->cmds[i], op, ids->ids[i], gpu_done_request, req);
+		if (w != NULL)
+			b->cmds[i].write = *w;
+	}
+	request_defer(req, ids->n, finish);
+	for (unsigned i = 0; i < ids->n; i++)
+		gpu_cmd_submit(node->gpu_workers[ids->ids[i]], &b->cmds[i]);
+	return b;
+}
+
+/*
+ * If any command failed, answers {"errors": {...}} with the worst status
+ * and returns 1; otherwise returns 0.
+ */
+static int
+gpu_batch_errors(struct request *req, const struct gpu_batch *b)
+{
+	struct handlers_errors agg;
+
+	handlers_errors_init(&agg);
+	for (unsigned i = 0; i < b->n; i++)
+		if (b->cmds[i].rc != 0)
+			handlers_errors_add(&agg, b->cmds[i].gpu, &b->cmds[i].err);
+	return handlers_errors_reply(req, &agg);
+}
+
+static void
+gpu_write_finish(struct request *req)
+{
+	if (gpu_batch_errors(req, req->hctx) == 0)
+		request_reply_empty(req, 200);
+}
+
+static void
+gpu_read_finish(struct request *req)
+{
+	const struct gpu_batch *b = req->hctx;
+	json_t *map, *body;
+
+	if (gpu_batch_errors(req, b) != 0)
+		return;
+	map = json_object();
+	for (unsigned i = 0; i < b->n; i++) {
+		const struct gpu_cmd *c = &b->cmds[i];
+		char key[16];
+		json_t *v = NULL;
+
+		snprintf(key, sizeof(key), "%u", c->gpu);
+		switch (c->op) {
+		case GPU_CMD_GET_POWER:
+			v = json_integer(c->out.power_mw);
+			break;
+		case GPU_CMD_GET_ENERGY:
+			v = json_pack("{s:I}", "energy_mj",
+			    (json_int_t)c->out.energy_mj);
+			break;
+		case GPU_CMD_GET_POWER_LIMIT:
+			v = json_pack("{s:I}", "power_limit_mw",
+			    (json_int_t)c->out.limit_mw);
+			break;
+		case GPU_CMD_GET_CONSTRAINTS:
+			v = json_pack("{s:I,s:I}", "min_power_limit_mw",
+			    (json_int_t)c->out.constraints.min_mw,
+			    "max_power_limit_mw",
+			    (json_int_t)c->out.constraints.max_mw);
+			break;
+		case GPU_CMD_GET_PERSISTENCE:
+			v = json_pack("{s:b}", "enabled", c->out.persistence);
+			break;
+		case GPU_CMD_WRITE:
+			break;
+		}
+		json_object_set_new(map, key, v ? v : json_null());
+	}
+	if (b->op == GPU_CMD_GET_POWER)
+		body = json_pack("{s:I,s:o}", "timestamp_ms",
+		    (json_int_t)handlers_now_ms(), "power_mw", map);
+	else
+		body = map;
+	request_reply_json(req, 200, body);
+}
+
+void
+handle_gpu_write(struct request *req)
+{
+	const enum gpu_write_op op = (enum gpu_write_op)req->route->op;
+	const struct query_spec *spec = gpu_write_specs[op];
+	struct query_values qv;
+	struct gpu_write w;
+	struct id_list ids;
+	struct zerr err;
+
+	if (handlers_parse(req, spec, &qv) != 0 ||
+	    gpu_resolve_ids(req, &qv.v[0], &ids) != 0)
+		return;
+	memset(&w, 0, sizeof(w));
+	w.op = op;
+	if (spec == spec_limit)
+		w.power_limit_mw = qv.v[2].u32;
+	else if (spec == spec_persist)
+		w.enabled = qv.v[2].b;
+	else if (spec == spec_clocks) {
+		w.min_clock_mhz = qv.v[2].u32;
+		w.max_clock_mhz = qv.v[3].u32;
+	}
+	if (qv.v[1].b) {
+		if (gpu_batch_submit(req, &ids, GPU_CMD_WRITE, &w,
+		    gpu_write_finish) == NULL) {
+			zerr_set(&err, ZERR_INTERNAL, "out of memory");
+			request_reply_error(req, &err);
+		}
+		return;
+	}
+	for (unsigned i = 0; i < ids.n; i++) {
+		struct gpu_cmd *c = calloc(1, sizeof(*c));
+
+		if (c == NULL) {
+			zerr_set(&err, ZERR_INTERNAL, "out of memory");
+			request_reply_error(req, &err);
+			return;
+		}
+		gpu_cmd_init(c, GPU_CMD_WRITE, ids.ids[i], gpu_done_log_free,
+		    NULL);
+		c->write = w;
+		gpu_cmd_submit(req->srv->node->gpu_workers[ids.ids[i]], c);
+	}
+	request_reply_empty(req, 200);
+}
+
+void
+handle_gpu_read(struct request *req)
+{
+	const enum gpu_cmd_op op = (enum gpu_cmd_op)req->route->op;
+	struct query_values qv;
+	struct id_list ids;
+	struct zerr err;
+
+	if (handlers_parse(req, spec_read, &qv) != 0 ||
+	    gpu_resolve_ids(req, &qv.v[0], &ids) != 0)
+		return;
+	if (gpu_batch_submit(req, &ids, op, NULL, gpu_read_finish) == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+	}
+}

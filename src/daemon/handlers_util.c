@@ -1,0 +1,117 @@
+/*
+ * handlers_util.c - shared handler pieces (see handlers_util.h).
+ */
+#include "handlers_util.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "request.h"
+
+int
+handlers_parse(struct request *req, const struct query_spec *spec,
+    struct query_values *qv)
+{
+	struct zerr err;
+
+	if (query_parse(req->query ? req->query : "", req->query_len, spec,
+	    qv, &err) != 0) {
+		request_reply_error(req, &err);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+handlers_format_avail(unsigned n, const uint32_t *avail, char *buf,
+    size_t size)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	if (n == 0) {
+		snprintf(buf, size, "none");
+		return;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int k = snprintf(buf + o, size - o, "%s%u", i ? ", " : "",
+		    avail ? avail[i] : i);
+
+		if (k < 0 || (size_t)k >= size - o) {
+			snprintf(buf + (size > 4 ? size - 4 : 0),
+			    size > 4 ? 4 : size, "...");
+			return;
+		}
+		o += (size_t)k;
+	}
+}
+
+int
+handlers_check_ids(const struct id_list *ids, unsigned n,
+    const uint32_t *avail, const char *what, struct zerr *err)
+{
+	char list[256];
+
+	for (unsigned i = 0; i < ids->n; i++) {
+		bool found = false;
+
+		if (avail == NULL) {
+			found = ids->ids[i] < n;
+		} else {
+			for (unsigned k = 0; k < n && !found; k++)
+				found = avail[k] == ids->ids[i];
+		}
+		if (!found) {
+			handlers_format_avail(n, avail, list, sizeof(list));
+			return zerr_set(err, ZERR_INVALID,
+			    "Unknown %s index %u (available: %s)", what,
+			    ids->ids[i], list);
+		}
+	}
+	return 0;
+}
+
+void
+handlers_errors_init(struct handlers_errors *agg)
+{
+	agg->map = NULL;
+	agg->worst = 0;
+}
+
+void
+handlers_errors_add(struct handlers_errors *agg, uint32_t id,
+    const struct zerr *err)
+{
+	unsigned status = zerr_http_status(err->kind);
+	char key[16];
+
+	if (status < 400)
+		status = 500;
+	if (agg->map == NULL)
+		agg->map = json_object();
+	snprintf(key, sizeof(key), "%u", id);
+	json_object_set_new(agg->map, key, json_string(err->msg));
+	if (status > agg->worst)
+		agg->worst = status;
+}
+
+int
+handlers_errors_reply(struct request *req, struct handlers_errors *agg)
+{
+	if (agg->map == NULL)
+		return 0;
+	request_reply_json(req, agg->worst, json_pack("{s:o}", "errors",
+	    agg->map));
+	agg->map = NULL;
+	return 1;
+}
+
+int64_t
+handlers_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,44 @@
+/*
+ * handlers_util.h - pieces every device handler shares: query parsing that
+ * answers 400 itself, id validation against the devices present, and the
+ * per-device error aggregation of API.md ({"errors": {...}} with the worst
+ * status).
+ */
+#ifndef ZEUS_HANDLERS_UTIL_H
+#define ZEUS_HANDLERS_UTIL_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../common/err.h"
+#include "query.h"
+
+struct request;
+
+/* query_parse on the request's query; answers 400 and returns -1 on error. */
+int handlers_parse(struct request *req, const struct query_spec *spec,
+    struct query_values *qv);
+
+/*
+ * Checks every id is available: ids 0..n-1 when `avail` is NULL, else the
+ * n ids in `avail`. The error names the unknown id and the available ones.
+ */
+int handlers_check_ids(const struct id_list *ids, unsigned n,
+    const uint32_t *avail, const char *what, struct zerr *err);
+
+struct handlers_errors {
+	json_t *map;
+	unsigned worst;
+};
+
+void handlers_errors_init(struct handlers_errors *agg);
+void handlers_errors_add(struct handlers_errors *agg, uint32_t id,
+    const struct zerr *err);
+/* Answers and returns 1 when any error was added; else 0 (frees either way). */
+int handlers_errors_reply(struct request *req, struct handlers_errors *agg);
+
+/* Unix time in milliseconds. */
+int64_t handlers_now_ms(void);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * main.c - zeusd's entry point: subcommand dispatch, the startup checks of
+ * API.md, and the signal-driven shutdown.
+ *
+ * Startup order: parse flags, load overrides and signing key, refuse
+ * root-only groups without root, open devices, open the socket, serve. A
+ * failure at any step prints one line and exits non-zero before a socket is
+ * left behind.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../devices/overrides.h"
+#include "auth.h"
+#include "cli.h"
+#include "listen.h"
+#include "node.h"
+#include "server.h"
+#include "token.h"
+
+#define SHUTDOWN_GRACE_MS 5000
+
+static int
+serve_fail(const struct zerr *err)
+{
+	fprintf(stderr, "zeusd: %s\n", err->msg);
+	return 1;
+}
+
+/* Refuses root-only groups without root (API.md), unless simulated. */
+static int
+serve_check_privileges(const struct zeusd_config *cfg,
+    const struct overrides *ov, struct zerr *err)
+{
+	if (cfg->simulate || geteuid() == 0)
+		return 0;
+	if (cfg->enabled & GROUP_BIT(GROUP_CPU_READ))
+		return zerr_set(err, ZERR_FORBIDDEN,
+		    "API group 'cpu-read' needs root (reading RAPL energy "
+		    "counters is root-only); run as root or drop it from "
+		    "--enable");
+	if (cfg->enabled & GROUP_BIT(GROUP_GPU_CONTROL)) {
+		if (ov == NULL || overrides_count(ov) == 0)
+			return zerr_set(err, ZERR_FORBIDDEN,
+			    "API group 'gpu-control' needs root (or GPU command "
+			    "overrides); run as root, configure "
+			    "--gpu-command-overrides, or drop it from --enable");
+		zlog(ZLOG_WARN, "gpu_control_without_root",
+		    "overridden=%u msg=\"GPU writes without an override will "
+		    "fail with driver permission errors\"",
+		    overrides_count(ov));
+	}
+	return 0;
+}
+
+static void
+serve_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int
+serve_main(int argc, char **argv)
+{
+	static struct zeusd_config cfg;
+	struct overrides *ov = NULL;
+	struct server srv;
+	struct node node;
+	struct zerr err;
+	sigset_t sigs;
+	char where[160];
+	int fd, sig, rc;
+
+	rc = cli_parse_serve(argc, argv, &cfg, stdout, &err);
+	if (rc == 1)
+		return 0;
+	if (rc != 0) {
+		fprintf(stderr, "zeusd: %s\n", err.msg);
+		return 2;
+	}
+	memset(&srv, 0, sizeof(srv));
+	srv.cfg = &cfg;
+	if (cfg.gpu_command_overrides != NULL) {
+		if (!(cfg.enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
+			zlog(ZLOG_WARN, "overrides_ignored",
+			    "msg=\"--gpu-command-overrides given but gpu-control "
+			    "is not enabled; the file is ignored\"");
+		else if (overrides_load(cfg.gpu_command_overrides, &ov,
+		    &err) != 0)
+			return serve_fail(&err);
+	}
+	if (serve_check_privileges(&cfg, ov, &err) != 0) {
+		overrides_free(ov);
+		return serve_fail(&err);
+	}
+	if (cfg.signing_key_path != NULL &&
+	    auth_key_load(cfg.signing_key_path, &srv.key, &err) != 0) {
+		overrides_free(ov);
+		return serve_fail(&err);
+	}
+	if (cfg.mode == MODE_TCP && srv.key == NULL)
+		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
+		    "--signing-key-path: anyone who can reach the port can use "
+		    "every enabled API group\"");
+
+	/* Every thread created from here on inherits this mask. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	serve_raise_fd_limit();
+
+	if (node_open(&node, &cfg, ov, &err) != 0) {
+		auth_key_free(srv.key);
+		return serve_fail(&err);
+	}
+	srv.node = &node;
+	if ((fd = listen_open(&cfg, &err)) < 0 ||
+	    server_start(&srv, fd, &err) != 0) {
+		if (fd >= 0) {
+			close(fd);
+			if (cfg.mode == MODE_UDS)
+				unlink(cfg.socket_path);
+		}
+		node_close(&node);
+		auth_key_free(srv.key);
+		return serve_fail(&err);
+	}
+	listen_describe(fd, where, sizeof(where));
+	{
+		char groups[80];
+
+		group_set_format(cfg.enabled, groups, sizeof(groups));
+		zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
+		    "groups=\"%s\" auth=%s simulate=%s version=%s", where,
+		    node.ngpu, node.ncpu, groups, srv.key ? "on" : "off",
+		    cfg.simulate ? "true" : "false", ZEUS_VERSION);
+	}
+
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
+	server_stop(&srv, SHUTDOWN_GRACE_MS);
+	if (cfg.mode == MODE_UDS)
+		unlink(cfg.socket_path);
+	node_close(&node);
+	auth_key_free(srv.key);
+	zlog(ZLOG_INFO, "stopped", NULL);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (zlog_init_from_env() != 0) {
+		fprintf(stderr, "zeusd: invalid ZEUSD_LOG (expected debug, "
+		    "info, warn or error)\n");
+		return 2;
+	}
+	if (argc < 2) {
+		cli_print_usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("zeusd %s\n", ZEUS_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		cli_print_usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "serve") == 0)
+		return serve_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "token") == 0)
+		return token_main(argc - 1, argv + 1);
+	fprintf(stderr, "zeusd: unknown command '%.64s' (see zeusd --help)\n",
+	    argv[1]);
+	return 2;
+}

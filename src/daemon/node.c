@@ -1,0 +1,204 @@
+/*
+ * node.c - opening this node's devices for the daemon (see node.h).
+ *
+ * GPU: `--simulate` loads the NVML simulator (built next to zeusd, or
+ * installed), `--nvml-library` a given library, otherwise the driver's NVML;
+ * with `--gpu-backend auto` a node without NVML simply has zero GPUs. The
+ * backend is wrapped by the command overrides when they are configured.
+ * CPU: simulated packages with `--simulate`, else the powercap tree
+ * (`--rapl-dir`, or /zeus_sys/... when present, or /sys/...).
+ * Devices of a disabled API group are not opened at all.
+ */
+#include "node.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../devices/nvml.h"
+#include "../devices/overrides.h"
+#include "../devices/rapl.h"
+#include "../devices/rapl_sim.h"
+#include "../devices/worker.h"
+
+#ifndef ZEUS_SIM_INSTALLED
+#define ZEUS_SIM_INSTALLED "/usr/local/lib/zeus/libnvml-sim.so"
+#endif
+#define NODE_SIM_NAME "libnvml-sim.so"
+
+/* The simulator next to the running binary (the build tree), or installed. */
+static const char *
+node_sim_library(char *buf, size_t size)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n > 0) {
+		exe[n] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL &&
+		    (size_t)(slash - exe) + sizeof(NODE_SIM_NAME) + 1 < size) {
+			memcpy(buf, exe, (size_t)(slash - exe) + 1);
+			memcpy(buf + (slash - exe) + 1, NODE_SIM_NAME,
+			    sizeof(NODE_SIM_NAME));
+			if (access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	return ZEUS_SIM_INSTALLED;
+}
+
+static int
+node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
+    struct zerr *err)
+{
+	char simbuf[PATH_MAX];
+	const char *lib = cfg->nvml_library;
+
+	if (cfg->gpu_backend == GPU_BACKEND_AMDSMI)
+		return zerr_set(err, ZERR_INVALID,
+		    "--gpu-backend amdsmi is not supported by this build "
+		    "(only nvml is)");
+	if (lib == NULL && cfg->simulate)
+		lib = node_sim_library(simbuf, sizeof(simbuf));
+	if (nvml_backend_open(lib, &node->gpu, err) == 0)
+		return 0;
+	if (err->kind == ZERR_NOT_FOUND && cfg->gpu_backend == GPU_BACKEND_AUTO &&
+	    cfg->nvml_library == NULL && !cfg->simulate) {
+		char q[ZERR_MSG_MAX + 8];
+
+		zlog(ZLOG_INFO, "no_gpus", "reason=%s",
+		    zlog_quote(q, sizeof(q), err->msg));
+		node->gpu.ops = NULL;
+		zerr_clear(err);
+		return 0;
+	}
+	return -1;
+}
+
+static int
+node_wrap_overrides(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	struct gpu_backend wrapped;
+
+	if (ov == NULL)
+		return 0;
+	node->overrides = overrides_count(ov);
+	if (overrides_wrap(ov, node->gpu, &wrapped) != 0) {
+		overrides_free(ov);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	node->gpu = wrapped;
+	return 0;
+}
+
+static int
+node_open_gpus(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	char label[32];
+
+	if (node_open_gpu_backend(node, cfg, err) != 0) {
+		overrides_free(ov);
+		return -1;
+	}
+	if (node_wrap_overrides(node, cfg, ov, err) != 0)
+		return -1;
+	if (node->gpu.ops == NULL)
+		return 0;
+	node->ngpu = node->gpu.ops->count(&node->gpu);
+	node->gpu_info = calloc(node->ngpu ? node->ngpu : 1,
+	    sizeof(*node->gpu_info));
+	node->gpu_workers = calloc(node->ngpu ? node->ngpu : 1,
+	    sizeof(*node->gpu_workers));
+	if (node->gpu_info == NULL || node->gpu_workers == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	for (unsigned i = 0; i < node->ngpu; i++) {
+		if (node->gpu.ops->info(&node->gpu, i, &node->gpu_info[i],
+		    err) != 0)
+			return -1;
+		snprintf(label, sizeof(label), "gpu%u", i);
+		if (worker_start(label, &node->gpu, &node->gpu_workers[i],
+		    err) != 0)
+			return -1;
+	}
+	zlog(ZLOG_INFO, "gpus_opened", "backend=%s count=%u overrides=%u",
+	    node->gpu.ops->name, node->ngpu, node->overrides);
+	return 0;
+}
+
+static int
+node_open_cpus(struct node *node, const struct zeusd_config *cfg,
+    struct zerr *err)
+{
+	char label[32];
+	const char *root;
+
+	if (cfg->simulate && cfg->rapl_dir == NULL) {
+		if (rapl_sim_open(NULL, &node->rapl, err) != 0)
+			return -1;
+		root = "simulated";
+	} else {
+		root = cfg->rapl_dir ? cfg->rapl_dir : rapl_default_root();
+		if (rapl_open(root, &node->rapl, err) != 0)
+			return -1;
+	}
+	node->ncpu = rapl_count(node->rapl);
+	if (node->ncpu > 0 && rapl_start_keepalive(node->rapl, 0, err) != 0)
+		return -1;
+	node->cpu_workers = calloc(node->ncpu ? node->ncpu : 1,
+	    sizeof(*node->cpu_workers));
+	if (node->cpu_workers == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	for (unsigned i = 0; i < node->ncpu; i++) {
+		snprintf(label, sizeof(label), "cpu%u",
+		    rapl_package_id(node->rapl, i));
+		if (worker_start(label, node->rapl, &node->cpu_workers[i],
+		    err) != 0)
+			return -1;
+	}
+	char q[600];
+	zlog(ZLOG_INFO, "cpus_opened", "root=%s count=%u",
+	    zlog_quote(q, sizeof(q), root), node->ncpu);
+	return 0;
+}
+
+int
+node_open(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	memset(node, 0, sizeof(*node));
+	if (!(cfg->enabled & (GROUP_BIT(GROUP_GPU_READ) |
+	    GROUP_BIT(GROUP_GPU_CONTROL))))
+		overrides_free(ov);
+	else if (node_open_gpus(node, cfg, ov, err) != 0)
+		goto fail;
+	if ((cfg->enabled & GROUP_BIT(GROUP_CPU_READ)) &&
+	    node_open_cpus(node, cfg, err) != 0)
+		goto fail;
+	return 0;
+fail:
+	node_close(node);
+	return -1;
+}
+
+void
+node_close(struct node *node)
+{
+	for (unsigned i = 0; node->gpu_workers != NULL && i < node->ngpu; i++)
+		worker_stop(node->gpu_workers[i]);
+	for (unsigned i = 0; node->cpu_workers != NULL && i < node->ncpu; i++)
+		worker_stop(node->cpu_workers[i]);
+	if (node->gpu.ops != NULL)
+		node->gpu.ops->destroy(&node->gpu);
+	if (node->rapl != NULL)
+		rapl_close(node->rapl);
+	free(node->gpu_workers);
+	free(node->cpu_workers);
+	free(node->gpu_info);
+	memset(node, 0, sizeof(*node));
+}

@@ -1,0 +1,40 @@
+/*
+ * node.h - the devices of this node as the daemon sees them: the GPU backend
+ * (NVML, possibly wrapped by command overrides) with one worker per GPU, and
+ * the RAPL packages with one worker per package.
+ */
+#ifndef ZEUS_NODE_H
+#define ZEUS_NODE_H
+
+#include <stdbool.h>
+
+#include "../common/err.h"
+#include "../devices/gpu.h"
+#include "config.h"
+
+struct worker;
+struct rapl;
+struct overrides;
+
+struct node {
+	struct gpu_backend gpu;		/* ops NULL when there are no GPUs */
+	unsigned ngpu;
+	struct gpu_info *gpu_info;	/* [ngpu] */
+	struct worker **gpu_workers;	/* [ngpu] */
+	struct rapl *rapl;		/* NULL when there are no packages */
+	unsigned ncpu;
+	struct worker **cpu_workers;	/* [ncpu] */
+	unsigned overrides;		/* number of overridden operations */
+};
+
+/*
+ * Opens the devices the configuration asks for. `ov` (may be NULL) are the
+ * loaded command overrides; the node takes them over in every case.
+ */
+int node_open(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err);
+
+/* Stops the workers (after finishing queued commands) and closes devices. */
+void node_close(struct node *node);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * request.h - one HTTP request as the handlers see it, and the ways to answer.
+ *
+ * Handlers run on the event-loop thread. A handler either answers at once
+ * (request_reply_*), or defers: it suspends the connection, queues device
+ * commands, and each command's completion calls request_complete_one() from
+ * its worker thread; the last one resumes the connection, and the loop then
+ * calls the `finish` function the handler registered, which answers.
+ */
+#ifndef ZEUS_REQUEST_H
+#define ZEUS_REQUEST_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "../common/err.h"
+
+struct MHD_Connection;
+struct server;
+struct route;
+struct auth_claims;
+
+#define REQUEST_PATH_MAX 256
+
+enum request_phase {
+	REQ_NEW,		/* headers seen, body (if any) not yet */
+	REQ_DEFERRED,		/* suspended, waiting for device commands */
+	REQ_ANSWERED,		/* a response is queued */
+};
+
+struct request {
+	struct server *srv;
+	struct MHD_Connection *conn;
+	enum request_phase phase;
+	char method[8];
+	char path[REQUEST_PATH_MAX];	/* canonical path */
+	char *query;			/* raw query string, NUL-terminated */
+	size_t query_len;
+	bool bad_path;			/* undecodable path: 400 */
+	size_t body_bytes;
+	struct timespec t0;
+	unsigned status;
+	const struct route *route;
+	const struct auth_claims *claims;	/* NULL when auth is off */
+	atomic_uint pending;
+	void (*finish)(struct request *req);
+	void *hctx;			/* handler state while deferred */
+	void (*hctx_free)(void *hctx);
+};
+
+/* Answers with a JSON body (stolen; NULL body means empty). */
+void request_reply_json(struct request *req, unsigned status, json_t *body);
+
+/* Answers `{"error": msg}` with the status of err->kind. */
+void request_reply_error(struct request *req, const struct zerr *err);
+
+/* Answers with an empty body. */
+void request_reply_empty(struct request *req, unsigned status);
+
+/* Answers 405 with an `Allow` header. */
+void request_reply_method(struct request *req, const char *allow);
+
+/* Answers 401 with `WWW-Authenticate: Bearer realm="zeusd"`. */
+void request_reply_unauthorized(struct request *req, const struct zerr *err);
+
+/*
+ * Suspends the connection until `n` completions arrive (n >= 1), then calls
+ * `finish` on the loop thread. Call before queueing the commands.
+ */
+void request_defer(struct request *req, unsigned n,
+    void (*finish)(struct request *req));
+
+/* One completion; safe from any thread. */
+void request_complete_one(struct request *req);
+
+#endif

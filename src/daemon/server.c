@@ -1,0 +1,372 @@
+/*
+ * server.c - libmicrohttpd glue: request life cycle, dispatch, answers.
+ *
+ * Threading: one internal epoll thread runs every callback below. Nothing here
+ * blocks on hardware: handlers that need a device suspend the connection and
+ * queue commands to the device's worker; the worker's completion resumes it.
+ *
+ * Life of a request:
+ *   uri_log callback   allocate struct request, keep the raw path and query
+ *   access, 1st call   return (answering on the first call makes libmicrohttpd
+ *                      close keep-alive connections)
+ *   access, body       discard and count (all parameters are in the query)
+ *   access, last call  route, authorise, run the handler (phase REQ_NEW)
+ *   access, resumed    run the handler's finish() (phase REQ_DEFERRED)
+ *   completed callback log one line, free
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "auth.h"
+#include "auth_gate.h"
+#include "request.h"
+#include "router.h"
+
+#define SERVER_MEMORY_LIMIT (16 * 1024)
+#define SERVER_CONNECTION_LIMIT 16384
+#define SERVER_IDLE_TIMEOUT_S 60
+#define SERVER_MAX_BODY 4096
+
+static void
+server_queue(struct request *req, unsigned status, struct MHD_Response *resp)
+{
+	if (resp == NULL) {
+		zlog(ZLOG_ERROR, "response_alloc_failed", "status=%u", status);
+		return;
+	}
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "application/json");
+	req->status = status;
+	req->phase = REQ_ANSWERED;
+	(void)MHD_queue_response(req->conn, status, resp);
+	MHD_destroy_response(resp);
+}
+
+void
+request_reply_json(struct request *req, unsigned status, json_t *body)
+{
+	struct MHD_Response *resp;
+	char *text = NULL;
+
+	if (body != NULL) {
+		text = json_dumps(body, JSON_COMPACT);
+		json_decref(body);
+		if (text == NULL) {
+			struct zerr e;
+
+			zerr_set(&e, ZERR_INTERNAL, "cannot encode JSON");
+			request_reply_error(req, &e);
+			return;
+		}
+		resp = MHD_create_response_from_buffer(strlen(text), text,
+		    MHD_RESPMEM_MUST_FREE);
+	} else {
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+	}
+	if (resp == NULL)
+		free(text);
+	server_queue(req, status, resp);
+}
+
+void
+request_reply_empty(struct request *req, unsigned status)
+{
+	request_reply_json(req, status, NULL);
+}
+
+void
+request_reply_error(struct request *req, const struct zerr *err)
+{
+	unsigned status = zerr_http_status(err->kind);
+
+	if (status == 200)
+		status = 500;
+	request_reply_json(req, status, json_pack("{s:s}", "error",
+	    err->msg));
+}
+
+void
+request_reply_method(struct request *req, const char *allow)
+{
+	struct MHD_Response *resp;
+	char *text;
+
+	text = json_dumps(json_pack("{s:s}", "error", "Method not allowed"),
+	    JSON_COMPACT);
+	resp = MHD_create_response_from_buffer(text ? strlen(text) : 0,
+	    text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE :
+	    MHD_RESPMEM_PERSISTENT);
+	if (resp != NULL)
+		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+		    allow);
+	server_queue(req, 405, resp);
+}
+
+void
+request_reply_unauthorized(struct request *req, const struct zerr *err)
+{
+	json_t *body = json_pack("{s:s}", "error", err->msg);
+	char *text = json_dumps(body, JSON_COMPACT);
+	struct MHD_Response *resp;
+
+	json_decref(body);
+	resp = MHD_create_response_from_buffer(text ? strlen(text) : 0,
+	    text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE :
+	    MHD_RESPMEM_PERSISTENT);
+	if (resp != NULL)
+		(void)MHD_add_response_header(resp,
+		    MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"zeusd\"");
+	server_queue(req, 401, resp);
+}
+
+void
+request_defer(struct request *req, unsigned n,
+    void (*finish)(struct request *req))
+{
+	req->finish = finish;
+	req->phase = REQ_DEFERRED;
+	atomic_store(&req->pending, n);
+	MHD_suspend_connection(req->conn);
+}
+
+void
+request_complete_one(struct request *req)
+{
+	if (atomic_fetch_sub(&req->pending, 1) == 1)
+		MHD_resume_connection(req->conn);
+}
+
+static void *
+server_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct server *srv = cls;
+	struct request *req = calloc(1, sizeof(*req));
+	const char *q;
+	size_t plen;
+
+	if (req == NULL)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &req->t0);
+	req->srv = srv;
+	req->conn = conn;
+	q = strchr(uri, '?');
+	plen = q ? (size_t)(q - uri) : strlen(uri);
+	if (router_canonical_path(uri, plen, req->path, sizeof(req->path)) != 0) {
+		req->bad_path = true;
+		snprintf(req->path, sizeof(req->path), "%.*s",
+		    (int)(plen > 128 ? 128 : plen), uri);
+	}
+	if (q != NULL) {
+		req->query_len = strlen(q + 1);
+		req->query = strdup(q + 1);
+		if (req->query == NULL) {
+			free(req);
+			return NULL;
+		}
+	}
+	atomic_fetch_add(&srv->active, 1);
+	return req;
+}
+
+static void
+server_dispatch(struct request *req)
+{
+	struct server *srv = req->srv;
+	const struct route *r;
+	struct zerr err;
+
+	if (req->bad_path) {
+		zerr_set(&err, ZERR_INVALID, "Malformed request path");
+		request_reply_error(req, &err);
+		return;
+	}
+	if (req->body_bytes > SERVER_MAX_BODY) {
+		zerr_set(&err, ZERR_INVALID,
+		    "Request body too large (parameters go in the query)");
+		request_reply_error(req, &err);
+		return;
+	}
+	r = router_lookup(req->path);
+	if (r != NULL && r->needs_auth_enabled && srv->key == NULL)
+		r = NULL;
+	if (r != NULL && r->group >= 0 &&
+	    !(srv->cfg->enabled & GROUP_BIT(r->group))) {
+		zerr_set(&err, ZERR_NOT_FOUND,
+		    "API group '%s' is not enabled on this server.",
+		    group_name((enum api_group)r->group));
+		request_reply_error(req, &err);
+		return;
+	}
+	if (srv->key != NULL && (r == NULL || r->access != ROUTE_OPEN) &&
+	    auth_gate_check(req, r) != 0)
+		return;		/* answered 401/403 */
+	if (r == NULL) {
+		zerr_set(&err, ZERR_NOT_FOUND, "Not found: %.128s", req->path);
+		request_reply_error(req, &err);
+		return;
+	}
+	if (strcmp(r->method, req->method) != 0) {
+		request_reply_method(req, r->method);
+		return;
+	}
+	req->route = r;
+	r->handle(req);
+}
+
+static enum MHD_Result
+server_access(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **req_cls)
+{
+	struct request *req = *req_cls;
+
+	if (req == NULL)
+		return MHD_NO;	/* out of memory in the uri callback */
+	if (req->method[0] == '\0') {
+		/* First call: remember the method, answer later. */
+		snprintf(req->method, sizeof(req->method), "%s", method);
+		if (strlen(method) >= sizeof(req->method))
+			snprintf(req->method, sizeof(req->method), "?");
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0) {
+		req->body_bytes += *upload_data_size;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	switch (req->phase) {
+	case REQ_NEW:
+		server_dispatch(req);
+		break;
+	case REQ_DEFERRED:
+		req->phase = REQ_NEW;
+		req->finish(req);
+		break;
+	case REQ_ANSWERED:
+		break;
+	}
+	/*
+	 * A handler (or finish function) that neither answered nor deferred is
+	 * a bug; answer 500 rather than leave the client hanging.
+	 */
+	if (req->phase == REQ_NEW) {
+		struct zerr err;
+
+		zerr_set(&err, ZERR_INTERNAL, "internal: handler did not answer");
+		request_reply_error(req, &err);
+	}
+	return MHD_YES;
+}
+
+static void
+server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct server *srv = cls;
+	struct request *req = *req_cls;
+	struct timespec now;
+	char qpath[320], quser[600];
+	const char *user = req->claims ? req->claims->sub : NULL;
+	long long us;
+
+	if (req == NULL)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	us = (now.tv_sec - req->t0.tv_sec) * 1000000LL +
+	    (now.tv_nsec - req->t0.tv_nsec) / 1000;
+	zlog(req->status >= 500 ? ZLOG_WARN : ZLOG_INFO, "request",
+	    "method=%s path=%s status=%u dur_us=%lld%s%s%s",
+	    req->method[0] ? req->method : "?",
+	    zlog_quote(qpath, sizeof(qpath), req->path), req->status, us,
+	    user ? " user=" : "",
+	    user ? zlog_quote(quser, sizeof(quser), user) : "",
+	    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" :
+	    " aborted=true");
+	if (req->hctx_free != NULL)
+		req->hctx_free(req->hctx);
+	auth_gate_release(req);
+	free(req->query);
+	free(req);
+	*req_cls = NULL;
+	atomic_fetch_sub(&srv->active, 1);
+}
+
+/*
+ * libmicrohttpd logs a line for every client that leaves mid-response; keep
+ * them at debug level, and at most a few per second.
+ */
+static void
+server_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	static _Atomic long last_sec;
+	static _Atomic int in_sec;
+	char msg[512], q[600];
+	struct timespec ts;
+	size_t n;
+
+	if (!zlog_enabled(ZLOG_DEBUG))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (atomic_exchange(&last_sec, ts.tv_sec) != ts.tv_sec)
+		atomic_store(&in_sec, 0);
+	if (atomic_fetch_add(&in_sec, 1) >= 10)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	zlog(ZLOG_DEBUG, "http_library", "msg=%s", zlog_quote(q, sizeof(q), msg));
+}
+
+int
+server_start(struct server *srv, int listen_fd, struct zerr *err)
+{
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+
+	srv->listen_fd = listen_fd;
+	atomic_store(&srv->active, 0);
+	clock_gettime(CLOCK_MONOTONIC, &srv->started);
+	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, server_access, srv,
+	    MHD_OPTION_LISTEN_SOCKET, listen_fd,
+	    MHD_OPTION_URI_LOG_CALLBACK, server_uri_cb, srv,
+	    MHD_OPTION_NOTIFY_COMPLETED, server_completed, srv,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVER_IDLE_TIMEOUT_S,
+	    MHD_OPTION_EXTERNAL_LOGGER, server_mhd_log, srv,
+	    MHD_OPTION_END);
+	if (srv->mhd == NULL)
+		return zerr_set(err, ZERR_INTERNAL,
+		    "cannot start the HTTP server (libmicrohttpd)");
+	return 0;
+}
+
+void
+server_stop(struct server *srv, unsigned grace_ms)
+{
+	MHD_socket fd;
+
+	if (srv->mhd == NULL)
+		return;
+	fd = MHD_quiesce_daemon(srv->mhd);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	for (unsigned waited = 0; waited < grace_ms &&
+	    atomic_load(&srv->active) > 0; waited += 10)
+		usleep(10000);
+	if (atomic_load(&srv->active) > 0)
+		zlog(ZLOG_WARN, "shutdown_grace_expired", "in_flight=%u",
+		    atomic_load(&srv->active));
+	MHD_stop_daemon(srv->mhd);
+	srv->mhd = NULL;
+}

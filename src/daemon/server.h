@@ -1,0 +1,36 @@
+/*
+ * server.h - the HTTP side of zeusd: one libmicrohttpd daemon in epoll mode
+ * with its own internal thread, accepting on the fd that listen.c opened.
+ */
+#ifndef ZEUS_SERVER_H
+#define ZEUS_SERVER_H
+
+#include <stdatomic.h>
+
+#include "../common/err.h"
+#include "config.h"
+
+struct MHD_Daemon;
+struct node;
+struct auth_key;
+
+struct server {
+	const struct zeusd_config *cfg;
+	struct node *node;
+	struct auth_key *key;		/* NULL: auth off */
+	struct MHD_Daemon *mhd;
+	int listen_fd;
+	atomic_uint active;		/* requests between start and end */
+	struct timespec started;
+};
+
+/* Starts serving on `listen_fd` (the server owns it from then on). */
+int server_start(struct server *srv, int listen_fd, struct zerr *err);
+
+/*
+ * Stops accepting, waits up to `grace_ms` for in-flight requests, then stops
+ * the HTTP daemon and closes every connection.
+ */
+void server_stop(struct server *srv, unsigned grace_ms);
+
+#endif

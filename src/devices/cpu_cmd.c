@@ -1,0 +1,63 @@
+/*
+ * cpu_cmd.c - executing RAPL commands on a package's worker thread.
+ *
+ * get_power reads the counters, sleeps one sampling period on the worker and
+ * reads again, dividing by the measured gap (not the nominal one). The sleep
+ * holds only that package's worker.
+ */
+#include "cpu_cmd.h"
+
+#include <errno.h>
+#include <time.h>
+
+static void
+cpu_cmd_run(struct work *w, void *device)
+{
+	struct cpu_cmd *cmd = (struct cpu_cmd *)w;
+	struct rapl *r = device;
+
+	cmd->has_dram = rapl_has_dram(r, cmd->pkg);
+	if (cmd->op == CPU_CMD_GET_ENERGY) {
+		cmd->rc = rapl_read(r, cmd->pkg, &cmd->cpu,
+		    cmd->has_dram ? &cmd->dram : NULL, &cmd->err);
+	} else {
+		struct rapl_sample a, b;
+		struct timespec ts = {
+			.tv_sec = cmd->period_ms / 1000,
+			.tv_nsec = (long)(cmd->period_ms % 1000) * 1000000L,
+		};
+
+		cmd->rc = rapl_sample(r, cmd->pkg, &a, &cmd->err);
+		if (cmd->rc == 0) {
+			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+				;
+			cmd->rc = rapl_sample(r, cmd->pkg, &b, &cmd->err);
+		}
+		if (cmd->rc == 0 &&
+		    rapl_power_mw(&a, &b, &cmd->cpu, &cmd->dram) != 0)
+			cmd->rc = zerr_set(&cmd->err, ZERR_INTERNAL,
+			    "CPU %u: samples not ordered in time",
+			    rapl_package_id(r, cmd->pkg));
+	}
+	cmd->done(cmd, cmd->arg);
+}
+
+void
+cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
+    void (*done)(struct cpu_cmd *cmd, void *arg), void *arg)
+{
+	cmd->op = op;
+	cmd->pkg = pkg;
+	cmd->done = done;
+	cmd->arg = arg;
+	cmd->work.run = cpu_cmd_run;
+	cmd->work.what = op == CPU_CMD_GET_ENERGY ? "get_cumulative_energy" :
+	    "get_power";
+	zerr_clear(&cmd->err);
+}
+
+void
+cpu_cmd_submit(struct worker *wk, struct cpu_cmd *cmd)
+{
+	worker_submit(wk, &cmd->work);
+}

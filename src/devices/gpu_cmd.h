@@ -1,0 +1,58 @@
+/*
+ * gpu_cmd.h - a GPU device command as plain data: an operation, its
+ * arguments, a result slot and a completion callback. Handlers build these
+ * and queue them on the GPU's worker; only gpu_cmd_run touches the backend.
+ * This seam is what would let the device side live in its own privileged
+ * process later.
+ */
+#ifndef ZEUS_GPU_CMD_H
+#define ZEUS_GPU_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpu.h"
+#include "worker.h"
+
+enum gpu_cmd_op {
+	GPU_CMD_WRITE,
+	GPU_CMD_GET_POWER,
+	GPU_CMD_GET_ENERGY,
+	GPU_CMD_GET_POWER_LIMIT,
+	GPU_CMD_GET_CONSTRAINTS,
+	GPU_CMD_GET_PERSISTENCE,
+};
+
+struct gpu_cmd {
+	struct work work;		/* must stay first */
+	enum gpu_cmd_op op;
+	unsigned gpu;
+	struct gpu_write write;		/* GPU_CMD_WRITE */
+	union {
+		uint32_t power_mw;
+		uint64_t energy_mj;
+		uint32_t limit_mw;
+		struct { uint32_t min_mw, max_mw; } constraints;
+		bool persistence;
+	} out;
+	int rc;				/* 0 or -1 with err */
+	struct zerr err;
+	/* Called on the worker thread after the command ran. */
+	void (*done)(struct gpu_cmd *cmd, void *arg);
+	void *arg;
+};
+
+/* Prepares `cmd` (zeroed by the caller) for submission. */
+void gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
+    void (*done)(struct gpu_cmd *cmd, void *arg), void *arg);
+
+/* Queues a command on a GPU's worker. */
+void gpu_cmd_submit(struct worker *wk, struct gpu_cmd *cmd);
+
+/* The worker's run function: the device pointer is a struct gpu_backend. */
+void gpu_cmd_run(struct work *w, void *device);
+
+/* Name of the operation for logs ("get_power", "set_power_limit", ...). */
+const char *gpu_cmd_name(const struct gpu_cmd *cmd);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * worker.h - one thread per device that runs queued work items in arrival
+ * order. The hardware is serial anyway; a per-device thread means a slow
+ * operation on one GPU never delays another, and requests on the HTTP loop
+ * never block on a device.
+ */
+#ifndef ZEUS_WORKER_H
+#define ZEUS_WORKER_H
+
+#include <time.h>
+
+#include "../common/err.h"
+
+struct worker;
+
+struct work {
+	struct work *next;
+	struct timespec queued;		/* set by worker_submit */
+	const char *what;		/* operation name for the log */
+	/* Runs on the worker thread; responsible for completing/freeing. */
+	void (*run)(struct work *w, void *device);
+};
+
+/* Starts a worker for `device`; `label` (e.g. "gpu0") names it in logs. */
+int worker_start(const char *label, void *device, struct worker **out,
+    struct zerr *err);
+
+/* Queues `w` (never blocks on the device). */
+void worker_submit(struct worker *wk, struct work *w);
+
+/* Runs everything already queued, then stops the thread and frees. */
+void worker_stop(struct worker *wk);
+
+#endif

@@ -1,0 +1,169 @@
+"""Fixtures that start the real zeusd binary and talk HTTP to it.
+
+ZEUSD_BUILD names the build directory (default: build). Every daemon runs
+with the NVML simulator and simulated RAPL unless a test says otherwise, and
+is stopped with SIGTERM at the end of the test; a daemon that does not exit
+0 (a crash, a sanitizer report, a leak) fails the test.
+"""
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("ZEUSD_BUILD", ROOT / "build"))
+ZEUSD = BUILD / "zeusd"
+SIM = BUILD / "libnvml-sim.so"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Zeusd:
+    """One zeusd process and an httpx client bound to its transport."""
+
+    def __init__(self, tmp, mode="uds", args=(), env=None, simulate=True,
+                 preexec=None, wrapper=(), tcp_host="127.0.0.1"):
+        self.tmp = Path(tmp)
+        self.mode = mode
+        self.host = tcp_host
+        self.sock = str(self.tmp / "run" / "zeusd.sock")
+        self.port = free_port()
+        cmd = list(wrapper) + [str(ZEUSD), "serve"]
+        if mode == "uds":
+            cmd += ["--socket-path", self.sock]
+        else:
+            h = f"[{tcp_host}]" if ":" in tcp_host else tcp_host
+            self.url = f"http://{h}:{self.port}"
+            cmd += ["--mode", "tcp", "--tcp-bind-address", f"{h}:{self.port}"]
+        if simulate:
+            cmd.append("--simulate")
+        cmd += list(args)
+        self.env = dict(os.environ)
+        self.env.setdefault("ZEUSD_LOG", "debug")
+        self.env.update(env or {})
+        self.log_path = self.tmp / f"zeusd-{time.monotonic_ns()}.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log,
+                                     env=self.env, preexec_fn=preexec)
+        self.client = None
+
+    def logs(self):
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"zeusd exited {self.proc.returncode}:\n{self.logs()}")
+            if self._accepts():
+                self.client = self.make_client()
+                return self
+            time.sleep(0.02)
+        raise AssertionError(f"zeusd not ready:\n{self.logs()}")
+
+    def _accepts(self):
+        try:
+            if self.mode == "uds":
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(self.sock)
+            else:
+                s = socket.create_connection((self.host, self.port), 0.2)
+            s.close()
+            return True
+        except OSError:
+            return False
+
+    def make_client(self, timeout=10.0):
+        if self.mode == "uds":
+            return httpx.Client(transport=httpx.HTTPTransport(uds=self.sock),
+                                base_url="http://zeusd", timeout=timeout)
+        return httpx.Client(base_url=self.url, timeout=timeout)
+
+    def get(self, path, **kw):
+        return self.client.get(path, **kw)
+
+    def post(self, path, **kw):
+        return self.client.post(path, **kw)
+
+    def stop(self, timeout=15):
+        if self.client is not None:
+            self.client.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"zeusd did not stop:\n{self.logs()}")
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def start(tmp_path):
+    """start(mode="uds"|"tcp", args=[...], env={...}) -> ready Zeusd."""
+    daemons = []
+
+    def _start(mode="uds", args=(), env=None, ready=True, **kw):
+        d = Zeusd(tmp_path, mode, args, env, **kw)
+        daemons.append(d)
+        return d.wait_ready() if ready else d
+
+    yield _start
+    for d in daemons:
+        rc = d.stop()
+        assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
+
+
+@pytest.fixture(params=["uds", "tcp"])
+def mode(request):
+    return request.param
+
+
+@pytest.fixture
+def daemon(start, mode):
+    """A simulated zeusd on each transport."""
+    return start(mode)
+
+
+def run_zeusd(*args, env=None, timeout=10, **kw):
+    """Runs zeusd to completion; returns CompletedProcess (text)."""
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([str(ZEUSD), *args], capture_output=True,
+                          text=True, env=e, timeout=timeout, **kw)
+
+
+def raw_request(d, target, method="GET", headers=(), timeout=5):
+    """Sends one request with an exact request-target (no client-side
+    normalisation) and returns (status, headers_text, body_bytes)."""
+    if d.mode == "uds":
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(d.sock)
+    else:
+        s = socket.create_connection((d.host, d.port))
+    s.settimeout(timeout)
+    lines = [f"{method} {target} HTTP/1.1", "Host: zeusd",
+             "Connection: close", *headers, "", ""]
+    s.sendall("\r\n".join(lines).encode())
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, head.decode(errors="replace"), body
