@@ -1,0 +1,531 @@
+/*
+ * auth.c - HS256 JWTs: key file, verification, signing, Bearer header.
+ *
+ * Verification runs in two stages. First, with nothing parsed yet, the token
+ * is checked for shape (bounded length, base64url alphabet, three segments)
+ * and its signature is recomputed with OpenSSL's HMAC and compared with
+ * CRYPTO_memcmp, so the comparison time says nothing about the right
+ * signature. Only a token that carries our HMAC-SHA256 reaches libjwt, which
+ * decodes the segments; we then insist the header says exactly "HS256"
+ * (libjwt would happily verify HS384/HS512 with the same key, and accepts
+ * "none" when asked to decode without a key) and check every claim with
+ * jansson ourselves, because libjwt 1.10 checks no claims at all.
+ *
+ * libjwt also signs (auth_sign), so no base64 or HMAC is written here.
+ */
+#include "auth.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <jwt.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "common/log.h"
+
+/* Base64url of a 32-byte HMAC-SHA256, without padding. */
+#define AUTH_SIG_B64_LEN 43
+
+struct auth_key {
+	size_t len;
+	unsigned char bytes[];
+};
+
+/* ---- key --------------------------------------------------------------- */
+
+int
+auth_key_from_bytes(const void *bytes, size_t len, struct auth_key **out,
+    struct zerr *err)
+{
+	struct auth_key *k;
+
+	if (len == 0)
+		return zerr_set(err, ZERR_INVALID, "signing key is empty");
+	if (len > AUTH_KEY_MAX)
+		return zerr_set(err, ZERR_INVALID,
+		    "signing key is larger than %d bytes", AUTH_KEY_MAX);
+	k = malloc(sizeof(*k) + len);
+	if (k == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	k->len = len;
+	memcpy(k->bytes, bytes, len);
+	*out = k;
+	return 0;
+}
+
+void
+auth_key_free(struct auth_key *key)
+{
+	if (key == NULL)
+		return;
+	OPENSSL_cleanse(key->bytes, key->len);
+	free(key);
+}
+
+/* Reads up to `size` bytes; returns the count, or -1 with errno. */
+static ssize_t
+auth_read_all(int fd, unsigned char *buf, size_t size)
+{
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+static void
+auth_warn_permissions(const char *path, const struct stat *st)
+{
+	char q[256];
+
+	if (S_ISREG(st->st_mode) && (st->st_mode & S_IROTH))
+		zlog(ZLOG_WARN, "signing_key_world_readable",
+		    "path=%s msg=\"anyone on this host can mint tokens; "
+		    "chmod 600 the key file\"", zlog_quote(q, sizeof(q), path));
+}
+
+int
+auth_key_load(const char *path, struct auth_key **out, struct zerr *err)
+{
+	unsigned char *buf;
+	struct stat st;
+	ssize_t n;
+	int fd, rc, e = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return zerr_set(err, ZERR_INVALID,
+		    "cannot open signing key file '%.512s': %s", path,
+		    strerror(errno));
+	if (fstat(fd, &st) != 0)
+		e = errno;
+	else if (S_ISDIR(st.st_mode))
+		e = EISDIR;
+	if (e != 0) {
+		close(fd);
+		return zerr_set(err, ZERR_INVALID,
+		    "cannot read signing key file '%.512s': %s", path,
+		    strerror(e));
+	}
+	buf = malloc(AUTH_KEY_MAX + 1);
+	if (buf == NULL) {
+		close(fd);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	/* One extra byte tells "exactly the limit" from "too large". */
+	n = auth_read_all(fd, buf, AUTH_KEY_MAX + 1);
+	if (n < 0)
+		rc = zerr_set(err, ZERR_INVALID,
+		    "cannot read signing key file '%.512s': %s", path,
+		    strerror(errno));
+	else if (n == 0)
+		rc = zerr_set(err, ZERR_INVALID,
+		    "signing key file '%.512s' is empty", path);
+	else if (n > AUTH_KEY_MAX)
+		rc = zerr_set(err, ZERR_INVALID,
+		    "signing key file '%.512s' is larger than %d bytes", path,
+		    AUTH_KEY_MAX);
+	else
+		rc = auth_key_from_bytes(buf, (size_t)n, out, err);
+	if (rc == 0)
+		auth_warn_permissions(path, &st);
+	close(fd);
+	OPENSSL_cleanse(buf, AUTH_KEY_MAX + 1);
+	free(buf);
+	return rc;
+}
+
+/* ---- verification, stage 1: shape and signature ------------------------ */
+
+static bool
+auth_is_b64url(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/*
+ * Checks the three-segment shape; on success *signed_len is the length of
+ * "header.payload" (the signed bytes) and the signature follows it.
+ */
+static int
+auth_check_shape(const char *t, size_t len, size_t *signed_len,
+    struct zerr *err)
+{
+	size_t dots[2] = { 0, 0 }, ndots = 0;
+
+	if (len == 0)
+		return zerr_set(err, ZERR_UNAUTHENTICATED, "Missing token.");
+	if (len > AUTH_TOKEN_MAX)
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token is too large (more than %d bytes).", AUTH_TOKEN_MAX);
+	for (size_t i = 0; i < len; i++) {
+		if (t[i] == '.') {
+			if (ndots == 2)
+				return zerr_set(err, ZERR_UNAUTHENTICATED,
+				    "Malformed token.");
+			dots[ndots++] = i;
+		} else if (!auth_is_b64url((unsigned char)t[i])) {
+			return zerr_set(err, ZERR_UNAUTHENTICATED,
+			    "Malformed token.");
+		}
+	}
+	if (ndots != 2 || dots[0] == 0 || dots[1] == dots[0] + 1)
+		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
+	if (dots[1] + 1 == len)
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Unsigned tokens are not accepted.");
+	*signed_len = dots[1];
+	return 0;
+}
+
+/*
+ * Recomputes HMAC-SHA256 over the signed part, encodes it as base64url and
+ * compares it with the token's signature in constant time. Comparing the
+ * encodings (not the decoded bytes) also refuses non-canonical encodings.
+ */
+static int
+auth_check_signature(const struct auth_key *key, const char *t,
+    size_t signed_len, const char *sig, size_t sig_len, struct zerr *err)
+{
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned char enc[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+	unsigned int mac_len = 0;
+	int ok;
+
+	if (HMAC(EVP_sha256(), key->bytes, (int)key->len,
+	    (const unsigned char *)t, signed_len, mac, &mac_len) == NULL ||
+	    mac_len != 32)
+		return zerr_set(err, ZERR_INTERNAL, "HMAC computation failed.");
+	EVP_EncodeBlock(enc, mac, (int)mac_len);
+	for (size_t i = 0; i < AUTH_SIG_B64_LEN; i++) {
+		if (enc[i] == '+')
+			enc[i] = '-';
+		else if (enc[i] == '/')
+			enc[i] = '_';
+	}
+	/* The length is public (it is the algorithm's); the bytes are not. */
+	ok = sig_len == AUTH_SIG_B64_LEN &&
+	    CRYPTO_memcmp(enc, sig, AUTH_SIG_B64_LEN) == 0;
+	OPENSSL_cleanse(mac, sizeof(mac));
+	OPENSSL_cleanse(enc, sizeof(enc));
+	if (!ok)
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Invalid token signature.");
+	return 0;
+}
+
+/* ---- verification, stage 2: header and claims --------------------------- */
+
+int
+auth_check_sub(const char *sub, size_t len, struct zerr *err)
+{
+	json_t *utf8;
+
+	if (len == 0)
+		return zerr_set(err, ZERR_INVALID, "user name is empty");
+	if (len > AUTH_SUB_MAX)
+		return zerr_set(err, ZERR_INVALID,
+		    "user name is longer than %d bytes", AUTH_SUB_MAX);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)sub[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return zerr_set(err, ZERR_INVALID,
+			    "user name contains a control character");
+	}
+	/* JSON strings are UTF-8; jansson refuses anything else. */
+	utf8 = json_stringn(sub, len);
+	if (utf8 == NULL)
+		return zerr_set(err, ZERR_INVALID,
+		    "user name is not valid UTF-8");
+	json_decref(utf8);
+	return 0;
+}
+
+/* libjwt already parsed the header; we only accept exactly HS256, no crit. */
+static int
+auth_check_header(jwt_t *jwt, struct zerr *err)
+{
+	const char *alg = jwt_get_header(jwt, "alg");
+	char *crit;
+
+	if (jwt_get_alg(jwt) != JWT_ALG_HS256 || alg == NULL ||
+	    strcmp(alg, "HS256") != 0)
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token algorithm must be HS256.");
+	/* RFC 7515 4.1.11: we understand no extension, so any crit is fatal. */
+	crit = jwt_get_headers_json(jwt, "crit");
+	if (crit != NULL) {
+		free(crit);
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token has unsupported critical header parameters.");
+	}
+	return 0;
+}
+
+static int
+auth_claim_sub(json_t *claims, struct auth_claims *out, struct zerr *err)
+{
+	json_t *v = json_object_get(claims, "sub");
+	struct zerr tmp;
+	size_t len;
+
+	if (!json_is_string(v))
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token has no string 'sub' claim.");
+	len = json_string_length(v);
+	if (auth_check_sub(json_string_value(v), len, &tmp) != 0 ||
+	    strlen(json_string_value(v)) != len)
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token has an invalid 'sub' claim.");
+	memcpy(out->sub, json_string_value(v), len);
+	out->sub[len] = '\0';
+	return 0;
+}
+
+static int
+auth_claim_scopes(json_t *claims, struct auth_claims *out, struct zerr *err)
+{
+	json_t *arr = json_object_get(claims, "scopes"), *v;
+	size_t i;
+
+	if (!json_is_array(arr))
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token has no 'scopes' array.");
+	out->scopes = 0;
+	json_array_foreach(arr, i, v) {
+		enum api_group g;
+
+		if (!json_is_string(v) || group_from_name(json_string_value(v),
+		    json_string_length(v), &g) != 0)
+			return zerr_set(err, ZERR_UNAUTHENTICATED,
+			    "Token has an unknown scope.");
+		out->scopes |= GROUP_BIT(g);
+	}
+	return 0;
+}
+
+/* Reads an optional integer NumericDate claim. */
+static int
+auth_claim_time(json_t *claims, const char *name, bool *has, int64_t *val,
+    struct zerr *err)
+{
+	json_t *v = json_object_get(claims, name);
+
+	*has = v != NULL;
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v))
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token '%s' claim must be an integer.", name);
+	*val = (int64_t)json_integer_value(v);
+	return 0;
+}
+
+static int
+auth_check_claims(jwt_t *jwt, time_t now, struct auth_claims *out,
+    struct zerr *err)
+{
+	char *text = jwt_get_grants_json(jwt, NULL);
+	json_t *claims;
+	bool has_nbf;
+	int64_t nbf = 0;
+	int rc = -1;
+
+	if (text == NULL)
+		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
+	claims = json_loads(text, 0, NULL);
+	free(text);
+	if (!json_is_object(claims)) {
+		json_decref(claims);
+		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
+	}
+	if (auth_claim_sub(claims, out, err) != 0 ||
+	    auth_claim_scopes(claims, out, err) != 0 ||
+	    auth_claim_time(claims, "exp", &out->has_exp, &out->exp, err) != 0 ||
+	    auth_claim_time(claims, "nbf", &has_nbf, &nbf, err) != 0)
+		goto out;
+	/* Written so that no extreme exp/nbf can overflow. */
+	if (out->has_exp && out->exp < (int64_t)now - AUTH_LEEWAY_S) {
+		zerr_set(err, ZERR_UNAUTHENTICATED, AUTH_MSG_EXPIRED);
+		goto out;
+	}
+	if (has_nbf && nbf > (int64_t)now + AUTH_LEEWAY_S) {
+		zerr_set(err, ZERR_UNAUTHENTICATED, "Token is not yet valid.");
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(claims);
+	return rc;
+}
+
+int
+auth_verify(const struct auth_key *key, const char *token, size_t len,
+    time_t now, struct auth_claims *out, struct zerr *err)
+{
+	char buf[AUTH_TOKEN_MAX + 1];
+	size_t signed_len = 0;
+	jwt_t *jwt = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (auth_check_shape(token, len, &signed_len, err) != 0 ||
+	    auth_check_signature(key, token, signed_len,
+	    token + signed_len + 1, len - signed_len - 1, err) != 0)
+		return -1;
+
+	/* Signature is ours: now let libjwt decode (it re-checks it too). */
+	memcpy(buf, token, len);
+	buf[len] = '\0';
+	if (jwt_decode(&jwt, buf, key->bytes, (int)key->len) != 0 || jwt == NULL)
+		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
+	rc = auth_check_header(jwt, err);
+	if (rc == 0)
+		rc = auth_check_claims(jwt, now, out, err);
+	jwt_free(jwt);
+	if (rc != 0)
+		memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+/* ---- Authorization header ----------------------------------------------- */
+
+static bool
+auth_is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+int
+auth_parse_bearer(const char *v, const char **token, size_t *len,
+    struct zerr *err)
+{
+	const char *t;
+	size_t n;
+
+	if (v == NULL)
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Missing Authorization: Bearer token.");
+	while (auth_is_blank(*v))
+		v++;
+	if (*v == '\0')
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Missing Authorization: Bearer token.");
+	/* RFC 7235: the scheme is case-insensitive. */
+	if (strncasecmp(v, "Bearer", 6) != 0 ||
+	    (v[6] != '\0' && !auth_is_blank(v[6])))
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Authorization header must use the Bearer scheme.");
+	t = v + 6;
+	while (auth_is_blank(*t))
+		t++;
+	n = strlen(t);
+	while (n > 0 && auth_is_blank(t[n - 1]))
+		n--;
+	if (n == 0)
+		return zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Missing Authorization: Bearer token.");
+	/* RFC 6750 b64token: no blanks inside. */
+	for (size_t i = 0; i < n; i++) {
+		if (auth_is_blank(t[i]))
+			return zerr_set(err, ZERR_UNAUTHENTICATED,
+			    "Malformed Authorization header.");
+	}
+	*token = t;
+	*len = n;
+	return 0;
+}
+
+/* ---- signing ------------------------------------------------------------- */
+
+/* The claims object as compact JSON (malloc'd), or NULL. */
+static char *
+auth_claims_text(const char *sub, group_set scopes, bool has_exp, int64_t exp,
+    bool with_iat)
+{
+	json_t *o = json_object(), *arr = json_array();
+	char *text = NULL;
+	int bad = o == NULL || arr == NULL;
+
+	for (unsigned g = 0; !bad && g < GROUP_COUNT; g++) {
+		if (scopes & GROUP_BIT(g))
+			bad |= json_array_append_new(arr,
+			    json_string(group_name((enum api_group)g)));
+	}
+	if (!bad) {
+		bad |= json_object_set_new(o, "sub", json_string(sub));
+		bad |= json_object_set(o, "scopes", arr);
+		if (has_exp)
+			bad |= json_object_set_new(o, "exp", json_integer(exp));
+		if (with_iat)
+			bad |= json_object_set_new(o, "iat",
+			    json_integer((json_int_t)time(NULL)));
+	}
+	if (!bad)
+		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(arr);
+	json_decref(o);
+	return text;
+}
+
+int
+auth_sign(const struct auth_key *key, const char *sub, group_set scopes,
+    bool has_exp, int64_t exp, char **out_token, struct zerr *err)
+{
+	jwt_t *jwt = NULL;
+	char *claims, *tok = NULL;
+
+	if (auth_check_sub(sub, strlen(sub), err) != 0)
+		return -1;
+	claims = auth_claims_text(sub, scopes, has_exp, exp, true);
+	if (claims != NULL && jwt_new(&jwt) == 0 &&
+	    jwt_add_grants_json(jwt, claims) == 0 &&
+	    jwt_set_alg(jwt, JWT_ALG_HS256, key->bytes, (int)key->len) == 0)
+		tok = jwt_encode_str(jwt);
+	free(claims);
+	jwt_free(jwt);
+	if (tok == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "cannot sign the token");
+	*out_token = tok;
+	return 0;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+void
+auth_format_forbidden(const struct auth_claims *c, enum api_group needed,
+    char *buf, size_t size)
+{
+	char have[128];
+
+	group_set_format(c->scopes, have, sizeof(have));
+	snprintf(buf, size,
+	    "User '%s' does not have the '%s' scope (token scopes: %s).",
+	    c->sub, group_name(needed), have[0] ? have : "none");
+}
+
+char *
+auth_claims_json(const struct auth_claims *c)
+{
+	return auth_claims_text(c->sub, c->scopes, c->has_exp, c->exp, false);
+}
