@@ -304,6 +304,9 @@ server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
  * libmicrohttpd logs a line for every client that leaves mid-response; keep
  * them at debug level, and at most a few per second.
  */
+static void server_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void
 server_mhd_log(void *cls, const char *fmt, va_list ap)
 {
