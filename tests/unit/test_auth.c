@@ -333,6 +333,8 @@ test_tampered(void **state)
 	expect_reject(u, "signature");
 	free(u);
 	u = malloc(strlen(t) + 3);
+	if (u == NULL)
+		abort();
 	sprintf(u, "%sA", t);
 	expect_reject(u, "signature");
 	sprintf(u, "%s=", t);

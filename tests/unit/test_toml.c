@@ -278,9 +278,14 @@ test_limits(void **state)
 	assert_string_equal(err.msg, "line 65: more than 64 keys in one table");
 
 	/* an over-long key */
-	memset(text, 'k', 200);
-	memcpy(text + 200, " = 1\n", 6);
-	assert_int_equal(toml_parse(text, strlen(text), &d, &err), -1);
+	{
+		char key[201];
+
+		memset(key, 'k', 200);
+		key[200] = '\0';
+		n = (size_t)sprintf(text, "%s = 1\n", key);
+	}
+	assert_int_equal(toml_parse(text, n, &d, &err), -1);
 	assert_string_equal(err.msg, "line 1: key longer than 128 bytes");
 	free(text);
 }
