@@ -8,7 +8,24 @@
 #include "cpu_cmd.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <time.h>
+
+/*
+ * Values go out as JSON integers, which are signed 64-bit in jansson: a
+ * counter (a fake tree can hold any u64 below its range) or total beyond
+ * INT64_MAX would print as a negative number, so it is an error instead.
+ */
+static int
+cpu_cmd_check_range(struct cpu_cmd *cmd, struct rapl *r)
+{
+	if (cmd->cpu <= INT64_MAX && (!cmd->has_dram || cmd->dram <= INT64_MAX))
+		return 0;
+	return zerr_set(&cmd->err, ZERR_INTERNAL,
+	    "CPU %u: %s beyond what the API can represent (2^63-1)",
+	    rapl_package_id(r, cmd->pkg), cmd->op == CPU_CMD_GET_ENERGY ?
+	    "energy" : "power");
+}
 
 static void
 cpu_cmd_run(struct work *w, void *device)
@@ -39,6 +56,8 @@ cpu_cmd_run(struct work *w, void *device)
 			    "CPU %u: samples not ordered in time",
 			    rapl_package_id(r, cmd->pkg));
 	}
+	if (cmd->rc == 0)
+		cmd->rc = cpu_cmd_check_range(cmd, r);
 	cmd->done(cmd, cmd->arg);
 }
 
