@@ -6,7 +6,8 @@ set -eu
 
 build_pkgs="gcc meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
 libjwt-dev libssl-dev libpcre2-dev libcurl4-openssl-dev libcmocka-dev"
-test_pkgs="python3 python3-pytest python3-httpx python3-jwt util-linux valgrind"
+test_pkgs="python3 python3-pytest python3-httpx python3-jwt util-linux valgrind
+prometheus-pushgateway"
 bench_pkgs="nginx-light"
 
 case "${1:-build}" in

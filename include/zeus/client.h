@@ -1,0 +1,202 @@
+/*
+ * client.h - the zeusd client: every read and write of the zeusd HTTP API
+ * (docs in /work/shared/API.md terms: discover, time, whoami, GPU reads and
+ * writes, CPU reads, and the two power streams), over a Unix socket or TCP,
+ * with an optional bearer token. Uses libcurl.
+ *
+ * A client may be used from several threads: requests on one client are
+ * serialised on its kept-alive connection, and each stream opens its own.
+ */
+#ifndef ZEUS_CLIENT_H
+#define ZEUS_CLIENT_H
+
+#include "zeus.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct zeus_client;
+
+/*
+ * Where the daemon is. All NULL: the environment decides: ZEUSD_SOCK_PATH
+ * (UDS) or ZEUSD_HOST_PORT ("host:port", TCP), and ZEUSD_TOKEN. Setting
+ * both socket_path and host_port is an error; so is the environment naming
+ * neither when no field is set.
+ */
+struct zeus_client_options {
+	const char *socket_path;	/* UDS path */
+	const char *host_port;		/* "127.0.0.1:4938", "[::1]:4938" */
+	const char *token;		/* bearer token; NULL: ZEUSD_TOKEN */
+	unsigned timeout_ms;		/* per request; 0: 10000 */
+};
+
+/* True when ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT is set and non-empty. */
+ZEUS_API bool zeus_client_env_configured(void);
+
+/* Does not connect yet: the first request does. */
+ZEUS_API int zeus_client_open(const struct zeus_client_options *opt,
+    struct zeus_client **out, struct zeus_error *err);
+ZEUS_API void zeus_client_close(struct zeus_client *c);
+
+/* ---- discover, time, whoami --------------------------------------------- */
+
+struct zeus_discovered_gpu {
+	unsigned id;
+	char name[96];
+	char pci_address[32];
+	bool cumulative_energy_available;
+};
+
+struct zeus_discovered_cpu {
+	unsigned id;
+	bool dram_available;
+};
+
+/* API groups as a bitmask. */
+#define ZEUS_GROUP_GPU_CONTROL 0x1u
+#define ZEUS_GROUP_GPU_READ 0x2u
+#define ZEUS_GROUP_CPU_READ 0x4u
+
+struct zeus_discovery {
+	size_t gpu_count;
+	struct zeus_discovered_gpu gpus[ZEUS_MAX_DEVICES];
+	size_t cpu_count;
+	struct zeus_discovered_cpu cpus[ZEUS_MAX_DEVICES];
+	unsigned enabled_groups;	/* ZEUS_GROUP_* */
+	bool auth_required;
+};
+
+ZEUS_API int zeus_client_discover(struct zeus_client *c,
+    struct zeus_discovery *out, struct zeus_error *err);
+/* GET /time: the daemon's unix time in ms. */
+ZEUS_API int zeus_client_time(struct zeus_client *c, int64_t *timestamp_ms,
+    struct zeus_error *err);
+
+struct zeus_whoami {
+	char sub[ZEUS_NAME_MAX];
+	unsigned scopes;		/* ZEUS_GROUP_* */
+	bool has_exp;
+	int64_t exp;
+};
+ZEUS_API int zeus_client_whoami(struct zeus_client *c, struct zeus_whoami *out,
+    struct zeus_error *err);
+
+/* ---- GPU reads ---------------------------------------------------------- */
+
+/*
+ * One GPU's answer. Each read fills the fields it is about and leaves the
+ * others 0. `ids`/`nids`: the GPUs to ask for; ids NULL means all.
+ */
+struct zeus_gpu_reading {
+	unsigned id;
+	uint64_t power_mw;		/* get_power */
+	uint64_t energy_mj;		/* get_cumulative_energy */
+	uint64_t power_limit_mw;	/* get_power_limit */
+	uint64_t min_power_limit_mw;	/* get_power_limit_constraints */
+	uint64_t max_power_limit_mw;
+	bool persistence_enabled;	/* get_persistence_mode */
+};
+
+struct zeus_gpu_readings {
+	int64_t timestamp_ms;		/* get_power only */
+	size_t count;			/* ascending ids */
+	struct zeus_gpu_reading gpu[ZEUS_MAX_DEVICES];
+};
+
+ZEUS_API int zeus_client_gpu_get_power(struct zeus_client *c,
+    const unsigned *ids, size_t nids, struct zeus_gpu_readings *out,
+    struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_get_cumulative_energy(struct zeus_client *c,
+    const unsigned *ids, size_t nids, struct zeus_gpu_readings *out,
+    struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_get_power_limit(struct zeus_client *c,
+    const unsigned *ids, size_t nids, struct zeus_gpu_readings *out,
+    struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_get_power_limit_constraints(
+    struct zeus_client *c, const unsigned *ids, size_t nids,
+    struct zeus_gpu_readings *out, struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_get_persistence_mode(struct zeus_client *c,
+    const unsigned *ids, size_t nids, struct zeus_gpu_readings *out,
+    struct zeus_error *err);
+
+/* ---- GPU writes (POST; ids required, nids > 0) -------------------------- */
+
+ZEUS_API int zeus_client_gpu_set_power_limit(struct zeus_client *c,
+    const unsigned *ids, size_t nids, uint32_t power_limit_mw, bool block,
+    struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_set_persistence_mode(struct zeus_client *c,
+    const unsigned *ids, size_t nids, bool enabled, bool block,
+    struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_set_gpu_locked_clocks(struct zeus_client *c,
+    const unsigned *ids, size_t nids, uint32_t min_clock_mhz,
+    uint32_t max_clock_mhz, bool block, struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_reset_gpu_locked_clocks(struct zeus_client *c,
+    const unsigned *ids, size_t nids, bool block, struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_set_mem_locked_clocks(struct zeus_client *c,
+    const unsigned *ids, size_t nids, uint32_t min_clock_mhz,
+    uint32_t max_clock_mhz, bool block, struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_reset_mem_locked_clocks(struct zeus_client *c,
+    const unsigned *ids, size_t nids, bool block, struct zeus_error *err);
+ZEUS_API int zeus_client_gpu_reset_locked_clocks(struct zeus_client *c,
+    const unsigned *ids, size_t nids, bool block, struct zeus_error *err);
+
+/* ---- CPU reads ---------------------------------------------------------- */
+
+struct zeus_cpu_reading {
+	unsigned id;
+	bool has_cpu, has_dram;		/* false: the daemon sent null */
+	uint64_t cpu_energy_uj;		/* get_cumulative_energy */
+	uint64_t dram_energy_uj;
+	uint64_t cpu_mw;		/* get_power */
+	uint64_t dram_mw;
+};
+
+struct zeus_cpu_readings {
+	int64_t timestamp_ms;		/* get_power only */
+	size_t count;
+	struct zeus_cpu_reading cpu[ZEUS_MAX_DEVICES];
+};
+
+ZEUS_API int zeus_client_cpu_get_cumulative_energy(struct zeus_client *c,
+    const unsigned *ids, size_t nids, bool cpu, bool dram,
+    struct zeus_cpu_readings *out, struct zeus_error *err);
+ZEUS_API int zeus_client_cpu_get_power(struct zeus_client *c,
+    const unsigned *ids, size_t nids, struct zeus_cpu_readings *out,
+    struct zeus_error *err);
+
+/* ---- streams ------------------------------------------------------------ */
+
+/* One SSE event. GPU events set power_mw; CPU events cpu_mw/dram_mw. */
+struct zeus_power_sample {
+	bool is_gpu;
+	unsigned id;
+	int64_t timestamp_ms;
+	uint64_t power_mw;
+	uint64_t cpu_mw;
+	bool has_dram;
+	uint64_t dram_mw;
+};
+
+/* Return non-zero to stop the stream. */
+typedef int (*zeus_sample_fn)(const struct zeus_power_sample *s, void *user);
+
+/*
+ * Opens /gpu/stream_power (or /cpu/...) and calls `fn` once per sample
+ * until `fn` returns non-zero (then returns 0), `stop` (may be NULL)
+ * becomes true (checked at least every 100 ms; returns 0), or the stream
+ * fails or ends (-1 with err). Comment events (": keepalive") are skipped;
+ * a malformed event is an error.
+ */
+ZEUS_API int zeus_client_gpu_stream_power(struct zeus_client *c,
+    const unsigned *ids, size_t nids, zeus_sample_fn fn, void *user,
+    const volatile bool *stop, struct zeus_error *err);
+ZEUS_API int zeus_client_cpu_stream_power(struct zeus_client *c,
+    const unsigned *ids, size_t nids, zeus_sample_fn fn, void *user,
+    const volatile bool *stop, struct zeus_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
