@@ -23,9 +23,11 @@
 #include "listen.h"
 #include "node.h"
 #include "server.h"
+#include "streams.h"
 #include "token.h"
 
-#define SHUTDOWN_GRACE_MS 5000
+#define SHUTDOWN_GRACE_MS 5000	/* in-flight requests finish */
+#define SHUTDOWN_STUCK_MS 30000	/* then device commands, at most */
 
 static int
 serve_fail(const struct zerr *err)
@@ -128,6 +130,11 @@ serve_main(int argc, char **argv)
 		return serve_fail(&err);
 	}
 	srv.node = &node;
+	if (streams_create(&cfg, &node, &srv.streams, &err) != 0) {
+		node_close(&node);
+		auth_key_free(srv.key);
+		return serve_fail(&err);
+	}
 	if ((fd = listen_open(&cfg, &err)) < 0 ||
 	    server_start(&srv, fd, &err) != 0) {
 		if (fd >= 0) {
@@ -135,6 +142,7 @@ serve_main(int argc, char **argv)
 			if (cfg.mode == MODE_UDS)
 				unlink(cfg.socket_path);
 		}
+		streams_destroy(srv.streams);
 		node_close(&node);
 		auth_key_free(srv.key);
 		return serve_fail(&err);
@@ -153,9 +161,19 @@ serve_main(int argc, char **argv)
 	while (sigwait(&sigs, &sig) != 0)
 		;
 	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
-	server_stop(&srv, SHUTDOWN_GRACE_MS);
+	if (server_stop(&srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
+		/*
+		 * A device command never returned (a GPU fell off the bus, a
+		 * hung driver): its worker cannot be joined, so leave without
+		 * tearing anything down.
+		 */
+		if (cfg.mode == MODE_UDS)
+			unlink(cfg.socket_path);
+		_exit(1);
+	}
 	if (cfg.mode == MODE_UDS)
 		unlink(cfg.socket_path);
+	streams_destroy(srv.streams);	/* after the HTTP side let go */
 	node_close(&node);
 	auth_key_free(srv.key);
 	zlog(ZLOG_INFO, "stopped", NULL);

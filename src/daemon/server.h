@@ -9,18 +9,23 @@
 
 #include "../common/err.h"
 #include "config.h"
+#include "stats.h"
 
 struct MHD_Daemon;
 struct node;
 struct auth_key;
+struct streams;
 
 struct server {
 	const struct zeusd_config *cfg;
 	struct node *node;
 	struct auth_key *key;		/* NULL: auth off */
+	struct streams *streams;	/* SSE streams (streams.h), or NULL */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	atomic_uint active;		/* requests between start and end */
+	atomic_uint deferred;		/* suspended, waiting for devices */
+	struct stats stats;		/* for /metrics */
 	struct timespec started;
 };
 
@@ -29,8 +34,12 @@ int server_start(struct server *srv, int listen_fd, struct zerr *err);
 
 /*
  * Stops accepting, waits up to `grace_ms` for in-flight requests, then stops
- * the HTTP daemon and closes every connection.
+ * the HTTP daemon and closes every connection. A request still waiting on a
+ * device command keeps its connection suspended, and libmicrohttpd cannot
+ * stop with suspended connections, so those are waited for up to
+ * `stuck_ms` more; returns -1 (the HTTP daemon left running) if a device
+ * command is still stuck then, 0 otherwise.
  */
-void server_stop(struct server *srv, unsigned grace_ms);
+int server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms);
 
 #endif
