@@ -17,8 +17,15 @@ void handle_whoami(struct request *req);
 void handle_gpu_write(struct request *req);
 void handle_gpu_read(struct request *req);
 
+/* handlers_metrics.c */
+void handle_metrics(struct request *req);
+
 /* handlers_cpu.c */
 void handle_cpu_energy(struct request *req);
 void handle_cpu_power(struct request *req);
+
+/* handlers_stream.c */
+void handle_gpu_stream(struct request *req);
+void handle_cpu_stream(struct request *req);
 
 #endif

@@ -34,10 +34,16 @@ static const struct route router_table[] = {
 	R_GPU_R("/gpu/get_power_limit_constraints",
 	    GPU_CMD_GET_CONSTRAINTS),
 	R_GPU_R("/gpu/get_persistence_mode", GPU_CMD_GET_PERSISTENCE),
+	{ "/metrics", "GET", GROUP_METRICS, ROUTE_SCOPE, false, handle_metrics,
+	    0 },
 	{ "/cpu/get_cumulative_energy", "GET", GROUP_CPU_READ, ROUTE_SCOPE,
 	    false, handle_cpu_energy, CPU_CMD_GET_ENERGY },
 	{ "/cpu/get_power", "GET", GROUP_CPU_READ, ROUTE_SCOPE, false,
 	    handle_cpu_power, CPU_CMD_GET_POWER },
+	{ "/gpu/stream_power", "GET", GROUP_GPU_READ, ROUTE_SCOPE, false,
+	    handle_gpu_stream, 0 },
+	{ "/cpu/stream_power", "GET", GROUP_CPU_READ, ROUTE_SCOPE, false,
+	    handle_cpu_stream, 0 },
 };
 
 const struct route *

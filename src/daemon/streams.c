@@ -1,0 +1,806 @@
+/*
+ * streams.c - SSE power streams: subscriber sets, sampling, fan-out (see
+ * streams.h for the shape and docs/streams.md for the policies).
+ *
+ * Data flow of one sample:
+ *   sampler thread  timer due -> read the device (own path, never the
+ *                   worker queue) -> encode the event once into the device's
+ *                   ring -> wake (resume) every suspended subscriber of the
+ *                   devices that produced something, one batch per tick
+ *   HTTP thread     libmicrohttpd calls streams_reader for a resumed
+ *                   connection; it copies the ring events after the
+ *                   subscriber's cursor into the connection's buffer, or,
+ *                   with nothing to send, suspends the connection again
+ *
+ * A content reader that returns 0 without suspending makes libmicrohttpd
+ * spin, so "nothing to send" always suspends; the sampler's resume and the
+ * reader's suspend are serialised by the subscriber's lock so no wake-up is
+ * lost. A suspended connection has no timeout and no disconnect detection,
+ * hence the keepalive comment that wakes every subscriber periodically.
+ *
+ * Locks, always taken in this order, and held for copies only:
+ *   st->lock        membership (device member arrays, the all-subscriber
+ *                   array), device restart flags, the sampler's wake batch
+ *   sub->lock       a subscriber's cursors, carry, suspended/closed flags
+ *   dev->ring_lock  a device's ring and current sample
+ * A subscriber is reference counted: libmicrohttpd's response holds one
+ * reference, the sampler takes one for each subscriber it wakes, so it never
+ * touches freed memory; `closed` (set when the response is freed) says the
+ * connection may no longer be resumed.
+ */
+#include "streams.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/log.h"
+#include "../devices/rapl.h"
+#include "config.h"
+#include "node.h"
+#include "sampler.h"
+
+#define STREAMS_EVENT_MAX 192		/* longest CPU event is ~130 bytes */
+#define STREAMS_BLOCK_SIZE 256		/* libmicrohttpd's advisory block */
+#define STREAMS_KEEPALIVE_TEXT ": keepalive\n\n"
+#define STREAMS_KEEPALIVE_ENV "ZEUSD_SSE_KEEPALIVE_MS"
+
+struct streams_event {
+	uint16_t len;
+	char text[STREAMS_EVENT_MAX];
+};
+
+struct streams_sub;
+
+/* One subscriber's membership in a device's set. */
+struct streams_member {
+	struct streams_sub *sub;
+	unsigned ci;			/* index of the cursor in sub->cur */
+};
+
+struct streams_dev {
+	enum streams_kind kind;
+	unsigned idx;			/* GPU index or RAPL package index */
+	unsigned id;			/* the API's gpu_id / cpu_id */
+	/* st->lock */
+	struct streams_member *members;
+	unsigned nmembers, cap;
+	bool restart;			/* re-armed: sampler resets its state */
+	/* sampler thread only */
+	bool wake;
+	bool failing;
+	bool have_last;
+	uint32_t last_mw;
+	uint64_t last_cpu_mw, last_dram_mw;
+	bool have_prev;
+	struct rapl_sample prev;
+	/* ring_lock */
+	pthread_mutex_t ring_lock;
+	uint64_t head;			/* sequence number of the next event */
+	uint64_t samples;		/* samples that produced a value */
+	bool has_current;
+	struct streams_event current;	/* the latest value, changed or not */
+	struct streams_event ring[STREAMS_RING];
+	/* subscribers still waiting for their first event */
+	atomic_uint nfirst;
+};
+
+struct streams_cursor {
+	struct streams_dev *dev;
+	unsigned pos;			/* index in dev->members (st->lock) */
+	uint64_t next;			/* next ring sequence to send */
+	uint64_t join_samples;		/* dev->samples when subscribing */
+	bool need_first;
+};
+
+struct streams_sub {
+	struct streams *st;
+	struct MHD_Connection *conn;
+	atomic_uint refs;
+	enum streams_kind kind;
+	uint64_t t0_ns;
+	/* st->lock */
+	bool registered;
+	unsigned all_pos;
+	uint64_t wake_tick;
+	/* lock */
+	pthread_mutex_t lock;
+	bool suspended, closed;
+	uint64_t ka_seen;
+	uint64_t sent, skipped;
+	uint16_t carry_len, carry_off;
+	char carry[STREAMS_EVENT_MAX];
+	unsigned ncur;
+	struct streams_cursor cur[];
+};
+
+struct streams {
+	const struct zeusd_config *cfg;
+	struct node *node;
+	struct sampler *sampler;
+	atomic_bool closing;
+	atomic_uint_fast64_t ka_gen;	/* bumped at every keepalive tick */
+	uint64_t ka_ns;
+	unsigned ka_timer;
+	unsigned ndev;
+	struct streams_dev *devs;	/* GPUs, then CPU packages */
+	/* lock */
+	pthread_mutex_t lock;
+	struct streams_sub **all;
+	unsigned nall, allcap;
+	uint64_t tick;
+	/* sampler thread only (grown under lock) */
+	struct streams_sub **wake;
+	unsigned wakecap;
+};
+
+static const char *
+streams_kind_name(enum streams_kind k)
+{
+	return k == STREAMS_GPU ? "gpu" : "cpu";
+}
+
+static int64_t
+streams_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- Subscriber references ----------------------------------------------- */
+
+static void
+streams_sub_ref(struct streams_sub *sub)
+{
+	atomic_fetch_add_explicit(&sub->refs, 1, memory_order_relaxed);
+}
+
+static void
+streams_sub_unref(struct streams_sub *sub)
+{
+	if (atomic_fetch_sub_explicit(&sub->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_destroy(&sub->lock);
+	free(sub);
+}
+
+/* Resumes a suspended, still open subscriber. */
+static void
+streams_sub_wake(struct streams_sub *sub)
+{
+	pthread_mutex_lock(&sub->lock);
+	if (sub->suspended && !sub->closed) {
+		sub->suspended = false;
+		MHD_resume_connection(sub->conn);
+	}
+	pthread_mutex_unlock(&sub->lock);
+}
+
+/* ---- Sampling (sampler thread) ------------------------------------------- */
+
+/*
+ * Stores a sample's encoding as the device's current value and, when it
+ * changed, appends it to the ring. Returns whether subscribers need a
+ * wake-up: a new event, or someone waiting for a first value.
+ */
+static bool
+streams_publish(struct streams_dev *dev, const char *text, int len,
+    bool changed)
+{
+	if (len <= 0 || len >= STREAMS_EVENT_MAX)
+		return false;	/* cannot happen with integer fields */
+	pthread_mutex_lock(&dev->ring_lock);
+	dev->current.len = (uint16_t)len;
+	memcpy(dev->current.text, text, (size_t)len);
+	dev->has_current = true;
+	dev->samples++;
+	if (changed) {
+		dev->ring[dev->head % STREAMS_RING] = dev->current;
+		dev->head++;
+	}
+	pthread_mutex_unlock(&dev->ring_lock);
+	return changed || atomic_load(&dev->nfirst) > 0;
+}
+
+/* Logs the first failure of a streak and the recovery, not every sample. */
+static void
+streams_sample_failed(struct streams_dev *dev, const struct zerr *err)
+{
+	char q[ZERR_MSG_MAX + 8];
+
+	if (dev->failing)
+		return;
+	dev->failing = true;
+	zlog(ZLOG_WARN, "stream_sample_failed", "kind=%s id=%u error=%s",
+	    streams_kind_name(dev->kind), dev->id,
+	    zlog_quote(q, sizeof(q), err->msg));
+}
+
+static void
+streams_sample_ok(struct streams_dev *dev)
+{
+	if (!dev->failing)
+		return;
+	dev->failing = false;
+	zlog(ZLOG_INFO, "stream_sample_recovered", "kind=%s id=%u",
+	    streams_kind_name(dev->kind), dev->id);
+}
+
+static bool
+streams_sample_gpu(struct streams *st, struct streams_dev *dev)
+{
+	struct gpu_backend *gpu = &st->node->gpu;
+	char text[STREAMS_EVENT_MAX];
+	struct zerr err;
+	uint32_t mw;
+	bool changed;
+	int len;
+
+	if (gpu->ops->get_power_mw(gpu, dev->idx, &mw, &err) != 0) {
+		streams_sample_failed(dev, &err);
+		return false;
+	}
+	streams_sample_ok(dev);
+	changed = !dev->have_last || mw != dev->last_mw;
+	dev->have_last = true;
+	dev->last_mw = mw;
+	len = snprintf(text, sizeof(text), "data: {\"timestamp_ms\":%" PRId64
+	    ",\"gpu_id\":%u,\"power_mw\":%" PRIu32 "}\n\n", streams_unix_ms(),
+	    dev->id, mw);
+	return streams_publish(dev, text, len, changed);
+}
+
+/* Power over the last period from RAPL counter deltas. */
+static bool
+streams_sample_cpu(struct streams *st, struct streams_dev *dev)
+{
+	char text[STREAMS_EVENT_MAX], dram[24];
+	struct rapl_sample s;
+	uint64_t cpu_mw, dram_mw;
+	struct zerr err;
+	bool changed;
+	int len;
+
+	if (rapl_sample(st->node->rapl, dev->idx, &s, &err) != 0) {
+		streams_sample_failed(dev, &err);
+		return false;
+	}
+	streams_sample_ok(dev);
+	if (!dev->have_prev) {		/* the baseline: no event yet */
+		dev->prev = s;
+		dev->have_prev = true;
+		return false;
+	}
+	if (rapl_power_mw(&dev->prev, &s, &cpu_mw, &dram_mw) != 0) {
+		dev->prev = s;
+		return false;
+	}
+	dev->prev = s;
+	changed = !dev->have_last || cpu_mw != dev->last_cpu_mw ||
+	    dram_mw != dev->last_dram_mw;
+	dev->have_last = true;
+	dev->last_cpu_mw = cpu_mw;
+	dev->last_dram_mw = dram_mw;
+	if (s.has_dram)
+		snprintf(dram, sizeof(dram), "%" PRIu64, dram_mw);
+	else
+		snprintf(dram, sizeof(dram), "null");
+	len = snprintf(text, sizeof(text), "data: {\"timestamp_ms\":%" PRId64
+	    ",\"cpu_id\":%u,\"cpu_mw\":%" PRIu64 ",\"dram_mw\":%s}\n\n",
+	    streams_unix_ms(), dev->id, cpu_mw, dram);
+	return streams_publish(dev, text, len, changed);
+}
+
+/* Collects the subscribers to wake into st->wake, with a reference each. */
+static unsigned
+streams_collect_wakes(struct streams *st, const unsigned *due, unsigned n,
+    bool all)
+{
+	unsigned nw = 0;
+
+	pthread_mutex_lock(&st->lock);
+	if (st->wakecap < st->nall) {
+		struct streams_sub **w = realloc(st->wake, st->nall *
+		    sizeof(*w));
+
+		if (w == NULL) {
+			pthread_mutex_unlock(&st->lock);
+			zlog(ZLOG_ERROR, "stream_wake_alloc_failed",
+			    "subscribers=%u", st->nall);
+			return 0;
+		}
+		st->wake = w;
+		st->wakecap = st->nall;
+	}
+	st->tick++;
+	for (unsigned i = 0; all && i < st->nall; i++) {
+		streams_sub_ref(st->all[i]);
+		st->wake[nw++] = st->all[i];
+	}
+	for (unsigned i = 0; !all && i < n; i++) {
+		struct streams_dev *dev;
+
+		if (due[i] >= st->ndev || !st->devs[due[i]].wake)
+			continue;
+		dev = &st->devs[due[i]];
+		for (unsigned m = 0; m < dev->nmembers; m++) {
+			struct streams_sub *sub = dev->members[m].sub;
+
+			if (sub->wake_tick == st->tick)
+				continue;	/* already in this batch */
+			sub->wake_tick = st->tick;
+			streams_sub_ref(sub);
+			st->wake[nw++] = sub;
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+	return nw;
+}
+
+/* The sampler callback: sample every due device, then one wake batch. */
+static void
+streams_on_timers(void *arg, const unsigned *due, unsigned n, uint64_t now)
+{
+	struct streams *st = arg;
+	bool any = false, keepalive = false;
+	unsigned nw;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct streams_dev *dev;
+		bool active, restart;
+
+		if (due[i] == st->ka_timer) {
+			atomic_fetch_add(&st->ka_gen, 1);
+			keepalive = true;
+			continue;
+		}
+		dev = &st->devs[due[i]];
+		dev->wake = false;
+		pthread_mutex_lock(&st->lock);
+		active = dev->nmembers > 0;
+		restart = dev->restart;
+		dev->restart = false;
+		pthread_mutex_unlock(&st->lock);
+		if (!active)
+			continue;	/* disarmed while we were due */
+		if (restart)
+			dev->have_last = dev->have_prev = false;
+		dev->wake = dev->kind == STREAMS_GPU ?
+		    streams_sample_gpu(st, dev) : streams_sample_cpu(st, dev);
+		any |= dev->wake;
+	}
+	if (!any && !keepalive)
+		return;
+	nw = streams_collect_wakes(st, due, n, keepalive);
+	for (unsigned i = 0; i < nw; i++) {
+		streams_sub_wake(st->wake[i]);
+		streams_sub_unref(st->wake[i]);
+	}
+}
+
+/* ---- The content reader (HTTP thread) ------------------------------------ */
+
+/*
+ * Copies `len` bytes of `text` into buf at *n as far as they fit; the rest
+ * goes to the carry, sent first next time. Only called with an empty carry.
+ */
+static void
+streams_put(struct streams_sub *sub, char *buf, size_t max, size_t *n,
+    const char *text, size_t len)
+{
+	size_t k = max - *n < len ? max - *n : len;
+
+	memcpy(buf + *n, text, k);
+	*n += k;
+	if (k < len) {
+		memcpy(sub->carry, text + k, len - k);
+		sub->carry_len = (uint16_t)(len - k);
+		sub->carry_off = 0;
+	}
+}
+
+static void
+streams_drain_carry(struct streams_sub *sub, char *buf, size_t max,
+    size_t *n)
+{
+	size_t left = (size_t)(sub->carry_len - sub->carry_off);
+	size_t k = max - *n < left ? max - *n : left;
+
+	memcpy(buf + *n, sub->carry + sub->carry_off, k);
+	*n += k;
+	sub->carry_off = (uint16_t)(sub->carry_off + k);
+	if (sub->carry_off == sub->carry_len)
+		sub->carry_len = sub->carry_off = 0;
+}
+
+static void
+streams_first_done(struct streams_cursor *c)
+{
+	if (c->need_first) {
+		c->need_first = false;
+		atomic_fetch_sub(&c->dev->nfirst, 1);
+	}
+}
+
+/* Copies the device's events after the cursor. Called with sub->lock. */
+static void
+streams_copy_dev(struct streams_sub *sub, struct streams_cursor *c,
+    char *buf, size_t max, size_t *n)
+{
+	struct streams_dev *dev = c->dev;
+
+	pthread_mutex_lock(&dev->ring_lock);
+	if (dev->head - c->next > STREAMS_RING) {
+		/* Fell a whole ring behind: skip the oldest events. */
+		sub->skipped += dev->head - STREAMS_RING - c->next;
+		c->next = dev->head - STREAMS_RING;
+	}
+	while (c->next < dev->head && *n < max && sub->carry_len == 0) {
+		const struct streams_event *ev =
+		    &dev->ring[c->next % STREAMS_RING];
+
+		streams_put(sub, buf, max, n, ev->text, ev->len);
+		c->next++;
+		sub->sent++;
+		streams_first_done(c);
+	}
+	if (c->need_first && c->next == dev->head && dev->has_current &&
+	    dev->samples > c->join_samples && *n < max &&
+	    sub->carry_len == 0) {
+		/* Unchanged since we joined: the current value, once. */
+		streams_put(sub, buf, max, n, dev->current.text,
+		    dev->current.len);
+		sub->sent++;
+		streams_first_done(c);
+	}
+	pthread_mutex_unlock(&dev->ring_lock);
+}
+
+static ssize_t
+streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct streams_sub *sub = cls;
+	struct streams *st = sub->st;
+	uint_fast64_t ka;
+	size_t n = 0;
+
+	pthread_mutex_lock(&sub->lock);
+	if (sub->carry_len > 0)
+		streams_drain_carry(sub, buf, max, &n);
+	if (n == 0 && sub->carry_len == 0 && atomic_load(&st->closing)) {
+		pthread_mutex_unlock(&sub->lock);
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+	ka = atomic_load(&st->ka_gen);
+	if (ka != sub->ka_seen && n < max && sub->carry_len == 0) {
+		sub->ka_seen = ka;
+		streams_put(sub, buf, max, &n, STREAMS_KEEPALIVE_TEXT,
+		    sizeof(STREAMS_KEEPALIVE_TEXT) - 1);
+	}
+	for (unsigned i = 0; i < sub->ncur && n < max && sub->carry_len == 0;
+	    i++)
+		streams_copy_dev(sub, &sub->cur[i], buf, max, &n);
+	if (n == 0) {
+		/* Nothing to send: sleep until the sampler resumes us. */
+		sub->suspended = true;
+		MHD_suspend_connection(sub->conn);
+	}
+	pthread_mutex_unlock(&sub->lock);
+	return (ssize_t)n;
+}
+
+/* ---- Membership (st->lock held) ------------------------------------------ */
+
+static int
+streams_member_add(struct streams *st, struct streams_sub *sub, unsigned ci)
+{
+	struct streams_cursor *c = &sub->cur[ci];
+	struct streams_dev *dev = c->dev;
+
+	if (dev->nmembers == dev->cap) {
+		unsigned cap = dev->cap ? dev->cap * 2 : 8;
+		struct streams_member *m = realloc(dev->members,
+		    cap * sizeof(*m));
+
+		if (m == NULL)
+			return -1;
+		dev->members = m;
+		dev->cap = cap;
+	}
+	c->pos = dev->nmembers;
+	dev->members[dev->nmembers++] = (struct streams_member){ sub, ci };
+	pthread_mutex_lock(&dev->ring_lock);
+	c->next = dev->head;
+	c->join_samples = dev->samples;
+	pthread_mutex_unlock(&dev->ring_lock);
+	c->need_first = true;
+	atomic_fetch_add(&dev->nfirst, 1);
+	if (dev->nmembers == 1) {
+		uint64_t hz = dev->kind == STREAMS_GPU ?
+		    st->cfg->gpu_power_poll_hz : st->cfg->cpu_power_poll_hz;
+
+		dev->restart = true;
+		sampler_arm(st->sampler, (unsigned)(dev - st->devs),
+		    1000000000ull / (hz ? hz : 1), 0);
+	}
+	return 0;
+}
+
+static void
+streams_member_remove(struct streams *st, struct streams_sub *sub,
+    unsigned ci)
+{
+	struct streams_cursor *c = &sub->cur[ci];
+	struct streams_dev *dev = c->dev;
+	struct streams_member last = dev->members[--dev->nmembers];
+
+	dev->members[c->pos] = last;
+	last.sub->cur[last.ci].pos = c->pos;
+	if (dev->nmembers == 0)
+		sampler_disarm(st->sampler, (unsigned)(dev - st->devs));
+}
+
+static void
+streams_all_remove(struct streams *st, struct streams_sub *sub)
+{
+	struct streams_sub *last = st->all[--st->nall];
+
+	st->all[sub->all_pos] = last;
+	last->all_pos = sub->all_pos;
+	if (st->nall == 0)
+		sampler_disarm(st->sampler, st->ka_timer);
+}
+
+static int
+streams_register(struct streams *st, struct streams_sub *sub,
+    struct zerr *err)
+{
+	unsigned added = 0;
+
+	pthread_mutex_lock(&st->lock);
+	if (atomic_load(&st->closing)) {
+		pthread_mutex_unlock(&st->lock);
+		return zerr_set(err, ZERR_INTERNAL, "The server is shutting down");
+	}
+	if (st->nall == st->allcap) {
+		unsigned cap = st->allcap ? st->allcap * 2 : 64;
+		struct streams_sub **a = realloc(st->all, cap * sizeof(*a));
+
+		if (a == NULL)
+			goto oom;
+		st->all = a;
+		st->allcap = cap;
+	}
+	for (; added < sub->ncur; added++)
+		if (streams_member_add(st, sub, added) != 0)
+			goto oom;
+	sub->all_pos = st->nall;
+	st->all[st->nall++] = sub;
+	if (st->nall == 1)
+		sampler_arm(st->sampler, st->ka_timer, st->ka_ns, st->ka_ns);
+	sub->registered = true;
+	sub->ka_seen = atomic_load(&st->ka_gen);
+	pthread_mutex_unlock(&st->lock);
+	return 0;
+oom:
+	while (added-- > 0) {
+		streams_first_done(&sub->cur[added]);
+		streams_member_remove(st, sub, added);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return zerr_set(err, ZERR_INTERNAL, "out of memory");
+}
+
+/* libmicrohttpd frees the response: the stream is over. */
+static void
+streams_release(void *cls)
+{
+	struct streams_sub *sub = cls;
+	struct streams *st = sub->st;
+	unsigned left = 0;
+	bool was = false;
+
+	pthread_mutex_lock(&st->lock);
+	if (sub->registered) {
+		for (unsigned i = 0; i < sub->ncur; i++)
+			streams_member_remove(st, sub, i);
+		streams_all_remove(st, sub);
+		sub->registered = false;
+		was = true;
+	}
+	left = st->nall;
+	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_lock(&sub->lock);
+	sub->closed = true;
+	for (unsigned i = 0; i < sub->ncur; i++)
+		streams_first_done(&sub->cur[i]);
+	pthread_mutex_unlock(&sub->lock);
+	if (was)
+		zlog(ZLOG_INFO, "stream_closed", "kind=%s devices=%u sent=%"
+		    PRIu64 " skipped=%" PRIu64 " dur_ms=%" PRIu64
+		    " subscribers=%u", streams_kind_name(sub->kind), sub->ncur,
+		    sub->sent, sub->skipped,
+		    (sampler_now_ns() - sub->t0_ns) / 1000000, left);
+	streams_sub_unref(sub);
+}
+
+/* ---- Public API ---------------------------------------------------------- */
+
+int
+streams_subscribe(struct streams *st, enum streams_kind kind,
+    const unsigned *idx, unsigned n, struct MHD_Connection *conn,
+    struct MHD_Response **out, struct zerr *err)
+{
+	unsigned base = kind == STREAMS_GPU ? 0 : st->node->ngpu;
+	unsigned limit = kind == STREAMS_GPU ? st->node->ngpu :
+	    st->node->ncpu;
+	struct MHD_Response *resp;
+	struct streams_sub *sub;
+
+	zerr_clear(err);
+	for (unsigned i = 0; i < n; i++)
+		if (idx[i] >= limit)
+			return zerr_set(err, ZERR_INTERNAL,
+			    "internal: stream device %u out of range", idx[i]);
+	sub = calloc(1, sizeof(*sub) + n * sizeof(sub->cur[0]));
+	if (sub == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	sub->st = st;
+	sub->conn = conn;
+	sub->kind = kind;
+	sub->ncur = n;
+	sub->t0_ns = sampler_now_ns();
+	atomic_init(&sub->refs, 1);	/* the response's */
+	pthread_mutex_init(&sub->lock, NULL);
+	for (unsigned i = 0; i < n; i++)
+		sub->cur[i].dev = &st->devs[base + idx[i]];
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+	    STREAMS_BLOCK_SIZE, streams_reader, sub, streams_release);
+	if (resp == NULL) {
+		streams_sub_unref(sub);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "text/event-stream") != MHD_YES ||
+	    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+	    "no-cache") != MHD_YES ||
+	    streams_register(st, sub, err) != 0) {
+		MHD_destroy_response(resp);	/* releases sub */
+		if (err->kind == ZERR_NONE)
+			zerr_set(err, ZERR_INTERNAL, "out of memory");
+		return -1;
+	}
+	zlog(ZLOG_INFO, "stream_opened", "kind=%s devices=%u subscribers=%u",
+	    streams_kind_name(kind), n, streams_subscribers(st));
+	*out = resp;
+	return 0;
+}
+
+unsigned
+streams_subscribers(struct streams *st)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&st->lock);
+	n = st->nall;
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+void
+streams_end_all(struct streams *st)
+{
+	struct streams_sub **snap = NULL;
+	unsigned n = 0;
+
+	if (st == NULL || atomic_exchange(&st->closing, true))
+		return;
+	sampler_stop(st->sampler);	/* no more resumes from its thread */
+	pthread_mutex_lock(&st->lock);
+	if (st->nall > 0 && (snap = malloc(st->nall * sizeof(*snap))) != NULL)
+		for (; n < st->nall; n++) {
+			snap[n] = st->all[n];
+			streams_sub_ref(snap[n]);
+		}
+	pthread_mutex_unlock(&st->lock);
+	if (n > 0)
+		zlog(ZLOG_INFO, "streams_ending", "subscribers=%u", n);
+	for (unsigned i = 0; i < n; i++) {
+		streams_sub_wake(snap[i]);
+		streams_sub_unref(snap[i]);
+	}
+	free(snap);
+}
+
+static int
+streams_keepalive_ms(unsigned *out, struct zerr *err)
+{
+	const char *s = getenv(STREAMS_KEEPALIVE_ENV);
+	unsigned long long v;
+	char *end;
+
+	*out = STREAMS_KEEPALIVE_MS;
+	if (s == NULL || *s == '\0')
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || errno != 0 || *end != '\0' ||
+	    v < STREAMS_KEEPALIVE_MIN_MS || v > STREAMS_KEEPALIVE_MAX_MS)
+		return zerr_set(err, ZERR_INVALID, "invalid %s (expected %u to "
+		    "%u milliseconds)", STREAMS_KEEPALIVE_ENV,
+		    STREAMS_KEEPALIVE_MIN_MS, STREAMS_KEEPALIVE_MAX_MS);
+	*out = (unsigned)v;
+	return 0;
+}
+
+int
+streams_create(const struct zeusd_config *cfg, struct node *node,
+    struct streams **out, struct zerr *err)
+{
+	struct streams *st;
+	unsigned ka_ms;
+
+	if (streams_keepalive_ms(&ka_ms, err) != 0)
+		return -1;
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	st->cfg = cfg;
+	st->node = node;
+	st->ndev = node->ngpu + node->ncpu;
+	st->ka_timer = st->ndev;
+	st->ka_ns = (uint64_t)ka_ms * 1000000ull;
+	pthread_mutex_init(&st->lock, NULL);
+	st->devs = calloc(st->ndev ? st->ndev : 1, sizeof(*st->devs));
+	if (st->devs == NULL) {
+		pthread_mutex_destroy(&st->lock);
+		free(st);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	for (unsigned i = 0; i < st->ndev; i++) {
+		struct streams_dev *dev = &st->devs[i];
+
+		dev->kind = i < node->ngpu ? STREAMS_GPU : STREAMS_CPU;
+		dev->idx = i < node->ngpu ? i : i - node->ngpu;
+		dev->id = dev->kind == STREAMS_GPU ? dev->idx :
+		    rapl_package_id(node->rapl, dev->idx);
+		pthread_mutex_init(&dev->ring_lock, NULL);
+	}
+	if (sampler_create(st->ndev + 1, streams_on_timers, st, &st->sampler,
+	    err) != 0) {
+		streams_destroy(st);
+		return -1;
+	}
+	*out = st;
+	return 0;
+}
+
+void
+streams_destroy(struct streams *st)
+{
+	if (st == NULL)
+		return;
+	if (st->sampler != NULL)
+		streams_end_all(st);
+	sampler_destroy(st->sampler);
+	if (st->nall > 0)
+		zlog(ZLOG_WARN, "streams_leaked", "subscribers=%u", st->nall);
+	for (unsigned i = 0; i < st->ndev; i++) {
+		pthread_mutex_destroy(&st->devs[i].ring_lock);
+		free(st->devs[i].members);
+	}
+	free(st->devs);
+	free(st->all);
+	free(st->wake);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}

@@ -1,0 +1,81 @@
+/*
+ * streams.h - power streams over Server-Sent Events: per-device subscriber
+ * sets, demand-driven sampling and fan-out of encoded events.
+ *
+ * Every GPU and every RAPL package is a stream device with a subscriber set
+ * and a sampling timer (sampler.h). The first subscriber of a device arms
+ * its timer, the last one disarms it: nothing is sampled while nobody
+ * listens. Samples go straight to the backend (gpu ops->get_power_mw,
+ * rapl_sample), which are safe concurrently with the device workers, so a
+ * slow write queued on a GPU never delays its samples.
+ *
+ * A sample that produces an event is encoded once into the device's ring of
+ * recent events; each subscriber only holds a cursor per device into those
+ * rings, so fan-out is "wake the subscriber", and libmicrohttpd's content
+ * reader copies the shared bytes into the connection. A subscriber that
+ * falls more than a ring behind skips the oldest events (see
+ * docs/streams.md for the whole policy, the keepalive comment and what a new
+ * subscriber gets first).
+ *
+ * Threading: streams_subscribe and the readers run on the HTTP thread; the
+ * sampler thread samples and wakes. streams_end_all (shutdown) runs on the
+ * main thread before the HTTP daemon stops.
+ */
+#ifndef ZEUS_STREAMS_H
+#define ZEUS_STREAMS_H
+
+#include <stdint.h>
+
+#include "../common/err.h"
+
+struct MHD_Connection;
+struct MHD_Response;
+struct node;
+struct zeusd_config;
+struct streams;
+
+enum streams_kind { STREAMS_GPU, STREAMS_CPU };
+
+/* Default keepalive comment interval; ZEUSD_SSE_KEEPALIVE_MS overrides. */
+#define STREAMS_KEEPALIVE_MS 15000u
+/* Bounds of ZEUSD_SSE_KEEPALIVE_MS. */
+#define STREAMS_KEEPALIVE_MIN_MS 10u
+#define STREAMS_KEEPALIVE_MAX_MS 3600000u
+
+/* Events kept per device: a subscriber further behind skips the oldest. */
+#define STREAMS_RING 64u
+
+/*
+ * Creates the stream devices for `node` (which must outlive the streams)
+ * and starts the sampler thread. Reads ZEUSD_SSE_KEEPALIVE_MS (milliseconds,
+ * STREAMS_KEEPALIVE_MIN_MS..MAX); an invalid value is an error.
+ */
+int streams_create(const struct zeusd_config *cfg, struct node *node,
+    struct streams **out, struct zerr *err);
+
+/*
+ * Subscribes connection `conn` to devices `idx[0..n-1]` of `kind` (GPU
+ * indices or RAPL package indices, valid and duplicate-free) and returns
+ * the SSE response to queue (Content-Type and Cache-Control set). The
+ * caller queues it and then destroys its reference as usual; the
+ * subscription ends when libmicrohttpd frees the response. Fails after
+ * streams_end_all.
+ */
+int streams_subscribe(struct streams *st, enum streams_kind kind,
+    const unsigned *idx, unsigned n, struct MHD_Connection *conn,
+    struct MHD_Response **out, struct zerr *err);
+
+/*
+ * Shutdown, before the HTTP daemon stops: stops sampling, refuses new
+ * subscribers, and ends every stream (resuming suspended connections so
+ * libmicrohttpd can finish and close them). Idempotent.
+ */
+void streams_end_all(struct streams *st);
+
+/* Calls streams_end_all and frees; after the HTTP daemon stopped. */
+void streams_destroy(struct streams *st);
+
+/* Open subscriptions right now (for logs and tests). */
+unsigned streams_subscribers(struct streams *st);
+
+#endif
