@@ -77,7 +77,8 @@ cli_print_serve_usage(FILE *out)
 	    "\n"
 	    "API and security:\n"
 	    "  --enable LIST                  API groups (default\n"
-	    "                                 gpu-control,gpu-read,cpu-read)\n"
+	    "                                 gpu-control,gpu-read,cpu-read,\n"
+	    "                                 metrics)\n"
 	    "  --signing-key-path FILE        require HS256 JWTs signed with\n"
 	    "                                 this key\n"
 	    "  -h, --help                     show this help\n"
@@ -234,7 +235,7 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 		if (group_parse_list(arg, &cfg->enabled, bad, sizeof(bad)) != 0)
 			return zerr_set(err, ZERR_INVALID,
 			    "invalid --enable: unknown API group '%s' (known: "
-			    "gpu-control, gpu-read, cpu-read)", bad);
+			    "gpu-control, gpu-read, cpu-read, metrics)", bad);
 		return 0;
 	case OPT_OVERRIDES:
 		cfg->gpu_command_overrides = arg;

@@ -10,6 +10,7 @@ static const char *const group_names[GROUP_COUNT] = {
 	[GROUP_GPU_CONTROL] = "gpu-control",
 	[GROUP_GPU_READ] = "gpu-read",
 	[GROUP_CPU_READ] = "cpu-read",
+	[GROUP_METRICS] = "metrics",
 };
 
 const char *

@@ -14,15 +14,17 @@ enum api_group {
 	GROUP_GPU_CONTROL,
 	GROUP_GPU_READ,
 	GROUP_CPU_READ,
+	GROUP_METRICS,
 	GROUP_COUNT
 };
 
 typedef unsigned group_set;	/* bit (1u << enum api_group) */
 
 #define GROUP_BIT(g) (1u << (g))
+/* `metrics` (GET /metrics) is ours, enabled by default with the reads. */
 #define GROUP_DEFAULT_SET \
 	(GROUP_BIT(GROUP_GPU_CONTROL) | GROUP_BIT(GROUP_GPU_READ) | \
-	 GROUP_BIT(GROUP_CPU_READ))
+	 GROUP_BIT(GROUP_CPU_READ) | GROUP_BIT(GROUP_METRICS))
 
 /* "gpu-control", ... */
 const char *group_name(enum api_group g);

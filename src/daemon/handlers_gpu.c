@@ -193,6 +193,7 @@ gpu_read_finish(struct request *req)
 			v = json_pack("{s:b}", "enabled", c->out.persistence);
 			break;
 		case GPU_CMD_WRITE:
+		case GPU_CMD_SNAPSHOT:
 			break;
 		}
 		json_object_set_new(map, key, v ? v : json_null());

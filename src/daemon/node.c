@@ -173,7 +173,7 @@ node_open(struct node *node, const struct zeusd_config *cfg,
 {
 	memset(node, 0, sizeof(*node));
 	if (!(cfg->enabled & (GROUP_BIT(GROUP_GPU_READ) |
-	    GROUP_BIT(GROUP_GPU_CONTROL))))
+	    GROUP_BIT(GROUP_GPU_CONTROL) | GROUP_BIT(GROUP_METRICS))))
 		overrides_free(ov);
 	else if (node_open_gpus(node, cfg, ov, err) != 0)
 		goto fail;

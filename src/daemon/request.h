@@ -58,6 +58,10 @@ void request_reply_json(struct request *req, unsigned status, json_t *body);
 /* Answers `{"error": msg}` with the status of err->kind. */
 void request_reply_error(struct request *req, const struct zerr *err);
 
+/* Answers with a body of another type (`text` malloc'ed, taken over). */
+void request_reply_text(struct request *req, unsigned status,
+    const char *content_type, char *text, size_t len);
+
 /* Answers with an empty body. */
 void request_reply_empty(struct request *req, unsigned status);
 

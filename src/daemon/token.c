@@ -202,7 +202,7 @@ token_scopes(const char *text, group_set *scopes)
 		char msg[200];
 
 		snprintf(msg, sizeof(msg), "unknown scope '%s' (known: "
-		    "gpu-control, gpu-read, cpu-read)", bad);
+		    "gpu-control, gpu-read, cpu-read, metrics)", bad);
 		return token_usage_error("issue", "--scope: ", msg);
 	}
 	return -1;

@@ -27,11 +27,12 @@ cpu_cmd_check_range(struct cpu_cmd *cmd, struct rapl *r)
 	    "energy" : "power");
 }
 
-static void
+static int
 cpu_cmd_run(struct work *w, void *device)
 {
 	struct cpu_cmd *cmd = (struct cpu_cmd *)w;
 	struct rapl *r = device;
+	int rc;
 
 	cmd->has_dram = rapl_has_dram(r, cmd->pkg);
 	if (cmd->op == CPU_CMD_GET_ENERGY) {
@@ -58,7 +59,9 @@ cpu_cmd_run(struct work *w, void *device)
 	}
 	if (cmd->rc == 0)
 		cmd->rc = cpu_cmd_check_range(cmd, r);
-	cmd->done(cmd, cmd->arg);
+	rc = cmd->rc;
+	cmd->done(cmd, cmd->arg);	/* may free cmd */
+	return rc;
 }
 
 void

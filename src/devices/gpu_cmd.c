@@ -11,6 +11,7 @@ static const char *const gpu_cmd_read_names[] = {
 	[GPU_CMD_GET_POWER_LIMIT] = "get_power_limit",
 	[GPU_CMD_GET_CONSTRAINTS] = "get_power_limit_constraints",
 	[GPU_CMD_GET_PERSISTENCE] = "get_persistence_mode",
+	[GPU_CMD_SNAPSHOT] = "snapshot",
 };
 
 const char *
@@ -34,12 +35,47 @@ gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 	zerr_clear(&cmd->err);
 }
 
-void
+/*
+ * Reads everything /metrics shows. A field that fails is left out (its bit
+ * stays clear); the command fails only when every field failed, with the
+ * first error.
+ */
+static int
+gpu_cmd_snapshot(struct gpu_backend *b, unsigned gpu, struct gpu_snapshot *s,
+    struct zerr *err)
+{
+	const struct gpu_backend_ops *ops = b->ops;
+	struct zerr e;
+	bool first = true;
+
+	memset(s, 0, sizeof(*s));
+#define SNAP(bit, call) do {						\
+	zerr_clear(&e);							\
+	if ((call) == 0)						\
+		s->ok |= (bit);						\
+	else if (first) {						\
+		*err = e;						\
+		first = false;						\
+	}								\
+} while (0)
+	SNAP(GPU_SNAP_POWER, ops->get_power_mw(b, gpu, &s->power_mw, &e));
+	SNAP(GPU_SNAP_ENERGY, ops->get_energy_mj(b, gpu, &s->energy_mj, &e));
+	SNAP(GPU_SNAP_LIMIT, ops->get_power_limit_mw(b, gpu, &s->limit_mw, &e));
+	SNAP(GPU_SNAP_CONSTRAINTS, ops->get_power_limit_constraints(b, gpu,
+	    &s->min_mw, &s->max_mw, &e));
+	SNAP(GPU_SNAP_PERSISTENCE, ops->get_persistence_mode(b, gpu,
+	    &s->persistence, &e));
+#undef SNAP
+	return s->ok != 0 ? 0 : -1;
+}
+
+int
 gpu_cmd_run(struct work *w, void *device)
 {
 	struct gpu_cmd *cmd = (struct gpu_cmd *)w;
 	struct gpu_backend *b = device;
 	const struct gpu_backend_ops *ops = b->ops;
+	int rc;
 
 	switch (cmd->op) {
 	case GPU_CMD_WRITE:
@@ -66,11 +102,17 @@ gpu_cmd_run(struct work *w, void *device)
 		cmd->rc = ops->get_persistence_mode(b, cmd->gpu,
 		    &cmd->out.persistence, &cmd->err);
 		break;
+	case GPU_CMD_SNAPSHOT:
+		cmd->rc = gpu_cmd_snapshot(b, cmd->gpu, &cmd->out.snap,
+		    &cmd->err);
+		break;
 	}
 	if (cmd->rc != 0 && cmd->err.kind == ZERR_NONE)
 		zerr_set(&cmd->err, ZERR_INTERNAL, "GPU %u: %s failed",
 		    cmd->gpu, gpu_cmd_name(cmd));
+	rc = cmd->rc;
 	cmd->done(cmd, cmd->arg);	/* may free cmd */
+	return rc;
 }
 
 void

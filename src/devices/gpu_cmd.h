@@ -21,6 +21,23 @@ enum gpu_cmd_op {
 	GPU_CMD_GET_POWER_LIMIT,
 	GPU_CMD_GET_CONSTRAINTS,
 	GPU_CMD_GET_PERSISTENCE,
+	GPU_CMD_SNAPSHOT,		/* every read above, for /metrics */
+};
+
+/* Which fields of a snapshot were read (the others failed). */
+enum {
+	GPU_SNAP_POWER = 1u << 0,
+	GPU_SNAP_ENERGY = 1u << 1,
+	GPU_SNAP_LIMIT = 1u << 2,
+	GPU_SNAP_CONSTRAINTS = 1u << 3,
+	GPU_SNAP_PERSISTENCE = 1u << 4,
+};
+
+struct gpu_snapshot {
+	unsigned ok;			/* GPU_SNAP_* bits */
+	uint32_t power_mw, limit_mw, min_mw, max_mw;
+	uint64_t energy_mj;
+	bool persistence;
 };
 
 struct gpu_cmd {
@@ -34,6 +51,7 @@ struct gpu_cmd {
 		uint32_t limit_mw;
 		struct { uint32_t min_mw, max_mw; } constraints;
 		bool persistence;
+		struct gpu_snapshot snap;
 	} out;
 	int rc;				/* 0 or -1 with err */
 	struct zerr err;
@@ -50,7 +68,7 @@ void gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 void gpu_cmd_submit(struct worker *wk, struct gpu_cmd *cmd);
 
 /* The worker's run function: the device pointer is a struct gpu_backend. */
-void gpu_cmd_run(struct work *w, void *device);
+int gpu_cmd_run(struct work *w, void *device);
 
 /* Name of the operation for logs ("get_power", "set_power_limit", ...). */
 const char *gpu_cmd_name(const struct gpu_cmd *cmd);

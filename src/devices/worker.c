@@ -7,6 +7,7 @@
 #include "worker.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ struct worker {
 	pthread_cond_t cond;
 	struct work *head, *tail;
 	bool stopping;
+	atomic_ulong commands, failures;
 	void *device;
 	char label[32];
 };
@@ -42,6 +44,7 @@ worker_main(void *arg)
 		struct timespec start, end;
 		const char *what;
 		struct timespec queued;
+		int rc;
 
 		while (wk->head == NULL && !wk->stopping)
 			pthread_cond_wait(&wk->cond, &wk->lock);
@@ -56,12 +59,16 @@ worker_main(void *arg)
 		what = w->what;
 		queued = w->queued;
 		clock_gettime(CLOCK_MONOTONIC, &start);
-		w->run(w, wk->device);	/* may free w */
+		rc = w->run(w, wk->device);	/* may free w */
 		clock_gettime(CLOCK_MONOTONIC, &end);
+		atomic_fetch_add(&wk->commands, 1);
+		if (rc != 0)
+			atomic_fetch_add(&wk->failures, 1);
 		long long exec_us = worker_us_between(&start, &end);
 		zlog(exec_us > 1000000 ? ZLOG_INFO : ZLOG_DEBUG, "device_command",
-		    "device=%s op=%s queue_us=%lld exec_us=%lld", wk->label,
-		    what, worker_us_between(&queued, &start), exec_us);
+		    "device=%s op=%s queue_us=%lld exec_us=%lld ok=%s", wk->label,
+		    what, worker_us_between(&queued, &start), exec_us,
+		    rc == 0 ? "true" : "false");
 		pthread_mutex_lock(&wk->lock);
 	}
 	pthread_mutex_unlock(&wk->lock);
@@ -106,6 +113,18 @@ worker_submit(struct worker *wk, struct work *w)
 	wk->tail = w;
 	pthread_cond_signal(&wk->cond);
 	pthread_mutex_unlock(&wk->lock);
+}
+
+unsigned long
+worker_commands(const struct worker *wk)
+{
+	return atomic_load(&wk->commands);
+}
+
+unsigned long
+worker_failures(const struct worker *wk)
+{
+	return atomic_load(&wk->failures);
 }
 
 void

@@ -17,8 +17,11 @@ struct work {
 	struct work *next;
 	struct timespec queued;		/* set by worker_submit */
 	const char *what;		/* operation name for the log */
-	/* Runs on the worker thread; responsible for completing/freeing. */
-	void (*run)(struct work *w, void *device);
+	/*
+	 * Runs on the worker thread; responsible for completing/freeing.
+	 * Returns 0, or -1 when the device operation failed (counted).
+	 */
+	int (*run)(struct work *w, void *device);
 };
 
 /* Starts a worker for `device`; `label` (e.g. "gpu0") names it in logs. */
@@ -27,6 +30,10 @@ int worker_start(const char *label, void *device, struct worker **out,
 
 /* Queues `w` (never blocks on the device). */
 void worker_submit(struct worker *wk, struct work *w);
+
+/* Commands run so far, and how many of them failed. */
+unsigned long worker_commands(const struct worker *wk);
+unsigned long worker_failures(const struct worker *wk);
 
 /* Runs everything already queued, then stops the thread and frees. */
 void worker_stop(struct worker *wk);

@@ -91,7 +91,7 @@ def test_discover_shape(daemon):
     assert set(body) == {"gpus", "cpus", "enabled_api_groups",
                          "auth_required"}
     assert body["enabled_api_groups"] == ["gpu-control", "gpu-read",
-                                          "cpu-read"]
+                                          "cpu-read", "metrics"]
     assert body["auth_required"] is False
     assert [g["id"] for g in body["gpus"]] == list(range(len(body["gpus"])))
     for g in body["gpus"]:

@@ -182,7 +182,7 @@ test_groups(void **state)
 	    -1);
 	assert_string_equal(bad, "GPU-READ");
 	group_set_format(GROUP_DEFAULT_SET, buf, sizeof(buf));
-	assert_string_equal(buf, "gpu-control, gpu-read, cpu-read");
+	assert_string_equal(buf, "gpu-control, gpu-read, cpu-read, metrics");
 }
 
 int

@@ -1,0 +1,277 @@
+/*
+ * handlers_metrics.c - GET /metrics: the node's devices and the daemon's own
+ * health in the Prometheus text exposition format (version 0.0.4).
+ *
+ * A scrape reads the devices like any request: one snapshot command per GPU
+ * and one energy read per RAPL package, queued on their workers, so a scrape
+ * never blocks the event loop and waits behind queued writes like any read.
+ * A device field that cannot be read is left out of that scrape (and counted
+ * in zeusd_device_command_errors_total when the whole command failed).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../devices/cpu_cmd.h"
+#include "../devices/gpu_cmd.h"
+#include "../devices/worker.h"
+#include "handlers.h"
+#include "handlers_util.h"
+#include "node.h"
+#include "request.h"
+#include "server.h"
+#include "stats.h"
+#include "streams.h"
+
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+struct metrics_scrape {
+	unsigned ngpu, ncpu;
+	struct gpu_cmd *gpu;		/* [ngpu] */
+	struct cpu_cmd *cpu;		/* [ncpu] */
+};
+
+static void
+metrics_free(void *p)
+{
+	struct metrics_scrape *m = p;
+
+	free(m->gpu);
+	free(m->cpu);
+	free(m);
+}
+
+static void
+metrics_gpu_done(struct gpu_cmd *cmd, void *arg)
+{
+	request_complete_one(arg);
+}
+
+static void
+metrics_cpu_done(struct cpu_cmd *cmd, void *arg)
+{
+	request_complete_one(arg);
+}
+
+/* Writes a label value with \, " and newline escaped, as the format asks. */
+static void
+metrics_label(FILE *out, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', out);
+		if (*s == '\n') {
+			fputs("\\n", out);
+			continue;
+		}
+		fputc(*s, out);
+	}
+}
+
+static void
+metrics_head(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One GPU series over the snapshots that have `bit`. */
+static void
+metrics_gpu_series(FILE *out, const struct metrics_scrape *m,
+    const char *name, const char *type, const char *help, unsigned bit)
+{
+	metrics_head(out, name, type, help);
+	for (unsigned i = 0; i < m->ngpu; i++) {
+		const struct gpu_snapshot *s = &m->gpu[i].out.snap;
+
+		if (m->gpu[i].rc != 0 || !(s->ok & bit))
+			continue;
+		fprintf(out, "%s{index=\"%u\"} ", name, i);
+		switch (bit) {
+		case GPU_SNAP_POWER:
+			fprintf(out, "%.3f\n", s->power_mw / 1e3);
+			break;
+		case GPU_SNAP_ENERGY:
+			fprintf(out, "%.3f\n", (double)s->energy_mj / 1e3);
+			break;
+		case GPU_SNAP_LIMIT:
+			fprintf(out, "%.3f\n", s->limit_mw / 1e3);
+			break;
+		case GPU_SNAP_PERSISTENCE:
+			fprintf(out, "%d\n", s->persistence ? 1 : 0);
+			break;
+		}
+	}
+}
+
+static void
+metrics_gpus(FILE *out, const struct node *node,
+    const struct metrics_scrape *m)
+{
+	metrics_head(out, "zeusd_gpu_info", "gauge",
+	    "GPU identity; the value is always 1.");
+	for (unsigned i = 0; i < node->ngpu; i++) {
+		fprintf(out, "zeusd_gpu_info{index=\"%u\",name=\"", i);
+		metrics_label(out, node->gpu_info[i].name);
+		fprintf(out, "\",pci_address=\"");
+		metrics_label(out, node->gpu_info[i].pci_address);
+		fprintf(out, "\",cumulative_energy_available=\"%s\"} 1\n",
+		    node->gpu_info[i].energy_available ? "true" : "false");
+	}
+	metrics_gpu_series(out, m, "zeusd_gpu_power_watts", "gauge",
+	    "Instantaneous GPU power draw.", GPU_SNAP_POWER);
+	metrics_gpu_series(out, m, "zeusd_gpu_energy_joules_total", "counter",
+	    "GPU energy since the driver was loaded.", GPU_SNAP_ENERGY);
+	metrics_gpu_series(out, m, "zeusd_gpu_power_limit_watts", "gauge",
+	    "GPU power limit.", GPU_SNAP_LIMIT);
+	metrics_head(out, "zeusd_gpu_power_limit_min_watts", "gauge",
+	    "Lowest power limit the GPU accepts.");
+	for (unsigned i = 0; i < m->ngpu; i++)
+		if (m->gpu[i].rc == 0 &&
+		    (m->gpu[i].out.snap.ok & GPU_SNAP_CONSTRAINTS))
+			fprintf(out, "zeusd_gpu_power_limit_min_watts{index=\"%u\"} "
+			    "%.3f\n", i, m->gpu[i].out.snap.min_mw / 1e3);
+	metrics_head(out, "zeusd_gpu_power_limit_max_watts", "gauge",
+	    "Highest power limit the GPU accepts.");
+	for (unsigned i = 0; i < m->ngpu; i++)
+		if (m->gpu[i].rc == 0 &&
+		    (m->gpu[i].out.snap.ok & GPU_SNAP_CONSTRAINTS))
+			fprintf(out, "zeusd_gpu_power_limit_max_watts{index=\"%u\"} "
+			    "%.3f\n", i, m->gpu[i].out.snap.max_mw / 1e3);
+	metrics_gpu_series(out, m, "zeusd_gpu_persistence_mode", "gauge",
+	    "1 when persistence mode is on.", GPU_SNAP_PERSISTENCE);
+}
+
+static void
+metrics_cpus(FILE *out, const struct node *node,
+    const struct metrics_scrape *m)
+{
+	metrics_head(out, "zeusd_cpu_energy_joules_total", "counter",
+	    "CPU package energy (RAPL, wrap-compensated).");
+	for (unsigned i = 0; i < m->ncpu; i++)
+		if (m->cpu[i].rc == 0)
+			fprintf(out, "zeusd_cpu_energy_joules_total{index=\"%u\"} "
+			    "%.6f\n", rapl_package_id(node->rapl, i),
+			    (double)m->cpu[i].cpu / 1e6);
+	metrics_head(out, "zeusd_dram_energy_joules_total", "counter",
+	    "DRAM energy of a CPU package (RAPL, wrap-compensated).");
+	for (unsigned i = 0; i < m->ncpu; i++)
+		if (m->cpu[i].rc == 0 && m->cpu[i].has_dram)
+			fprintf(out, "zeusd_dram_energy_joules_total{index=\"%u\"} "
+			    "%.6f\n", rapl_package_id(node->rapl, i),
+			    (double)m->cpu[i].dram / 1e6);
+}
+
+static void
+metrics_workers(FILE *out, const struct node *node)
+{
+	metrics_head(out, "zeusd_device_commands_total", "counter",
+	    "Device commands run by each device's worker.");
+	for (unsigned i = 0; i < node->ngpu; i++)
+		fprintf(out, "zeusd_device_commands_total{device=\"gpu\","
+		    "index=\"%u\"} %lu\n", i, worker_commands(node->gpu_workers[i]));
+	for (unsigned i = 0; i < node->ncpu; i++)
+		fprintf(out, "zeusd_device_commands_total{device=\"cpu\","
+		    "index=\"%u\"} %lu\n", rapl_package_id(node->rapl, i),
+		    worker_commands(node->cpu_workers[i]));
+	metrics_head(out, "zeusd_device_command_errors_total", "counter",
+	    "Device commands that failed.");
+	for (unsigned i = 0; i < node->ngpu; i++)
+		fprintf(out, "zeusd_device_command_errors_total{device=\"gpu\","
+		    "index=\"%u\"} %lu\n", i, worker_failures(node->gpu_workers[i]));
+	for (unsigned i = 0; i < node->ncpu; i++)
+		fprintf(out, "zeusd_device_command_errors_total{device=\"cpu\","
+		    "index=\"%u\"} %lu\n", rapl_package_id(node->rapl, i),
+		    worker_failures(node->cpu_workers[i]));
+}
+
+static void
+metrics_daemon(FILE *out, struct server *srv)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	metrics_head(out, "zeusd_build_info", "gauge",
+	    "zeusd version; the value is always 1.");
+	fprintf(out, "zeusd_build_info{version=\"%s\"} 1\n", ZEUS_VERSION);
+	metrics_head(out, "zeusd_uptime_seconds", "gauge",
+	    "Seconds since the daemon started serving.");
+	fprintf(out, "zeusd_uptime_seconds %.3f\n",
+	    (double)(now.tv_sec - srv->started.tv_sec) +
+	    (now.tv_nsec - srv->started.tv_nsec) / 1e9);
+	metrics_head(out, "zeusd_streams_open", "gauge",
+	    "Open power streams (SSE subscribers).");
+	fprintf(out, "zeusd_streams_open %u\n",
+	    srv->streams ? streams_subscribers(srv->streams) : 0);
+	stats_write(&srv->stats, out);
+}
+
+static void
+metrics_finish(struct request *req)
+{
+	struct metrics_scrape *m = req->hctx;
+	struct server *srv = req->srv;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	struct zerr err;
+
+	if (out == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return;
+	}
+	metrics_gpus(out, srv->node, m);
+	metrics_cpus(out, srv->node, m);
+	metrics_workers(out, srv->node);
+	metrics_daemon(out, srv);
+	if (fclose(out) != 0) {
+		free(text);
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return;
+	}
+	request_reply_text(req, 200, METRICS_CONTENT_TYPE, text, len);
+}
+
+void
+handle_metrics(struct request *req)
+{
+	static const struct query_spec none[] = { { NULL, Q_BOOL, false } };
+	struct node *node = req->srv->node;
+	struct metrics_scrape *m;
+	struct query_values qv;
+	struct zerr err;
+
+	if (handlers_parse(req, none, &qv) != 0)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL || (m->gpu = calloc(node->ngpu + 1,
+	    sizeof(*m->gpu))) == NULL || (m->cpu = calloc(node->ncpu + 1,
+	    sizeof(*m->cpu))) == NULL) {
+		if (m != NULL)
+			metrics_free(m);
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return;
+	}
+	m->ngpu = node->ngpu;
+	m->ncpu = node->ncpu;
+	req->hctx = m;
+	req->hctx_free = metrics_free;
+	if (m->ngpu + m->ncpu == 0) {
+		metrics_finish(req);
+		return;
+	}
+	for (unsigned i = 0; i < m->ngpu; i++)
+		gpu_cmd_init(&m->gpu[i], GPU_CMD_SNAPSHOT, i, metrics_gpu_done,
+		    req);
+	for (unsigned i = 0; i < m->ncpu; i++)
+		cpu_cmd_init(&m->cpu[i], CPU_CMD_GET_ENERGY, i, metrics_cpu_done,
+		    req);
+	request_defer(req, m->ngpu + m->ncpu, metrics_finish);
+	for (unsigned i = 0; i < m->ngpu; i++)
+		gpu_cmd_submit(node->gpu_workers[i], &m->gpu[i]);
+	for (unsigned i = 0; i < m->ncpu; i++)
+		cpu_cmd_submit(node->cpu_workers[i], &m->cpu[i]);
+}
