@@ -33,11 +33,12 @@ def sim_log_lines(path, fn):
 
 
 def test_override_replaces_driver_write(start, mode, tmp_path, record):
+    # one record file per GPU: the GPUs run their commands concurrently
     ov = write_overrides(tmp_path / "ov.toml", f"""
 [set_power_limit]
 commands = [
-  "{HELPERS}/record-argv {record} first {{gpu_id}} {{power_limit_mw}}",
-  "{HELPERS}/record-argv {record} 'second one' w={{power_limit_w}}",
+  "{HELPERS}/record-argv {record}.{{gpu_id}} first {{gpu_id}} {{power_limit_mw}}",
+  "{HELPERS}/record-argv {record}.{{gpu_id}} 'second one' w={{power_limit_w}}",
 ]
 """)
     simlog = tmp_path / "sim.log"
@@ -46,10 +47,11 @@ commands = [
     r = d.post("/gpu/set_power_limit?gpu_ids=1,2&block=true"
                "&power_limit_mw=250000")
     assert r.status_code == 200, r.text
-    lines = record.read_text().splitlines()
-    assert sorted(lines) == sorted([
-        "3 [first] [1] [250000]", "2 [second one] [w=250]",
-        "3 [first] [2] [250000]", "2 [second one] [w=250]"])
+    for gpu in (1, 2):
+        lines = Path(f"{record}.{gpu}").read_text().splitlines()
+        assert lines == [f"3 [first] [{gpu}] [250000]",
+                         "2 [second one] [w=250]"]
+    assert not Path(f"{record}.0").exists()
     assert sim_log_lines(simlog, "nvmlDeviceSetPowerManagementLimit") == []
     # an operation without an override still reaches the driver
     r = d.post("/gpu/set_persistence_mode?gpu_ids=0&block=true&enabled=true")

@@ -4,7 +4,7 @@ Tokens made by zeusd must decode in PyJWT with the same key file, and
 tokens made by PyJWT must pass zeusd's verifier (`zeusd token verify`, which
 runs the same auth_verify as the daemon). Also the CLI's usage errors.
 
-The binary comes from $ZEUSD_BIN (default build/zeusd).
+The binary comes from $ZEUSD_BUILD (see conftest.py).
 """
 
 import json
@@ -15,13 +15,7 @@ import time
 import jwt
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ZEUSD = os.environ.get("ZEUSD_BIN", os.path.join(ROOT, "build", "zeusd"))
-
-pytestmark = pytest.mark.skipif(
-    not os.access(ZEUSD, os.X_OK),
-    reason=f"zeusd binary not built at {ZEUSD} (set ZEUSD_BIN or build first)",
-)
+from conftest import ZEUSD
 
 KEY = b"correct horse battery staple\n"  # the newline is part of the key
 
