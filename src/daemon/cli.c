@@ -109,6 +109,18 @@ bad:
 }
 
 int
+cli_env_uint(const char *name, uint64_t min, uint64_t max, uint64_t def,
+    uint64_t *out, struct zerr *err)
+{
+	const char *s = getenv(name);
+
+	*out = def;
+	if (s == NULL || *s == '\0')
+		return 0;
+	return cli_parse_uint(s, min, max, out, name, err);
+}
+
+int
 cli_parse_permissions(const char *s, unsigned *out, struct zerr *err)
 {
 	size_t n = strlen(s);

@@ -30,4 +30,11 @@ int cli_parse_permissions(const char *s, unsigned *out, struct zerr *err);
 int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out,
     const char *what, struct zerr *err);
 
+/*
+ * A tuning knob from the environment: `def` when unset or empty, else a
+ * decimal integer in [min, max] (anything else is an error naming it).
+ */
+int cli_env_uint(const char *name, uint64_t min, uint64_t max, uint64_t def,
+    uint64_t *out, struct zerr *err);
+
 #endif

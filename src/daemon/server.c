@@ -27,6 +27,7 @@
 #include "../common/log.h"
 #include "auth.h"
 #include "auth_gate.h"
+#include "cli.h"
 #include "request.h"
 #include "router.h"
 #include "streams.h"
@@ -38,7 +39,7 @@
  */
 #define SERVER_MEMORY_LIMIT (12 * 1024)
 #define SERVER_CONNECTION_LIMIT 16384
-#define SERVER_IDLE_TIMEOUT_S 60
+#define SERVER_IDLE_TIMEOUT_S 60	/* ZEUSD_IDLE_TIMEOUT_S overrides */
 #define SERVER_MAX_BODY 4096
 
 static void
@@ -369,6 +370,11 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 {
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+	uint64_t idle_s;
+
+	if (cli_env_uint("ZEUSD_IDLE_TIMEOUT_S", 1, 86400, SERVER_IDLE_TIMEOUT_S,
+	    &idle_s, err) != 0)
+		return -1;
 
 	srv->listen_fd = listen_fd;
 	atomic_store(&srv->active, 0);
@@ -380,7 +386,7 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	    MHD_OPTION_NOTIFY_COMPLETED, server_completed, srv,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVER_IDLE_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle_s,
 	    MHD_OPTION_EXTERNAL_LOGGER, server_mhd_log, srv,
 	    MHD_OPTION_END);
 	if (srv->mhd == NULL)

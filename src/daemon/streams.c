@@ -43,6 +43,7 @@
 
 #include "../common/log.h"
 #include "../devices/rapl.h"
+#include "cli.h"
 #include "config.h"
 #include "node.h"
 #include "sampler.h"
@@ -721,35 +722,15 @@ streams_end_all(struct streams *st)
 	free(snap);
 }
 
-static int
-streams_keepalive_ms(unsigned *out, struct zerr *err)
-{
-	const char *s = getenv(STREAMS_KEEPALIVE_ENV);
-	unsigned long long v;
-	char *end;
-
-	*out = STREAMS_KEEPALIVE_MS;
-	if (s == NULL || *s == '\0')
-		return 0;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || errno != 0 || *end != '\0' ||
-	    v < STREAMS_KEEPALIVE_MIN_MS || v > STREAMS_KEEPALIVE_MAX_MS)
-		return zerr_set(err, ZERR_INVALID, "invalid %s (expected %u to "
-		    "%u milliseconds)", STREAMS_KEEPALIVE_ENV,
-		    STREAMS_KEEPALIVE_MIN_MS, STREAMS_KEEPALIVE_MAX_MS);
-	*out = (unsigned)v;
-	return 0;
-}
-
 int
 streams_create(const struct zeusd_config *cfg, struct node *node,
     struct streams **out, struct zerr *err)
 {
 	struct streams *st;
-	unsigned ka_ms;
+	uint64_t ka_ms;
 
-	if (streams_keepalive_ms(&ka_ms, err) != 0)
+	if (cli_env_uint(STREAMS_KEEPALIVE_ENV, STREAMS_KEEPALIVE_MIN_MS,
+	    STREAMS_KEEPALIVE_MAX_MS, STREAMS_KEEPALIVE_MS, &ka_ms, err) != 0)
 		return -1;
 	st = calloc(1, sizeof(*st));
 	if (st == NULL)

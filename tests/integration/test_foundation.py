@@ -374,3 +374,29 @@ def test_gpu_read_allowed_without_root():
             ["gpu-read"]
     finally:
         assert d.stop() == 0
+
+
+# --- idle connections -----------------------------------------------------------
+
+def test_idle_connection_dropped(start, mode):
+    d = start(mode, env={"ZEUSD_IDLE_TIMEOUT_S": "1"})
+    if mode == "uds":
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(d.sock)
+    else:
+        s = socket.create_connection((d.host, d.port))
+    s.settimeout(10)
+    t0 = time.monotonic()
+    assert s.recv(1) == b""             # the daemon closed it
+    assert 0.5 < time.monotonic() - t0 < 5
+    s.close()
+    assert d.get("/time").status_code == 200
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-1", "100000"])
+def test_bad_idle_timeout_refused(tmp_path, value):
+    r = run_zeusd("serve", "--simulate", "--socket-path",
+                  str(tmp_path / "s.sock"),
+                  env={"ZEUSD_IDLE_TIMEOUT_S": value})
+    assert r.returncode == 1
+    assert "ZEUSD_IDLE_TIMEOUT_S" in r.stderr
