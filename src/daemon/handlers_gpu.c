@@ -3,7 +3,11 @@
  * their own module).
  *
  * A request becomes one gpu_cmd per listed GPU, queued on that GPU's worker:
- * GPUs run concurrently, each GPU's commands in arrival order. Blocking
+ * GPUs run concurrently, each GPU's commands in arrival order, so a read
+ * after a non-blocking write sees the write. get_power is the exception: an
+ * instantaneous reading has no order to keep with writes, so all its reads
+ * go to the one power-reader thread (one thread hop per request, and never
+ * stuck behind a slow write). Blocking
  * requests suspend until every command is done and then answer with the
  * results or an aggregated {"errors": {...}} whose status is the worst one.
  * Non-blocking writes answer at once; their outcome is only logged.
@@ -129,7 +133,8 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 	}
 	request_defer(req, ids->n, finish);
 	for (unsigned i = 0; i < ids->n; i++)
-		gpu_cmd_submit(node->gpu_workers[ids->ids[i]], &b->cmds[i]);
+		gpu_cmd_submit(op == GPU_CMD_GET_POWER ? node->gpu_power_reader :
+		    node->gpu_workers[ids->ids[i]], &b->cmds[i]);
 	return b;
 }
 

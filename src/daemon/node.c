@@ -126,6 +126,9 @@ node_open_gpus(struct node *node, const struct zeusd_config *cfg,
 		    err) != 0)
 			return -1;
 	}
+	if (node->ngpu > 0 && worker_start("gpu-power", &node->gpu,
+	    &node->gpu_power_reader, err) != 0)
+		return -1;
 	zlog(ZLOG_INFO, "gpus_opened", "backend=%s count=%u overrides=%u",
 	    node->gpu.ops->name, node->ngpu, node->overrides);
 	return 0;
@@ -191,6 +194,7 @@ node_close(struct node *node)
 {
 	for (unsigned i = 0; node->gpu_workers != NULL && i < node->ngpu; i++)
 		worker_stop(node->gpu_workers[i]);
+	worker_stop(node->gpu_power_reader);
 	for (unsigned i = 0; node->cpu_workers != NULL && i < node->ncpu; i++)
 		worker_stop(node->cpu_workers[i]);
 	if (node->gpu.ops != NULL)

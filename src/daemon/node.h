@@ -21,6 +21,12 @@ struct node {
 	unsigned ngpu;
 	struct gpu_info *gpu_info;	/* [ngpu] */
 	struct worker **gpu_workers;	/* [ngpu] */
+	/*
+	 * Instantaneous power reads of every GPU: one thread, so a request
+	 * for N GPUs costs one thread hop, and never waits behind a slow
+	 * write queued on a GPU's worker (NVML is thread-safe).
+	 */
+	struct worker *gpu_power_reader;
 	struct rapl *rapl;		/* NULL when there are no packages */
 	unsigned ncpu;
 	struct worker **cpu_workers;	/* [ncpu] */

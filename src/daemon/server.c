@@ -300,32 +300,43 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 	return MHD_YES;
 }
 
+/* The access log line; nothing is formatted when its level is off. */
 static void
-server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+server_log_request(const struct request *req,
     enum MHD_RequestTerminationCode toe)
 {
-	struct server *srv = cls;
-	struct request *req = *req_cls;
-	struct timespec now;
-	char qpath[320], quser[600];
+	enum zlog_level level = req->status >= 500 ? ZLOG_WARN : ZLOG_INFO;
 	const char *user = req->claims ? req->claims->sub : NULL;
+	char qpath[320], quser[600];
+	struct timespec now;
 	long long us;
 
-	if (req == NULL)
+	if (!zlog_enabled(level))
 		return;
-	if (req->status != 0)
-		stats_record(&srv->stats, req->route, req->status);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	us = (now.tv_sec - req->t0.tv_sec) * 1000000LL +
 	    (now.tv_nsec - req->t0.tv_nsec) / 1000;
-	zlog(req->status >= 500 ? ZLOG_WARN : ZLOG_INFO, "request",
-	    "method=%s path=%s status=%u dur_us=%lld%s%s%s",
+	zlog(level, "request", "method=%s path=%s status=%u dur_us=%lld%s%s%s",
 	    req->method[0] ? req->method : "?",
 	    zlog_quote(qpath, sizeof(qpath), req->path), req->status, us,
 	    user ? " user=" : "",
 	    user ? zlog_quote(quser, sizeof(quser), user) : "",
 	    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" :
 	    " aborted=true");
+}
+
+static void
+server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct server *srv = cls;
+	struct request *req = *req_cls;
+
+	if (req == NULL)
+		return;
+	if (req->status != 0)
+		stats_record(&srv->stats, req->route, req->status);
+	server_log_request(req, toe);
 	if (req->hctx_free != NULL)
 		req->hctx_free(req->hctx);
 	auth_gate_release(req);

@@ -28,11 +28,10 @@ cpu_cmd_check_range(struct cpu_cmd *cmd, struct rapl *r)
 }
 
 static int
-cpu_cmd_run(struct work *w, void *device)
+cpu_cmd_exec(struct work *w, void *device)
 {
 	struct cpu_cmd *cmd = (struct cpu_cmd *)w;
 	struct rapl *r = device;
-	int rc;
 
 	cmd->has_dram = rapl_has_dram(r, cmd->pkg);
 	if (cmd->op == CPU_CMD_GET_ENERGY) {
@@ -59,9 +58,15 @@ cpu_cmd_run(struct work *w, void *device)
 	}
 	if (cmd->rc == 0)
 		cmd->rc = cpu_cmd_check_range(cmd, r);
-	rc = cmd->rc;
+	return cmd->rc;
+}
+
+static void
+cpu_cmd_complete(struct work *w)
+{
+	struct cpu_cmd *cmd = (struct cpu_cmd *)w;
+
 	cmd->done(cmd, cmd->arg);	/* may free cmd */
-	return rc;
 }
 
 void
@@ -72,7 +77,8 @@ cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
 	cmd->pkg = pkg;
 	cmd->done = done;
 	cmd->arg = arg;
-	cmd->work.run = cpu_cmd_run;
+	cmd->work.exec = cpu_cmd_exec;
+	cmd->work.complete = cpu_cmd_complete;
 	cmd->work.what = op == CPU_CMD_GET_ENERGY ? "get_cumulative_energy" :
 	    "get_power";
 	zerr_clear(&cmd->err);

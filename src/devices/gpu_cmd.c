@@ -22,6 +22,16 @@ gpu_cmd_name(const struct gpu_cmd *cmd)
 	return gpu_cmd_read_names[cmd->op];
 }
 
+static int gpu_cmd_exec(struct work *w, void *device);
+
+static void
+gpu_cmd_complete(struct work *w)
+{
+	struct gpu_cmd *cmd = (struct gpu_cmd *)w;
+
+	cmd->done(cmd, cmd->arg);	/* may free cmd */
+}
+
 void
 gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
     void (*done)(struct gpu_cmd *cmd, void *arg), void *arg)
@@ -30,7 +40,8 @@ gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 	cmd->gpu = gpu;
 	cmd->done = done;
 	cmd->arg = arg;
-	cmd->work.run = gpu_cmd_run;
+	cmd->work.exec = gpu_cmd_exec;
+	cmd->work.complete = gpu_cmd_complete;
 	cmd->work.what = NULL;
 	zerr_clear(&cmd->err);
 }
@@ -69,13 +80,12 @@ gpu_cmd_snapshot(struct gpu_backend *b, unsigned gpu, struct gpu_snapshot *s,
 	return s->ok != 0 ? 0 : -1;
 }
 
-int
-gpu_cmd_run(struct work *w, void *device)
+static int
+gpu_cmd_exec(struct work *w, void *device)
 {
 	struct gpu_cmd *cmd = (struct gpu_cmd *)w;
 	struct gpu_backend *b = device;
 	const struct gpu_backend_ops *ops = b->ops;
-	int rc;
 
 	switch (cmd->op) {
 	case GPU_CMD_WRITE:
@@ -110,9 +120,7 @@ gpu_cmd_run(struct work *w, void *device)
 	if (cmd->rc != 0 && cmd->err.kind == ZERR_NONE)
 		zerr_set(&cmd->err, ZERR_INTERNAL, "GPU %u: %s failed",
 		    cmd->gpu, gpu_cmd_name(cmd));
-	rc = cmd->rc;
-	cmd->done(cmd, cmd->arg);	/* may free cmd */
-	return rc;
+	return cmd->rc;
 }
 
 void

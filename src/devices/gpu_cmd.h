@@ -1,7 +1,7 @@
 /*
  * gpu_cmd.h - a GPU device command as plain data: an operation, its
  * arguments, a result slot and a completion callback. Handlers build these
- * and queue them on the GPU's worker; only gpu_cmd_run touches the backend.
+ * and queue them on the GPU's worker; only gpu_cmd.c touches the backend.
  * This seam is what would let the device side live in its own privileged
  * process later.
  */
@@ -67,8 +67,6 @@ void gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 /* Queues a command on a GPU's worker. */
 void gpu_cmd_submit(struct worker *wk, struct gpu_cmd *cmd);
 
-/* The worker's run function: the device pointer is a struct gpu_backend. */
-int gpu_cmd_run(struct work *w, void *device);
 
 /* Name of the operation for logs ("get_power", "set_power_limit", ...). */
 const char *gpu_cmd_name(const struct gpu_cmd *cmd);

@@ -3,6 +3,8 @@
  *
  * Each item's queue wait and execution time are logged at debug level (and
  * at info when execution took over a second), so a slow driver shows up.
+ * The same worker type also serves the GPU power reader (node.c), whose
+ * device is the whole backend rather than one GPU.
  */
 #include "worker.h"
 
@@ -59,11 +61,14 @@ worker_main(void *arg)
 		what = w->what;
 		queued = w->queued;
 		clock_gettime(CLOCK_MONOTONIC, &start);
-		rc = w->run(w, wk->device);	/* may free w */
+		rc = w->exec(w, wk->device);
 		clock_gettime(CLOCK_MONOTONIC, &end);
+		/* counted before the result is handed back, so an answer
+		 * never reports counters without its own command */
 		atomic_fetch_add(&wk->commands, 1);
 		if (rc != 0)
 			atomic_fetch_add(&wk->failures, 1);
+		w->complete(w);		/* may free w */
 		long long exec_us = worker_us_between(&start, &end);
 		zlog(exec_us > 1000000 ? ZLOG_INFO : ZLOG_DEBUG, "device_command",
 		    "device=%s op=%s queue_us=%lld exec_us=%lld ok=%s", wk->label,

@@ -18,10 +18,12 @@ struct work {
 	struct timespec queued;		/* set by worker_submit */
 	const char *what;		/* operation name for the log */
 	/*
-	 * Runs on the worker thread; responsible for completing/freeing.
-	 * Returns 0, or -1 when the device operation failed (counted).
+	 * Both run on the worker thread: `exec` does the device operation
+	 * and returns 0 or -1 (timed and counted); `complete` then hands the
+	 * result back and may free the item.
 	 */
-	int (*run)(struct work *w, void *device);
+	int (*exec)(struct work *w, void *device);
+	void (*complete)(struct work *w);
 };
 
 /* Starts a worker for `device`; `label` (e.g. "gpu0") names it in logs. */

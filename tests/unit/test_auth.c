@@ -482,7 +482,10 @@ test_scopes(void **state)
 	assert_int_equal(c.scopes, 0);
 	expect_accept_payload("{\"sub\":\"a\",\"scopes\":[\"gpu-control\","
 	    "\"gpu-read\",\"cpu-read\",\"gpu-read\"]}", &c);
-	assert_int_equal(c.scopes, GROUP_DEFAULT_SET);
+	assert_int_equal(c.scopes, GROUP_BIT(GROUP_GPU_CONTROL) |
+	    GROUP_BIT(GROUP_GPU_READ) | GROUP_BIT(GROUP_CPU_READ));
+	expect_accept_payload("{\"sub\":\"a\",\"scopes\":[\"metrics\"]}", &c);
+	assert_int_equal(c.scopes, GROUP_BIT(GROUP_METRICS));
 
 	expect_reject_payload("{\"sub\":\"a\"}", "scopes");
 	expect_reject_payload("{\"sub\":\"a\",\"scopes\":\"gpu-read\"}",

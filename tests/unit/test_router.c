@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "daemon/router.h"
+#include "daemon/stats.h"
 
 static void
 canon_is(const char *raw, const char *want)
@@ -75,6 +76,8 @@ test_table_invariants(void **state)
 	const struct route *r = router_routes(&n);
 
 	assert_true(n >= 17);
+	/* every route gets its own request counter in /metrics */
+	assert_true(n <= STATS_MAX_ROUTES);
 	for (size_t i = 0; i < n; i++) {
 		bool write = strncmp(r[i].path, "/gpu/set_", 9) == 0 ||
 		    strncmp(r[i].path, "/gpu/reset_", 11) == 0;
