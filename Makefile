@@ -2,11 +2,12 @@
 #   make run    build and start zeusd on TCP 127.0.0.1:4938 (simulated
 #               devices when this machine has no NVIDIA driver)
 #   make check  every test: unit + black-box, then again under ASan+UBSan
-#   make bench  benchmarks (docs/performance.md)
+#   make bench  benchmarks (docs/performance.md): bench-http (against
+#               nginx), bench-metrics (scrapes), bench-streams (SSE, long)
 BUILD ?= build
 ASAN ?= build-asan
 
-.PHONY: all deps run check bench clean fuzz
+.PHONY: all deps run check bench bench-http bench-streams bench-metrics clean fuzz
 
 all: deps
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) >/dev/null
@@ -22,9 +23,16 @@ check:
 	@scripts/deps.sh test
 	@scripts/check.sh
 
-bench:
+bench: bench-http bench-metrics bench-streams
+
+bench-http:
 	@scripts/deps.sh bench
 	@bench/run.sh
+
+bench-metrics bench-streams: all
+	@[ -f build-bench/build.ninja ] || meson setup build-bench -Dtests=false --buildtype=release >/dev/null
+	@ninja -C build-bench >/dev/null
+	@bench/$(@:bench-%=%)_bench.sh build-bench
 
 fuzz:
 	@scripts/fuzz.sh

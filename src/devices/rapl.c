@@ -395,19 +395,22 @@ rapl_sample(struct rapl *r, unsigned i, struct rapl_sample *out,
 unsigned
 rapl_keepalive_auto_ms(const struct rapl *r)
 {
-	/* worst-case µJ per ms at RAPL_KEEPALIVE_WORST_W */
-	const uint64_t uj_per_ms = (uint64_t)RAPL_KEEPALIVE_WORST_W * 1000u;
 	uint64_t ms = RAPL_KEEPALIVE_MAX_MS;
 	unsigned i;
 
 	for (i = 0; i < rapl_count(r); i++) {
 		const struct rapl_package_desc *d = &r->pkgs[i].desc;
-		uint64_t m = d->cpu_max_uj / uj_per_ms / 2;
+		/* µJ per ms at the zone's highest power (1 W = 1000 µJ/ms) */
+		uint64_t cpu_rate = (uint64_t)(d->cpu_max_w ? d->cpu_max_w :
+		    RAPL_KEEPALIVE_WORST_W) * 1000u;
+		uint64_t dram_rate = (uint64_t)(d->dram_max_w ? d->dram_max_w :
+		    RAPL_KEEPALIVE_WORST_W) * 1000u;
+		uint64_t m = d->cpu_max_uj / cpu_rate / 2;
 
 		if (m < ms)
 			ms = m;
-		if (d->has_dram && d->dram_max_uj / uj_per_ms / 2 < ms)
-			ms = d->dram_max_uj / uj_per_ms / 2;
+		if (d->has_dram && d->dram_max_uj / dram_rate / 2 < ms)
+			ms = d->dram_max_uj / dram_rate / 2;
 	}
 	if (ms < RAPL_KEEPALIVE_MIN_MS)
 		ms = RAPL_KEEPALIVE_MIN_MS;

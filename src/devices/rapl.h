@@ -149,6 +149,12 @@ struct rapl_package_desc {
 	bool has_dram;
 	uint64_t cpu_max_uj;		/* max_energy_range_uj, > 0 */
 	uint64_t dram_max_uj;
+	/*
+	 * Highest power each zone can draw (W), when the source knows it (the
+	 * simulator does); 0 means unknown and RAPL_KEEPALIVE_WORST_W is
+	 * assumed. Only the automatic keepalive interval uses it.
+	 */
+	unsigned cpu_max_w, dram_max_w;
 };
 
 /*

@@ -195,6 +195,10 @@ sim_init_pkg(struct sim_pkg *sp, struct rapl_package_desc *d, unsigned i,
 	    RAPL_SIM_DRAM_MAX_UJ) : 0;
 	sp->cpu.curve = sim_pick_curve(&sim_cpu_curve, o->cpu_w);
 	sp->dram.curve = sim_pick_curve(&sim_dram_curve, o->dram_w);
+	/* the curves' ceilings, with margin: the keepalive can then sleep
+	 * ~20 s instead of assuming a 2 kW package */
+	d->cpu_max_w = o->cpu_w > 0 ? (unsigned)(o->cpu_w * 2) + 1 : 150;
+	d->dram_max_w = o->dram_w > 0 ? (unsigned)(o->dram_w * 2) + 1 : 25;
 	sp->cpu.phase = sp->dram.phase = sim_phase(i);
 	sp->cpu.max_uj = d->cpu_max_uj;
 	sp->dram.max_uj = d->dram_max_uj != 0 ? d->dram_max_uj : 1;
