@@ -75,33 +75,47 @@ metrics_head(FILE *out, const char *name, const char *type, const char *help)
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One GPU series over the snapshots that have `bit`. */
-static void
-metrics_gpu_series(FILE *out, const struct metrics_scrape *m,
-    const char *name, const char *type, const char *help, unsigned bit)
-{
-	metrics_head(out, name, type, help);
-	for (unsigned i = 0; i < m->ngpu; i++) {
-		const struct gpu_snapshot *s = &m->gpu[i].out.snap;
+enum metrics_gpu_field {
+	MF_POWER, MF_ENERGY, MF_LIMIT, MF_LIMIT_MIN, MF_LIMIT_MAX, MF_PERSISTENCE
+};
 
-		if (m->gpu[i].rc != 0 || !(s->ok & bit))
-			continue;
-		fprintf(out, "%s{index=\"%u\"} ", name, i);
-		switch (bit) {
-		case GPU_SNAP_POWER:
-			fprintf(out, "%.3f\n", s->power_mw / 1e3);
-			break;
-		case GPU_SNAP_ENERGY:
-			fprintf(out, "%.3f\n", (double)s->energy_mj / 1e3);
-			break;
-		case GPU_SNAP_LIMIT:
-			fprintf(out, "%.3f\n", s->limit_mw / 1e3);
-			break;
-		case GPU_SNAP_PERSISTENCE:
-			fprintf(out, "%d\n", s->persistence ? 1 : 0);
-			break;
-		}
+static const struct {
+	enum metrics_gpu_field field;
+	unsigned bit;			/* GPU_SNAP_* the value needs */
+	const char *name, *type, *help;
+} metrics_gpu_families[] = {
+	{ MF_POWER, GPU_SNAP_POWER, "zeusd_gpu_power_watts", "gauge",
+	    "Instantaneous GPU power draw." },
+	{ MF_ENERGY, GPU_SNAP_ENERGY, "zeusd_gpu_energy_joules_total",
+	    "counter", "GPU energy since the driver was loaded." },
+	{ MF_LIMIT, GPU_SNAP_LIMIT, "zeusd_gpu_power_limit_watts", "gauge",
+	    "GPU power limit." },
+	{ MF_LIMIT_MIN, GPU_SNAP_CONSTRAINTS, "zeusd_gpu_power_limit_min_watts",
+	    "gauge", "Lowest power limit the GPU accepts." },
+	{ MF_LIMIT_MAX, GPU_SNAP_CONSTRAINTS, "zeusd_gpu_power_limit_max_watts",
+	    "gauge", "Highest power limit the GPU accepts." },
+	{ MF_PERSISTENCE, GPU_SNAP_PERSISTENCE, "zeusd_gpu_persistence_mode",
+	    "gauge", "1 when persistence mode is on." },
+};
+
+static double
+metrics_gpu_value(const struct gpu_snapshot *s, enum metrics_gpu_field f)
+{
+	switch (f) {
+	case MF_POWER:
+		return s->power_mw / 1e3;
+	case MF_ENERGY:
+		return (double)s->energy_mj / 1e3;
+	case MF_LIMIT:
+		return s->limit_mw / 1e3;
+	case MF_LIMIT_MIN:
+		return s->min_mw / 1e3;
+	case MF_LIMIT_MAX:
+		return s->max_mw / 1e3;
+	case MF_PERSISTENCE:
+		break;
 	}
+	return s->persistence ? 1 : 0;
 }
 
 static void
@@ -118,28 +132,22 @@ metrics_gpus(FILE *out, const struct node *node,
 		fprintf(out, "\",cumulative_energy_available=\"%s\"} 1\n",
 		    node->gpu_info[i].energy_available ? "true" : "false");
 	}
-	metrics_gpu_series(out, m, "zeusd_gpu_power_watts", "gauge",
-	    "Instantaneous GPU power draw.", GPU_SNAP_POWER);
-	metrics_gpu_series(out, m, "zeusd_gpu_energy_joules_total", "counter",
-	    "GPU energy since the driver was loaded.", GPU_SNAP_ENERGY);
-	metrics_gpu_series(out, m, "zeusd_gpu_power_limit_watts", "gauge",
-	    "GPU power limit.", GPU_SNAP_LIMIT);
-	metrics_head(out, "zeusd_gpu_power_limit_min_watts", "gauge",
-	    "Lowest power limit the GPU accepts.");
-	for (unsigned i = 0; i < m->ngpu; i++)
-		if (m->gpu[i].rc == 0 &&
-		    (m->gpu[i].out.snap.ok & GPU_SNAP_CONSTRAINTS))
-			fprintf(out, "zeusd_gpu_power_limit_min_watts{index=\"%u\"} "
-			    "%.3f\n", i, m->gpu[i].out.snap.min_mw / 1e3);
-	metrics_head(out, "zeusd_gpu_power_limit_max_watts", "gauge",
-	    "Highest power limit the GPU accepts.");
-	for (unsigned i = 0; i < m->ngpu; i++)
-		if (m->gpu[i].rc == 0 &&
-		    (m->gpu[i].out.snap.ok & GPU_SNAP_CONSTRAINTS))
-			fprintf(out, "zeusd_gpu_power_limit_max_watts{index=\"%u\"} "
-			    "%.3f\n", i, m->gpu[i].out.snap.max_mw / 1e3);
-	metrics_gpu_series(out, m, "zeusd_gpu_persistence_mode", "gauge",
-	    "1 when persistence mode is on.", GPU_SNAP_PERSISTENCE);
+	for (size_t f = 0; f < sizeof(metrics_gpu_families) /
+	    sizeof(metrics_gpu_families[0]); f++) {
+		const char *name = metrics_gpu_families[f].name;
+
+		metrics_head(out, name, metrics_gpu_families[f].type,
+		    metrics_gpu_families[f].help);
+		for (unsigned i = 0; i < m->ngpu; i++) {
+			const struct gpu_snapshot *s = &m->gpu[i].out.snap;
+
+			if (m->gpu[i].rc != 0 ||
+			    !(s->ok & metrics_gpu_families[f].bit))
+				continue;
+			fprintf(out, "%s{index=\"%u\"} %.3f\n", name, i,
+			    metrics_gpu_value(s, metrics_gpu_families[f].field));
+		}
+	}
 }
 
 static void
@@ -162,27 +170,27 @@ metrics_cpus(FILE *out, const struct node *node,
 			    (double)m->cpu[i].dram / 1e6);
 }
 
+/* One counter per device worker (GPUs, then RAPL packages). */
+static void
+metrics_worker_series(FILE *out, const struct node *node, const char *name,
+    const char *help, unsigned long (*value)(const struct worker *))
+{
+	metrics_head(out, name, "counter", help);
+	for (unsigned i = 0; i < node->ngpu; i++)
+		fprintf(out, "%s{device=\"gpu\",index=\"%u\"} %lu\n", name, i,
+		    value(node->gpu_workers[i]));
+	for (unsigned i = 0; i < node->ncpu; i++)
+		fprintf(out, "%s{device=\"cpu\",index=\"%u\"} %lu\n", name,
+		    rapl_package_id(node->rapl, i), value(node->cpu_workers[i]));
+}
+
 static void
 metrics_workers(FILE *out, const struct node *node)
 {
-	metrics_head(out, "zeusd_device_commands_total", "counter",
-	    "Device commands run by each device's worker.");
-	for (unsigned i = 0; i < node->ngpu; i++)
-		fprintf(out, "zeusd_device_commands_total{device=\"gpu\","
-		    "index=\"%u\"} %lu\n", i, worker_commands(node->gpu_workers[i]));
-	for (unsigned i = 0; i < node->ncpu; i++)
-		fprintf(out, "zeusd_device_commands_total{device=\"cpu\","
-		    "index=\"%u\"} %lu\n", rapl_package_id(node->rapl, i),
-		    worker_commands(node->cpu_workers[i]));
-	metrics_head(out, "zeusd_device_command_errors_total", "counter",
-	    "Device commands that failed.");
-	for (unsigned i = 0; i < node->ngpu; i++)
-		fprintf(out, "zeusd_device_command_errors_total{device=\"gpu\","
-		    "index=\"%u\"} %lu\n", i, worker_failures(node->gpu_workers[i]));
-	for (unsigned i = 0; i < node->ncpu; i++)
-		fprintf(out, "zeusd_device_command_errors_total{device=\"cpu\","
-		    "index=\"%u\"} %lu\n", rapl_package_id(node->rapl, i),
-		    worker_failures(node->cpu_workers[i]));
+	metrics_worker_series(out, node, "zeusd_device_commands_total",
+	    "Device commands run by each device's worker.", worker_commands);
+	metrics_worker_series(out, node, "zeusd_device_command_errors_total",
+	    "Device commands that failed.", worker_failures);
 }
 
 static void

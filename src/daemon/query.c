@@ -9,17 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int
-query_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "../common/hex.h"
 
 long
 query_unescape(const char *s, size_t len, bool plus_space, char *out,
@@ -37,8 +27,8 @@ query_unescape(const char *s, size_t len, bool plus_space, char *out,
 
 			if (i + 2 >= len)
 				return -1;
-			hi = query_hex(s[i + 1]);
-			lo = query_hex(s[i + 2]);
+			hi = hex_digit_value(s[i + 1]);
+			lo = hex_digit_value(s[i + 2]);
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 				return -1;
 			c = (char)(hi * 16 + lo);

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/hex.h"
+
 struct tp {
 	const char *s;
 	size_t len;
@@ -271,18 +273,6 @@ tp_bare_key(struct tp *p, char *out, size_t size, const char *what,
 	return 0;
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* \uXXXX or \UXXXXXXXX (the u/U already consumed): appends UTF-8. */
 static int
 tp_unicode_escape(struct tp *p, struct tbuf *b, unsigned digits)
@@ -292,7 +282,7 @@ tp_unicode_escape(struct tp *p, struct tbuf *b, unsigned digits)
 	size_t n;
 
 	for (unsigned k = 0; k < digits; k++) {
-		int h = hexval(tp_peek(p, 0));
+		int h = hex_digit_value(tp_peek(p, 0));
 
 		if (h < 0)
 			return tp_fail(p, "\\%c escape needs %u hex digits",
