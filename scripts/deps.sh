@@ -5,7 +5,7 @@
 set -eu
 
 build_pkgs="gcc meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
-libjwt-dev libssl-dev libpcre2-dev libcurl4-openssl-dev libcmocka-dev"
+nettle-dev libpcre2-dev libcurl4-openssl-dev libcmocka-dev libssl-dev"
 test_pkgs="python3 python3-pytest python3-httpx python3-jwt python3-cryptography
 util-linux valgrind
 prometheus-pushgateway prometheus python3-prometheus-client"

@@ -3,15 +3,17 @@
  *
  * Verification runs in two stages. First, with nothing parsed yet, the token
  * is checked for shape (bounded length, base64url alphabet, three segments)
- * and its signature is recomputed with OpenSSL's HMAC and compared with
- * CRYPTO_memcmp, so the comparison time says nothing about the right
- * signature. Only a token that carries our HMAC-SHA256 reaches libjwt, which
- * decodes the segments; we then insist the header says exactly "HS256"
- * (libjwt would happily verify HS384/HS512 with the same key, and accepts
- * "none" when asked to decode without a key) and check every claim with
- * jansson ourselves, because libjwt 1.10 checks no claims at all.
+ * and its signature is recomputed with nettle's HMAC-SHA256 and compared with
+ * memeql_sec, so the comparison time says nothing about the right signature.
+ * Only a token that carries our HMAC-SHA256 is decoded (nettle's base64url)
+ * and parsed (jansson): the header must say exactly "HS256" with no "crit",
+ * and every claim is checked here.
  *
- * libjwt also signs (auth_sign), so no base64 or HMAC is written here.
+ * Why nettle and not libjwt + OpenSSL: libmicrohttpd already loads nettle
+ * (through GnuTLS), while libcrypto alone cost 1.4 MiB of the daemon's
+ * resident memory; and libjwt 1.10 checked no claims and was lax about the
+ * algorithm (HS384 with the same key, "hs256", "none" without a key), so we
+ * re-checked everything after it anyway. No base64 or HMAC is written here.
  */
 #include "auth.h"
 
@@ -25,10 +27,9 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <jwt.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <nettle/base64.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
 
 #include "common/log.h"
 
@@ -67,7 +68,7 @@ auth_key_free(struct auth_key *key)
 {
 	if (key == NULL)
 		return;
-	OPENSSL_cleanse(key->bytes, key->len);
+	explicit_bzero(key->bytes, key->len);
 	free(key);
 }
 
@@ -148,7 +149,7 @@ auth_key_load(const char *path, struct auth_key **out, struct zerr *err)
 	if (rc == 0)
 		auth_warn_permissions(path, &st);
 	close(fd);
-	OPENSSL_cleanse(buf, AUTH_KEY_MAX + 1);
+	explicit_bzero(buf, AUTH_KEY_MAX + 1);
 	free(buf);
 	return rc;
 }
@@ -198,6 +199,72 @@ auth_check_shape(const char *t, size_t len, size_t *signed_len,
 }
 
 /*
+ * Base64url without padding (JWS). `out` holds BASE64_ENCODE_LENGTH(len) +
+ * BASE64_ENCODE_FINAL_LENGTH bytes; returns the encoded length.
+ */
+static size_t
+auth_b64url_encode(const void *src, size_t len, char *out)
+{
+	struct base64_encode_ctx ctx;
+	size_t n;
+
+	base64url_encode_init(&ctx);
+	n = base64_encode_update(&ctx, out, len, src);
+	n += base64_encode_final(&ctx, out + n);
+	while (n > 0 && out[n - 1] == '=')
+		n--;
+	return n;
+}
+
+/*
+ * Decodes an unpadded base64url segment (already checked to hold only the
+ * alphabet) into a NUL-terminated malloc'ed buffer; NULL when malformed.
+ */
+static char *
+auth_b64url_decode(const char *src, size_t len, size_t *out_len)
+{
+	char padded[AUTH_TOKEN_MAX + 4];
+	struct base64_decode_ctx ctx;
+	size_t plen = len, n;
+	uint8_t *dst;
+
+	if (len % 4 == 1 || len > AUTH_TOKEN_MAX)
+		return NULL;
+	memcpy(padded, src, len);
+	while (plen % 4 != 0)
+		padded[plen++] = '=';
+	if ((dst = malloc(BASE64_DECODE_LENGTH(plen) + 1)) == NULL)
+		return NULL;
+	base64url_decode_init(&ctx);
+	n = BASE64_DECODE_LENGTH(plen);
+	if (!base64_decode_update(&ctx, &n, dst, plen, padded) ||
+	    !base64_decode_final(&ctx)) {
+		free(dst);
+		return NULL;
+	}
+	dst[n] = '\0';
+	*out_len = n;
+	return (char *)dst;
+}
+
+/* base64url(HMAC-SHA256(key, data)) into sig (AUTH_SIG_B64_LEN + slack). */
+static void
+auth_mac(const struct auth_key *key, const char *data, size_t len,
+    char sig[BASE64_ENCODE_LENGTH(SHA256_DIGEST_SIZE) +
+    BASE64_ENCODE_FINAL_LENGTH])
+{
+	struct hmac_sha256_ctx hctx;
+	uint8_t mac[SHA256_DIGEST_SIZE];
+
+	hmac_sha256_set_key(&hctx, key->len, key->bytes);
+	hmac_sha256_update(&hctx, len, (const uint8_t *)data);
+	hmac_sha256_digest(&hctx, sizeof(mac), mac);
+	auth_b64url_encode(mac, sizeof(mac), sig);
+	explicit_bzero(mac, sizeof(mac));
+	explicit_bzero(&hctx, sizeof(hctx));
+}
+
+/*
  * Recomputes HMAC-SHA256 over the signed part, encodes it as base64url and
  * compares it with the token's signature in constant time. Comparing the
  * encodings (not the decoded bytes) also refuses non-canonical encodings.
@@ -206,27 +273,15 @@ static int
 auth_check_signature(const struct auth_key *key, const char *t,
     size_t signed_len, const char *sig, size_t sig_len, struct zerr *err)
 {
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned char enc[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
-	unsigned int mac_len = 0;
+	char enc[BASE64_ENCODE_LENGTH(SHA256_DIGEST_SIZE) +
+	    BASE64_ENCODE_FINAL_LENGTH];
 	int ok;
 
-	if (HMAC(EVP_sha256(), key->bytes, (int)key->len,
-	    (const unsigned char *)t, signed_len, mac, &mac_len) == NULL ||
-	    mac_len != 32)
-		return zerr_set(err, ZERR_INTERNAL, "HMAC computation failed.");
-	EVP_EncodeBlock(enc, mac, (int)mac_len);
-	for (size_t i = 0; i < AUTH_SIG_B64_LEN; i++) {
-		if (enc[i] == '+')
-			enc[i] = '-';
-		else if (enc[i] == '/')
-			enc[i] = '_';
-	}
+	auth_mac(key, t, signed_len, enc);
 	/* The length is public (it is the algorithm's); the bytes are not. */
 	ok = sig_len == AUTH_SIG_B64_LEN &&
-	    CRYPTO_memcmp(enc, sig, AUTH_SIG_B64_LEN) == 0;
-	OPENSSL_cleanse(mac, sizeof(mac));
-	OPENSSL_cleanse(enc, sizeof(enc));
+	    memeql_sec(enc, sig, AUTH_SIG_B64_LEN);
+	explicit_bzero(enc, sizeof(enc));
 	if (!ok)
 		return zerr_set(err, ZERR_UNAUTHENTICATED,
 		    "Invalid token signature.");
@@ -261,25 +316,59 @@ auth_check_sub(const char *sub, size_t len, struct zerr *err)
 	return 0;
 }
 
-/* libjwt already parsed the header; we only accept exactly HS256, no crit. */
-static int
-auth_check_header(jwt_t *jwt, struct zerr *err)
+/* Decodes one segment into a JSON object; NULL (with err) otherwise. */
+static json_t *
+auth_segment_json(const char *seg, size_t len, struct zerr *err)
 {
-	const char *alg = jwt_get_header(jwt, "alg");
-	char *crit;
+	size_t n;
+	char *text = auth_b64url_decode(seg, len, &n);
+	json_t *o;
 
-	if (jwt_get_alg(jwt) != JWT_ALG_HS256 || alg == NULL ||
-	    strcmp(alg, "HS256") != 0)
-		return zerr_set(err, ZERR_UNAUTHENTICATED,
-		    "Token algorithm must be HS256.");
-	/* RFC 7515 4.1.11: we understand no extension, so any crit is fatal. */
-	crit = jwt_get_headers_json(jwt, "crit");
-	if (crit != NULL) {
-		free(crit);
-		return zerr_set(err, ZERR_UNAUTHENTICATED,
-		    "Token has unsupported critical header parameters.");
+	if (text == NULL) {
+		zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
+		return NULL;
 	}
-	return 0;
+	o = json_loadb(text, n, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * Only exactly "alg": "HS256" is accepted, a "typ" (when present) must name
+ * a JWT (RFC 7519 5.1: "JWT", or the media type, case-insensitively; a JWE
+ * or anything else is refused), and no "crit".
+ */
+static int
+auth_check_header(const char *seg, size_t len, struct zerr *err)
+{
+	json_t *h = auth_segment_json(seg, len, err), *alg, *typ;
+	int rc = -1;
+
+	if (h == NULL)
+		return -1;
+	alg = json_object_get(h, "alg");
+	typ = json_object_get(h, "typ");
+	if (!json_is_string(alg) || strcmp(json_string_value(alg), "HS256") != 0)
+		zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token algorithm must be HS256.");
+	else if (typ != NULL && (!json_is_string(typ) ||
+	    (strcasecmp(json_string_value(typ), "JWT") != 0 &&
+	    strcasecmp(json_string_value(typ), "application/jwt") != 0)))
+		zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token type must be JWT.");
+	/* RFC 7515 4.1.11: we understand no extension, so any crit is fatal. */
+	else if (json_object_get(h, "crit") != NULL)
+		zerr_set(err, ZERR_UNAUTHENTICATED,
+		    "Token has unsupported critical header parameters.");
+	else
+		rc = 0;
+	json_decref(h);
+	return rc;
 }
 
 static int
@@ -342,23 +431,16 @@ auth_claim_time(json_t *claims, const char *name, bool *has, int64_t *val,
 }
 
 static int
-auth_check_claims(jwt_t *jwt, time_t now, struct auth_claims *out,
-    struct zerr *err)
+auth_check_claims(const char *seg, size_t len, time_t now,
+    struct auth_claims *out, struct zerr *err)
 {
-	char *text = jwt_get_grants_json(jwt, NULL);
-	json_t *claims;
+	json_t *claims = auth_segment_json(seg, len, err);
 	bool has_nbf;
 	int64_t nbf = 0;
 	int rc = -1;
 
-	if (text == NULL)
-		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
-	claims = json_loads(text, 0, NULL);
-	free(text);
-	if (!json_is_object(claims)) {
-		json_decref(claims);
-		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
-	}
+	if (claims == NULL)
+		return -1;
 	if (auth_claim_sub(claims, out, err) != 0 ||
 	    auth_claim_scopes(claims, out, err) != 0 ||
 	    auth_claim_time(claims, "exp", &out->has_exp, &out->exp, err) != 0 ||
@@ -383,9 +465,7 @@ int
 auth_verify(const struct auth_key *key, const char *token, size_t len,
     time_t now, struct auth_claims *out, struct zerr *err)
 {
-	char buf[AUTH_TOKEN_MAX + 1];
-	size_t signed_len = 0;
-	jwt_t *jwt = NULL;
+	size_t signed_len = 0, hlen;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -393,16 +473,12 @@ auth_verify(const struct auth_key *key, const char *token, size_t len,
 	    auth_check_signature(key, token, signed_len,
 	    token + signed_len + 1, len - signed_len - 1, err) != 0)
 		return -1;
-
-	/* Signature is ours: now let libjwt decode (it re-checks it too). */
-	memcpy(buf, token, len);
-	buf[len] = '\0';
-	if (jwt_decode(&jwt, buf, key->bytes, (int)key->len) != 0 || jwt == NULL)
-		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
-	rc = auth_check_header(jwt, err);
+	/* The signature is ours: only now is anything decoded. */
+	hlen = (size_t)((const char *)memchr(token, '.', signed_len) - token);
+	rc = auth_check_header(token, hlen, err);
 	if (rc == 0)
-		rc = auth_check_claims(jwt, now, out, err);
-	jwt_free(jwt);
+		rc = auth_check_claims(token + hlen + 1, signed_len - hlen - 1,
+		    now, out, err);
 	if (rc != 0)
 		memset(out, 0, sizeof(*out));
 	return rc;
@@ -492,20 +568,30 @@ int
 auth_sign(const struct auth_key *key, const char *sub, group_set scopes,
     bool has_exp, int64_t exp, char **out_token, struct zerr *err)
 {
-	jwt_t *jwt = NULL;
-	char *claims, *tok = NULL;
+	static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+	char *claims, *tok;
+	size_t clen, n;
 
 	if (auth_check_sub(sub, strlen(sub), err) != 0)
 		return -1;
 	claims = auth_claims_text(sub, scopes, has_exp, exp, true);
-	if (claims != NULL && jwt_new(&jwt) == 0 &&
-	    jwt_add_grants_json(jwt, claims) == 0 &&
-	    jwt_set_alg(jwt, JWT_ALG_HS256, key->bytes, (int)key->len) == 0)
-		tok = jwt_encode_str(jwt);
-	free(claims);
-	jwt_free(jwt);
-	if (tok == NULL)
+	if (claims == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "cannot sign the token");
+	clen = strlen(claims);
+	tok = malloc(BASE64_ENCODE_LENGTH(sizeof(header)) +
+	    BASE64_ENCODE_LENGTH(clen) + BASE64_ENCODE_LENGTH(SHA256_DIGEST_SIZE) +
+	    3 * BASE64_ENCODE_FINAL_LENGTH + 3);
+	if (tok == NULL) {
+		free(claims);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	n = auth_b64url_encode(header, sizeof(header) - 1, tok);
+	tok[n++] = '.';
+	n += auth_b64url_encode(claims, clen, tok + n);
+	free(claims);
+	tok[n] = '.';
+	auth_mac(key, tok, n, tok + n + 1);
+	tok[n + 1 + AUTH_SIG_B64_LEN] = '\0';
 	*out_token = tok;
 	return 0;
 }
