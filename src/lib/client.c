@@ -147,12 +147,15 @@ client_http_error(long status, const struct zbuf *body, const char *path,
 		snprintf(msg, sizeof(msg), "%s", json_string_value(e));
 	} else if (j != NULL && json_is_object(e = json_object_get(j,
 	    "errors"))) {
+		/* "gpu 1: <msg>; gpu 2: <msg>", as zeus.h promises. */
+		const char *kind = strncmp(path, "/cpu/", 5) == 0 ? "cpu" :
+		    "gpu";
 		const char *key;
 		json_t *v;
 
 		json_object_foreach(e, key, v) {
 			int n = snprintf(msg + used, sizeof(msg) - used,
-			    "%s%s: %s", used ? "; " : "", key,
+			    "%s%s %s: %s", used ? "; " : "", kind, key,
 			    json_is_string(v) ? json_string_value(v) : "?");
 
 			if (n < 0 || (size_t)n >= sizeof(msg) - used)

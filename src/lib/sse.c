@@ -59,11 +59,15 @@ sse_event(struct sse_parser *p, const char *ev, size_t n)
 	    p->user);
 }
 
-/* The end of the first event in buf: offset past its blank line, or 0. */
+/*
+ * The end of the first event in buf: offset past its blank line, or 0.
+ * The scan starts at `from`, before which the caller knows no boundary
+ * begins.
+ */
 static size_t
-sse_boundary(const char *buf, size_t n, size_t *ev_len)
+sse_boundary(const char *buf, size_t n, size_t from, size_t *ev_len)
 {
-	for (size_t i = 0; i + 1 < n; i++) {
+	for (size_t i = from; i + 1 < n; i++) {
 		if (buf[i] != '\n')
 			continue;
 		if (buf[i + 1] == '\n') {
@@ -78,28 +82,63 @@ sse_boundary(const char *buf, size_t n, size_t *ev_len)
 	return 0;
 }
 
-/* Takes one slice, so pending never holds more than an event plus a slice. */
+/* Drops the first `used` bytes of pending (the events handled). */
+static void
+sse_consume(struct sse_parser *p, size_t used)
+{
+	if (used == 0)
+		return;
+	memmove(p->pending.data, p->pending.data + used,
+	    p->pending.len - used);
+	p->pending.len -= used;
+	p->pending.data[p->pending.len] = '\0';
+}
+
+/*
+ * Takes one slice, so pending never holds more than an event plus a
+ * slice. Handled events are dropped with one move at the end: a move per
+ * event cost a slice of tiny events quadratic time.
+ */
 static int
 sse_feed_slice(struct sse_parser *p, const char *buf, size_t n)
 {
+	/*
+	 * What was pending held no boundary, so only its last two bytes
+	 * (a "\n" or "\n\r" the slice may complete) need a second look:
+	 * rescanning it all made a stream trickled in small chunks cost
+	 * quadratic time in the event's size.
+	 */
+	size_t from = p->pending.len > 2 ? p->pending.len - 2 : 0;
+	size_t off = 0;
+	int rc = 0;
+
 	if (zbuf_append(&p->pending, buf, n) != 0)
 		return -1;
-	for (;;) {
+	while (rc == 0) {
+		const char *ev = p->pending.data + off;
 		size_t ev_len, used;
-		int rc;
 
-		used = sse_boundary(p->pending.data, p->pending.len, &ev_len);
+		used = sse_boundary(ev, p->pending.len - off, from, &ev_len);
 		if (used == 0)
 			break;
-		rc = sse_event(p, p->pending.data, ev_len);
-		memmove(p->pending.data, p->pending.data + used,
-		    p->pending.len - used);
-		p->pending.len -= used;
-		p->pending.data[p->pending.len] = '\0';
-		if (rc != 0)
-			return rc;
+		from = 0;
+		off += used;
+		/*
+		 * Checked per event, not only on what is left pending: a
+		 * slice may complete an event that grew past the bound
+		 * since the last check, and whether it is accepted must
+		 * not depend on where the stream was cut.
+		 */
+		rc = ev_len > SSE_EVENT_MAX ? -1 : sse_event(p, ev, ev_len);
 	}
-	if (p->pending.len > SSE_EVENT_MAX)
+	sse_consume(p, off);
+	if (rc != 0)
+		return rc;
+	/*
+	 * What is left has no complete boundary, so its event is at least
+	 * len - 2 bytes (a "\n" or "\n\r" may begin the terminator).
+	 */
+	if (p->pending.len > SSE_EVENT_MAX + 2)
 		return -1;
 	return 0;
 }
