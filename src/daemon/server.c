@@ -76,8 +76,13 @@ request_reply_text(struct request *req, unsigned status,
 	server_queue_typed(req, status, resp, content_type);
 }
 
-void
-request_reply_json(struct request *req, unsigned status, json_t *body)
+/*
+ * Encodes `body` (stolen; NULL: empty body) and queues it with `status` and,
+ * when `hname` is given, one extra header.
+ */
+static void
+server_reply(struct request *req, unsigned status, json_t *body,
+    const char *hname, const char *hvalue)
 {
 	struct MHD_Response *resp;
 	char *text = NULL;
@@ -100,13 +105,21 @@ request_reply_json(struct request *req, unsigned status, json_t *body)
 	}
 	if (resp == NULL)
 		free(text);
+	else if (hname != NULL)
+		(void)MHD_add_response_header(resp, hname, hvalue);
 	server_queue(req, status, resp);
+}
+
+void
+request_reply_json(struct request *req, unsigned status, json_t *body)
+{
+	server_reply(req, status, body, NULL, NULL);
 }
 
 void
 request_reply_empty(struct request *req, unsigned status)
 {
-	request_reply_json(req, status, NULL);
+	server_reply(req, status, NULL, NULL, NULL);
 }
 
 void
@@ -116,43 +129,22 @@ request_reply_error(struct request *req, const struct zerr *err)
 
 	if (status == 200)
 		status = 500;
-	request_reply_json(req, status, json_pack("{s:s}", "error",
-	    err->msg));
+	server_reply(req, status, json_pack("{s:s}", "error", err->msg), NULL,
+	    NULL);
 }
 
 void
 request_reply_method(struct request *req, const char *allow)
 {
-	json_t *body = json_pack("{s:s}", "error", "Method not allowed");
-	struct MHD_Response *resp;
-	char *text;
-
-	text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	resp = MHD_create_response_from_buffer(text ? strlen(text) : 0,
-	    text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE :
-	    MHD_RESPMEM_PERSISTENT);
-	if (resp != NULL)
-		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-		    allow);
-	server_queue(req, 405, resp);
+	server_reply(req, 405, json_pack("{s:s}", "error",
+	    "Method not allowed"), MHD_HTTP_HEADER_ALLOW, allow);
 }
 
 void
 request_reply_unauthorized(struct request *req, const struct zerr *err)
 {
-	json_t *body = json_pack("{s:s}", "error", err->msg);
-	char *text = json_dumps(body, JSON_COMPACT);
-	struct MHD_Response *resp;
-
-	json_decref(body);
-	resp = MHD_create_response_from_buffer(text ? strlen(text) : 0,
-	    text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE :
-	    MHD_RESPMEM_PERSISTENT);
-	if (resp != NULL)
-		(void)MHD_add_response_header(resp,
-		    MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"zeusd\"");
-	server_queue(req, 401, resp);
+	server_reply(req, 401, json_pack("{s:s}", "error", err->msg),
+	    MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"zeusd\"");
 }
 
 void
