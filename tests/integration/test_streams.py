@@ -457,3 +457,24 @@ def test_shutdown_ends_open_streams(start):
         assert s.ended or s.closed
     quiet.close()
     assert "event=streams_ending" in d.logs()
+
+
+def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
+    # A UDS stream's kernel buffer (the daemon's send buffer) fills within a
+    # second at 8 GPUs x 1 kHz; from then on the connection makes no
+    # progress and the idle timeout drops it, while a reading client stays.
+    d = simd(args=["--gpu-power-poll-hz", "1000"],
+             env={"ZEUS_SIM_GPUS": "8", "ZEUSD_IDLE_TIMEOUT_S": "2"})
+    stalled = Stream(d, "/gpu/stream_power")
+    good = Stream(d, "/gpu/stream_power?gpu_ids=0", blocking=False)
+    assert wait_subscribers(d, 2)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and log_subscribers(d) != 1:
+        pump_all([good], 0.2)
+    assert log_subscribers(d) == 1, d.logs()[-2000:]
+    before = len(good.events)
+    pump_all([good], 0.5)
+    assert len(good.events) > before
+    good.close()
+    stalled.close()
+    assert wait_subscribers(d, 0)
