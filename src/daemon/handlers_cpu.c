@@ -3,7 +3,10 @@
  *
  * cpu_ids are RAPL package numbers (N of intel-rapl:N), not positions; they
  * are mapped to the rapl set's indices here, and each listed package gets one
- * command on its worker.
+ * command. Power (two reads one sampling period apart) runs on the package's
+ * worker; cumulative energy (one read, nothing to order it with: RAPL has no
+ * writes) runs on the shared energy reader, so it never waits behind a
+ * power request's sleep.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +144,8 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 	}
 	request_defer(req, ids.n, cpu_finish);
 	for (unsigned i = 0; i < ids.n; i++)
-		cpu_cmd_submit(node->cpu_workers[b->cmds[i].pkg], &b->cmds[i]);
+		cpu_cmd_submit(op == CPU_CMD_GET_ENERGY ? node->cpu_energy_reader :
+		    node->cpu_workers[b->cmds[i].pkg], &b->cmds[i]);
 }
 
 void

@@ -281,5 +281,5 @@ handle_metrics(struct request *req)
 	for (unsigned i = 0; i < m->ngpu; i++)
 		gpu_cmd_submit(node->gpu_workers[i], &m->gpu[i]);
 	for (unsigned i = 0; i < m->ncpu; i++)
-		cpu_cmd_submit(node->cpu_workers[i], &m->cpu[i]);
+		cpu_cmd_submit(node->cpu_energy_reader, &m->cpu[i]);
 }

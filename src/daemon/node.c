@@ -164,6 +164,9 @@ node_open_cpus(struct node *node, const struct zeusd_config *cfg,
 		    err) != 0)
 			return -1;
 	}
+	if (node->ncpu > 0 && worker_start("cpu-energy", node->rapl,
+	    &node->cpu_energy_reader, err) != 0)
+		return -1;
 	char q[600];
 	zlog(ZLOG_INFO, "cpus_opened", "root=%s count=%u",
 	    zlog_quote(q, sizeof(q), root), node->ncpu);
@@ -195,6 +198,7 @@ node_close(struct node *node)
 	for (unsigned i = 0; node->gpu_workers != NULL && i < node->ngpu; i++)
 		worker_stop(node->gpu_workers[i]);
 	worker_stop(node->gpu_power_reader);
+	worker_stop(node->cpu_energy_reader);
 	for (unsigned i = 0; node->cpu_workers != NULL && i < node->ncpu; i++)
 		worker_stop(node->cpu_workers[i]);
 	if (node->gpu.ops != NULL)

@@ -30,6 +30,12 @@ struct node {
 	struct rapl *rapl;		/* NULL when there are no packages */
 	unsigned ncpu;
 	struct worker **cpu_workers;	/* [ncpu] */
+	/*
+	 * Cumulative energy reads of every package: one thread, one hop per
+	 * request, and never queued behind a /cpu/get_power that sleeps one
+	 * sampling period on a package's worker.
+	 */
+	struct worker *cpu_energy_reader;
 	unsigned overrides;		/* number of overridden operations */
 };
 

@@ -454,3 +454,27 @@ def test_cpu_read_disabled_404(start, mode, path):
     assert r.json()["error"] == \
         "API group 'cpu-read' is not enabled on this server."
     assert "cpu-read" not in d.get("/discover").json()["enabled_api_groups"]
+
+
+def test_energy_read_does_not_wait_behind_get_power(start):
+    # get_power sleeps one sampling period (1 s here) on the package's
+    # worker; cumulative energy has its own reader and answers at once.
+    import threading
+    d = start(args=["--cpu-power-poll-hz", "1"])
+    slow = {}
+
+    def power():
+        t = time.monotonic()
+        slow["r"] = d.make_client().get("/cpu/get_power")
+        slow["s"] = time.monotonic() - t
+
+    th = threading.Thread(target=power)
+    th.start()
+    time.sleep(0.2)
+    t = time.monotonic()
+    r = d.get("/cpu/get_cumulative_energy?cpu=true&dram=true")
+    fast = time.monotonic() - t
+    th.join(10)
+    assert r.status_code == 200 and slow["r"].status_code == 200
+    assert slow["s"] >= 0.9
+    assert fast < 0.5, fast
