@@ -111,6 +111,9 @@ struct streams_sub {
 	bool registered;
 	unsigned all_pos;
 	uint64_t wake_tick;
+	uint64_t events_at_ka;		/* `events` at the last keepalive tick */
+	/* written by the reader, read by the keepalive tick */
+	atomic_uint_fast64_t events;	/* reader calls that sent events */
 	/* lock */
 	pthread_mutex_t lock;
 	bool suspended, closed;
@@ -323,9 +326,22 @@ streams_collect_wakes(struct streams *st, const unsigned *due, unsigned n,
 		st->wakecap = st->nall;
 	}
 	st->tick++;
+	/*
+	 * Keepalive: only streams that sent no event since the last tick need
+	 * it (a busy stream notices a dead peer at its next write); waking
+	 * every stream at once would be a burst for nothing.
+	 */
 	for (unsigned i = 0; all && i < st->nall; i++) {
-		streams_sub_ref(st->all[i]);
-		st->wake[nw++] = st->all[i];
+		struct streams_sub *sub = st->all[i];
+		uint64_t ev = atomic_load_explicit(&sub->events,
+		    memory_order_relaxed);
+
+		if (ev != sub->events_at_ka) {
+			sub->events_at_ka = ev;
+			continue;
+		}
+		streams_sub_ref(sub);
+		st->wake[nw++] = sub;
 	}
 	for (unsigned i = 0; !all && i < n; i++) {
 		struct streams_dev *dev;
@@ -481,15 +497,19 @@ streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		pthread_mutex_unlock(&sub->lock);
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	}
+	for (unsigned i = 0; i < sub->ncur && n < max && sub->carry_len == 0;
+	    i++)
+		streams_copy_dev(sub, &sub->cur[i], buf, max, &n);
 	ka = atomic_load(&st->ka_gen);
-	if (ka != sub->ka_seen && n < max && sub->carry_len == 0) {
+	if (n > 0) {
+		/* events are as good as a keepalive */
+		sub->ka_seen = ka;
+		atomic_fetch_add_explicit(&sub->events, 1, memory_order_relaxed);
+	} else if (ka != sub->ka_seen) {
 		sub->ka_seen = ka;
 		streams_put(sub, buf, max, &n, STREAMS_KEEPALIVE_TEXT,
 		    sizeof(STREAMS_KEEPALIVE_TEXT) - 1);
 	}
-	for (unsigned i = 0; i < sub->ncur && n < max && sub->carry_len == 0;
-	    i++)
-		streams_copy_dev(sub, &sub->cur[i], buf, max, &n);
 	if (n == 0) {
 		/* Nothing to send: sleep until the sampler resumes us. */
 		sub->suspended = true;

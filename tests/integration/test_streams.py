@@ -478,3 +478,16 @@ def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
     good.close()
     stalled.close()
     assert wait_subscribers(d, 0)
+
+
+def test_busy_streams_get_no_keepalive(start):
+    # The simulator's power changes at every sample, so the stream always
+    # has events: the keepalive tick skips it (no burst over busy streams),
+    # while a quiet stream (no devices) still gets its comments.
+    d = start(env={"ZEUSD_SSE_KEEPALIVE_MS": "200"})
+    busy = Stream(d, "/gpu/stream_power?gpu_ids=0", blocking=False)
+    pump_all([busy], 1.5)
+    events = [e for _, e in busy.events]
+    assert len(events) >= 20
+    assert b": keepalive" not in events
+    busy.close()
