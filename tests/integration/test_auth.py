@@ -10,7 +10,7 @@ import pytest
 
 from conftest import raw_request
 
-GROUPS = ["gpu-control", "gpu-read", "cpu-read"]
+GROUPS = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
 
 # (method, path-with-query, required scope or None for open routes)
 ROUTES = [
@@ -34,6 +34,7 @@ ROUTES = [
     ("GET", "/gpu/get_persistence_mode", "gpu-read"),
     ("GET", "/cpu/get_cumulative_energy?cpu=true&dram=true", "cpu-read"),
     ("GET", "/cpu/get_power", "cpu-read"),
+    ("GET", "/metrics", "metrics"),
     ("GET", "/discover", None),
     ("GET", "/time", None),
 ]
@@ -252,3 +253,32 @@ def test_bad_key_file_refused(tmp_path, content):
     assert r.returncode == 1
     assert str(path) in r.stderr
     assert not (tmp_path / "s.sock").exists()
+
+
+@pytest.mark.parametrize("path,scope", [("/gpu/stream_power", "gpu-read"),
+                                        ("/cpu/stream_power", "cpu-read")])
+def test_stream_routes_need_their_scope(authd, key, path, scope):
+    import socket as socketlib
+
+    def head(tok):
+        if authd.mode == "uds":
+            s = socketlib.socket(socketlib.AF_UNIX)
+            s.connect(authd.sock)
+        else:
+            s = socketlib.create_connection((authd.host, authd.port))
+        s.settimeout(5)
+        auth = f"Authorization: Bearer {tok}\r\n" if tok else ""
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: z\r\n{auth}\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return int(data.split(b" ", 2)[1])
+
+    assert head(None) == 401
+    others = [g for g in GROUPS if g != scope]
+    assert head(token(key, scopes=others)) == 403
+    assert head(token(key, scopes=[scope])) == 200
