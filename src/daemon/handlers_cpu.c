@@ -144,8 +144,7 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 	}
 	request_defer(req, ids.n, cpu_finish);
 	for (unsigned i = 0; i < ids.n; i++)
-		cpu_cmd_submit(op == CPU_CMD_GET_ENERGY ? node->cpu_energy_reader :
-		    node->cpu_workers[b->cmds[i].pkg], &b->cmds[i]);
+		node_cpu_submit(node, &b->cmds[i]);
 }
 
 void

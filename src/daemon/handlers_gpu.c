@@ -133,8 +133,7 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 	}
 	request_defer(req, ids->n, finish);
 	for (unsigned i = 0; i < ids->n; i++)
-		gpu_cmd_submit(op == GPU_CMD_GET_POWER ? node->gpu_power_reader :
-		    node->gpu_workers[ids->ids[i]], &b->cmds[i]);
+		node_gpu_submit(node, &b->cmds[i]);
 	return b;
 }
 
@@ -253,7 +252,7 @@ handle_gpu_write(struct request *req)
 		gpu_cmd_init(c, GPU_CMD_WRITE, ids.ids[i], gpu_done_log_free,
 		    NULL);
 		c->write = w;
-		gpu_cmd_submit(req->srv->node->gpu_workers[ids.ids[i]], c);
+		node_gpu_submit(req->srv->node, c);
 	}
 	request_reply_empty(req, 200);
 }

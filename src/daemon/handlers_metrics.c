@@ -170,27 +170,40 @@ metrics_cpus(FILE *out, const struct node *node,
 			    (double)m->cpu[i].dram / 1e6);
 }
 
-/* One counter per device worker (GPUs, then RAPL packages). */
+static unsigned long
+metrics_commands(const struct work_counters *c)
+{
+	return atomic_load(&c->commands);
+}
+
+static unsigned long
+metrics_failures(const struct work_counters *c)
+{
+	return atomic_load(&c->failures);
+}
+
+/* One counter per device (GPUs, then RAPL packages). */
 static void
-metrics_worker_series(FILE *out, const struct node *node, const char *name,
-    const char *help, unsigned long (*value)(const struct worker *))
+metrics_device_series(FILE *out, const struct node *node, const char *name,
+    const char *help, unsigned long (*value)(const struct work_counters *))
 {
 	metrics_head(out, name, "counter", help);
 	for (unsigned i = 0; i < node->ngpu; i++)
 		fprintf(out, "%s{device=\"gpu\",index=\"%u\"} %lu\n", name, i,
-		    value(node->gpu_workers[i]));
+		    value(&node->gpu_counters[i]));
 	for (unsigned i = 0; i < node->ncpu; i++)
 		fprintf(out, "%s{device=\"cpu\",index=\"%u\"} %lu\n", name,
-		    rapl_package_id(node->rapl, i), value(node->cpu_workers[i]));
+		    rapl_package_id(node->rapl, i),
+		    value(&node->cpu_counters[i]));
 }
 
 static void
 metrics_workers(FILE *out, const struct node *node)
 {
-	metrics_worker_series(out, node, "zeusd_device_commands_total",
-	    "Device commands run by each device's worker.", worker_commands);
-	metrics_worker_series(out, node, "zeusd_device_command_errors_total",
-	    "Device commands that failed.", worker_failures);
+	metrics_device_series(out, node, "zeusd_device_commands_total",
+	    "Device commands run for each device.", metrics_commands);
+	metrics_device_series(out, node, "zeusd_device_command_errors_total",
+	    "Device commands that failed.", metrics_failures);
 }
 
 static void
@@ -279,7 +292,7 @@ handle_metrics(struct request *req)
 		    req);
 	request_defer(req, m->ngpu + m->ncpu, metrics_finish);
 	for (unsigned i = 0; i < m->ngpu; i++)
-		gpu_cmd_submit(node->gpu_workers[i], &m->gpu[i]);
+		node_gpu_submit(node, &m->gpu[i]);
 	for (unsigned i = 0; i < m->ncpu; i++)
-		cpu_cmd_submit(node->cpu_energy_reader, &m->cpu[i]);
+		node_cpu_submit(node, &m->cpu[i]);
 }

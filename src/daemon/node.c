@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../devices/cpu_cmd.h"
+#include "../devices/gpu_cmd.h"
 #include "../devices/nvml.h"
 #include "../devices/overrides.h"
 #include "../devices/rapl.h"
@@ -115,7 +117,10 @@ node_open_gpus(struct node *node, const struct zeusd_config *cfg,
 	    sizeof(*node->gpu_info));
 	node->gpu_workers = calloc(node->ngpu ? node->ngpu : 1,
 	    sizeof(*node->gpu_workers));
-	if (node->gpu_info == NULL || node->gpu_workers == NULL)
+	node->gpu_counters = calloc(node->ngpu ? node->ngpu : 1,
+	    sizeof(*node->gpu_counters));
+	if (node->gpu_info == NULL || node->gpu_workers == NULL ||
+	    node->gpu_counters == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	for (unsigned i = 0; i < node->ngpu; i++) {
 		if (node->gpu.ops->info(&node->gpu, i, &node->gpu_info[i],
@@ -155,7 +160,9 @@ node_open_cpus(struct node *node, const struct zeusd_config *cfg,
 		return -1;
 	node->cpu_workers = calloc(node->ncpu ? node->ncpu : 1,
 	    sizeof(*node->cpu_workers));
-	if (node->cpu_workers == NULL)
+	node->cpu_counters = calloc(node->ncpu ? node->ncpu : 1,
+	    sizeof(*node->cpu_counters));
+	if (node->cpu_workers == NULL || node->cpu_counters == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	for (unsigned i = 0; i < node->ncpu; i++) {
 		snprintf(label, sizeof(label), "cpu%u",
@@ -193,6 +200,22 @@ fail:
 }
 
 void
+node_gpu_submit(struct node *node, struct gpu_cmd *cmd)
+{
+	cmd->work.counters = &node->gpu_counters[cmd->gpu];
+	gpu_cmd_submit(cmd->op == GPU_CMD_GET_POWER ? node->gpu_power_reader :
+	    node->gpu_workers[cmd->gpu], cmd);
+}
+
+void
+node_cpu_submit(struct node *node, struct cpu_cmd *cmd)
+{
+	cmd->work.counters = &node->cpu_counters[cmd->pkg];
+	cpu_cmd_submit(cmd->op == CPU_CMD_GET_ENERGY ? node->cpu_energy_reader :
+	    node->cpu_workers[cmd->pkg], cmd);
+}
+
+void
 node_close(struct node *node)
 {
 	for (unsigned i = 0; node->gpu_workers != NULL && i < node->ngpu; i++)
@@ -207,6 +230,8 @@ node_close(struct node *node)
 		rapl_close(node->rapl);
 	free(node->gpu_workers);
 	free(node->cpu_workers);
+	free(node->gpu_counters);
+	free(node->cpu_counters);
 	free(node->gpu_info);
 	memset(node, 0, sizeof(*node));
 }

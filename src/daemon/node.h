@@ -13,8 +13,11 @@
 #include "config.h"
 
 struct worker;
+struct work_counters;
 struct rapl;
 struct overrides;
+struct gpu_cmd;
+struct cpu_cmd;
 
 struct node {
 	struct gpu_backend gpu;		/* ops NULL when there are no GPUs */
@@ -36,6 +39,9 @@ struct node {
 	 * sampling period on a package's worker.
 	 */
 	struct worker *cpu_energy_reader;
+	/* commands run and failed per device, whatever thread ran them */
+	struct work_counters *gpu_counters;	/* [ngpu] */
+	struct work_counters *cpu_counters;	/* [ncpu] */
 	unsigned overrides;		/* number of overridden operations */
 };
 
@@ -45,6 +51,14 @@ struct node {
  */
 int node_open(struct node *node, const struct zeusd_config *cfg,
     struct overrides *ov, struct zerr *err);
+
+/*
+ * Queues a device command where it belongs: instantaneous GPU power on the
+ * power reader, RAPL energy on the energy reader, everything else on the
+ * device's own worker (in arrival order).
+ */
+void node_gpu_submit(struct node *node, struct gpu_cmd *cmd);
+void node_cpu_submit(struct node *node, struct cpu_cmd *cmd);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

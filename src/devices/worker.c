@@ -23,7 +23,6 @@ struct worker {
 	pthread_cond_t cond;
 	struct work *head, *tail;
 	bool stopping;
-	atomic_ulong commands, failures;
 	void *device;
 	char label[32];
 };
@@ -46,6 +45,7 @@ worker_main(void *arg)
 		struct timespec start, end;
 		const char *what;
 		struct timespec queued;
+		struct work_counters *counters;
 		int rc;
 
 		while (wk->head == NULL && !wk->stopping)
@@ -60,14 +60,17 @@ worker_main(void *arg)
 
 		what = w->what;
 		queued = w->queued;
+		counters = w->counters;
 		clock_gettime(CLOCK_MONOTONIC, &start);
 		rc = w->exec(w, wk->device);
 		clock_gettime(CLOCK_MONOTONIC, &end);
 		/* counted before the result is handed back, so an answer
 		 * never reports counters without its own command */
-		atomic_fetch_add(&wk->commands, 1);
-		if (rc != 0)
-			atomic_fetch_add(&wk->failures, 1);
+		if (counters != NULL) {
+			atomic_fetch_add(&counters->commands, 1);
+			if (rc != 0)
+				atomic_fetch_add(&counters->failures, 1);
+		}
 		w->complete(w);		/* may free w */
 		long long exec_us = worker_us_between(&start, &end);
 		zlog(exec_us > 1000000 ? ZLOG_INFO : ZLOG_DEBUG, "device_command",
@@ -118,18 +121,6 @@ worker_submit(struct worker *wk, struct work *w)
 	wk->tail = w;
 	pthread_cond_signal(&wk->cond);
 	pthread_mutex_unlock(&wk->lock);
-}
-
-unsigned long
-worker_commands(const struct worker *wk)
-{
-	return atomic_load(&wk->commands);
-}
-
-unsigned long
-worker_failures(const struct worker *wk)
-{
-	return atomic_load(&wk->failures);
 }
 
 void

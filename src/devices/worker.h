@@ -7,16 +7,23 @@
 #ifndef ZEUS_WORKER_H
 #define ZEUS_WORKER_H
 
+#include <stdatomic.h>
 #include <time.h>
 
 #include "../common/err.h"
 
 struct worker;
 
+/* Per-device tallies, bumped by whichever thread ran the command. */
+struct work_counters {
+	atomic_ulong commands, failures;
+};
+
 struct work {
 	struct work *next;
 	struct timespec queued;		/* set by worker_submit */
 	const char *what;		/* operation name for the log */
+	struct work_counters *counters;	/* may be NULL */
 	/*
 	 * Both run on the worker thread: `exec` does the device operation
 	 * and returns 0 or -1 (timed and counted); `complete` then hands the
@@ -32,10 +39,6 @@ int worker_start(const char *label, void *device, struct worker **out,
 
 /* Queues `w` (never blocks on the device). */
 void worker_submit(struct worker *wk, struct work *w);
-
-/* Commands run so far, and how many of them failed. */
-unsigned long worker_commands(const struct worker *wk);
-unsigned long worker_failures(const struct worker *wk);
 
 /* Runs everything already queued, then stops the thread and frees. */
 void worker_stop(struct worker *wk);

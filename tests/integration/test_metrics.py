@@ -238,9 +238,9 @@ def test_request_and_command_counters(daemon):
     assert delta(route="/metrics", status="200") == 1   # s0 itself
     assert sum(s1.series("zeusd_http_requests_total").values()) - \
         sum(s0.series("zeusd_http_requests_total").values()) == 7
-    # A scrape is one snapshot command per GPU and one read per package.
-    # The worker counts a command after the command's reply (and so after
-    # the scrape that ran it was written) or before: settle, then 5 scrapes.
+    # A scrape is one snapshot command per GPU and one read per package,
+    # counted before the reply is handed back (so each scrape already
+    # includes its own): settle, then 5 scrapes.
     time.sleep(0.05)
     s2 = scrape(d)
     for _ in range(5):
