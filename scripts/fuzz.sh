@@ -5,7 +5,11 @@ set -eu
 cd "$(dirname "$0")/.."
 secs="${FUZZ_SECONDS:-30}"
 command -v clang >/dev/null || { echo "needs clang (apt-get install clang)" >&2; exit 1; }
-[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false >/dev/null
+# b_lundef=false: the sanitizer runtime is only linked into executables, so
+# the instrumented shared libzeus has undefined __asan_* symbols until then.
+[ -f build-fuzz/build.ninja ] ||
+	CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false \
+	    -Db_lundef=false >/dev/null
 ninja -C build-fuzz
 for f in build-fuzz/fuzz_*; do
 	[ -x "$f" ] && [ -f "$f" ] || continue
