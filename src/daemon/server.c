@@ -258,9 +258,12 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 		return MHD_NO;	/* out of memory in the uri callback */
 	if (req->method[0] == '\0') {
 		/* First call: remember the method, answer later. */
-		snprintf(req->method, sizeof(req->method), "%s", method);
-		if (strlen(method) >= sizeof(req->method))
-			snprintf(req->method, sizeof(req->method), "?");
+		size_t mlen = strlen(method);
+
+		if (mlen >= sizeof(req->method) || mlen == 0)
+			memcpy(req->method, "?", 2);	/* never a route's */
+		else
+			memcpy(req->method, method, mlen + 1);
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
