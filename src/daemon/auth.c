@@ -31,6 +31,7 @@
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 
 /* Base64url of a 32-byte HMAC-SHA256, without padding. */
@@ -70,26 +71,6 @@ auth_key_free(struct auth_key *key)
 		return;
 	explicit_bzero(key->bytes, key->len);
 	free(key);
-}
-
-/* Reads up to `size` bytes; returns the count, or -1 with errno. */
-static ssize_t
-auth_read_all(int fd, unsigned char *buf, size_t size)
-{
-	size_t got = 0;
-
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
 }
 
 static void
@@ -132,7 +113,7 @@ auth_key_load(const char *path, struct auth_key **out, struct zerr *err)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	}
 	/* One extra byte tells "exactly the limit" from "too large". */
-	n = auth_read_all(fd, buf, AUTH_KEY_MAX + 1);
+	n = fileio_read_all(fd, buf, AUTH_KEY_MAX + 1);
 	if (n < 0)
 		rc = zerr_set(err, ZERR_INVALID,
 		    "cannot read signing key file '%.512s': %s", path,

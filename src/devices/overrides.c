@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/fileio.h"
 #include "../common/log.h"
 #include "spawn.h"
 #include "toml.h"
@@ -447,32 +448,25 @@ static int
 ov_read_all(int fd, const char *path, char **text, size_t *len,
     struct zerr *err)
 {
-	size_t cap = TOML_MAX_INPUT + 1, n = 0;
-	char *buf = malloc(cap);
+	/* one byte more than allowed tells "at the limit" from "too large" */
+	char *buf = malloc(TOML_MAX_INPUT + 1);
+	ssize_t n;
 
 	if (buf == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
-	for (;;) {
-		ssize_t r = read(fd, buf + n, cap - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			free(buf);
-			return zerr_set(err, ZERR_INTERNAL, "%s: cannot read: "
-			    "%s", path, strerror(errno));
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n == cap) {
-			free(buf);
-			return zerr_set(err, ZERR_INVALID, "%s: larger than %d "
-			    "bytes", path, TOML_MAX_INPUT);
-		}
+	n = fileio_read_all(fd, buf, TOML_MAX_INPUT + 1);
+	if (n < 0) {
+		free(buf);
+		return zerr_set(err, ZERR_INTERNAL, "%s: cannot read: %s", path,
+		    strerror(errno));
+	}
+	if (n > TOML_MAX_INPUT) {
+		free(buf);
+		return zerr_set(err, ZERR_INVALID, "%s: larger than %d bytes",
+		    path, TOML_MAX_INPUT);
 	}
 	*text = buf;
-	*len = n;
+	*len = (size_t)n;
 	return 0;
 }
 
