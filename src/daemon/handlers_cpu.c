@@ -97,29 +97,14 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 	struct node *node = req->srv->node;
 	const struct query_spec *spec = op == CPU_CMD_GET_ENERGY ? spec_energy :
 	    spec_power;
-	uint32_t avail[QUERY_MAX_IDS];
 	struct query_values qv;
 	struct cpu_batch *b;
 	struct id_list ids;
 	struct zerr err;
-	unsigned navail = node->ncpu < QUERY_MAX_IDS ? node->ncpu :
-	    QUERY_MAX_IDS;
 
-	if (handlers_parse(req, spec, &qv) != 0)
+	if (handlers_parse(req, spec, &qv) != 0 ||
+	    handlers_pick_cpus(req, &qv.v[0], &ids) != 0)
 		return;
-	for (unsigned i = 0; i < navail; i++)
-		avail[i] = rapl_package_id(node->rapl, i);
-	if (qv.v[0].present) {
-		ids = *qv.v[0].ids;
-		if (handlers_check_ids(&ids, navail, avail, "CPU", &err) != 0) {
-			request_reply_error(req, &err);
-			return;
-		}
-	} else {
-		ids.n = navail;
-		for (unsigned i = 0; i < navail; i++)
-			ids.ids[i] = avail[i];
-	}
 	b = calloc(1, sizeof(*b) + ids.n * sizeof(b->cmds[0]));
 	if (b == NULL) {
 		zerr_set(&err, ZERR_INTERNAL, "out of memory");
@@ -137,9 +122,7 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 		return;
 	}
 	for (unsigned i = 0; i < ids.n; i++) {
-		cpu_cmd_init(&b->cmds[i], op,
-		    (unsigned)rapl_index_of(node->rapl, ids.ids[i]), cpu_done,
-		    req);
+		cpu_cmd_init(&b->cmds[i], op, ids.ids[i], cpu_done, req);
 		b->cmds[i].period_ms = 1000 / req->srv->cfg->cpu_power_poll_hz;
 	}
 	request_defer(req, ids.n, cpu_finish);

@@ -85,28 +85,6 @@ gpu_done_log_free(struct gpu_cmd *cmd, void *arg)
 	free(cmd);
 }
 
-/* Resolves gpu_ids (absent: all GPUs) against the node; 400 on unknowns. */
-static int
-gpu_resolve_ids(struct request *req, const struct query_value *v,
-    struct id_list *ids)
-{
-	const struct node *node = req->srv->node;
-	struct zerr err;
-
-	if (!v->present) {
-		ids->n = node->ngpu;
-		for (unsigned i = 0; i < node->ngpu; i++)
-			ids->ids[i] = i;
-		return 0;
-	}
-	*ids = *v->ids;
-	if (handlers_check_ids(ids, node->ngpu, NULL, "GPU", &err) != 0) {
-		request_reply_error(req, &err);
-		return -1;
-	}
-	return 0;
-}
-
 static struct gpu_batch *
 gpu_batch_submit(struct request *req, const struct id_list *ids,
     enum gpu_cmd_op op, const struct gpu_write *w,
@@ -221,7 +199,7 @@ handle_gpu_write(struct request *req)
 	struct zerr err;
 
 	if (handlers_parse(req, spec, &qv) != 0 ||
-	    gpu_resolve_ids(req, &qv.v[0], &ids) != 0)
+	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0)
 		return;
 	memset(&w, 0, sizeof(w));
 	w.op = op;
@@ -266,7 +244,7 @@ handle_gpu_read(struct request *req)
 	struct zerr err;
 
 	if (handlers_parse(req, spec_read, &qv) != 0 ||
-	    gpu_resolve_ids(req, &qv.v[0], &ids) != 0)
+	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0)
 		return;
 	if (gpu_batch_submit(req, &ids, op, NULL, gpu_read_finish) == NULL) {
 		zerr_set(&err, ZERR_INTERNAL, "out of memory");

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "../devices/rapl.h"
+#include "node.h"
 #include "request.h"
+#include "server.h"
 
 int
 handlers_parse(struct request *req, const struct query_spec *spec,
@@ -70,6 +73,58 @@ handlers_check_ids(const struct id_list *ids, unsigned n,
 		}
 	}
 	return 0;
+}
+
+/* avail[i] is the API id of device index i, ascending. */
+static int
+handlers_pick(struct request *req, const struct query_value *v,
+    const uint32_t *avail, unsigned navail, const char *what,
+    struct id_list *out)
+{
+	struct zerr err;
+
+	out->n = 0;
+	if (!v->present) {
+		for (unsigned i = 0; i < navail; i++)
+			out->ids[out->n++] = i;
+		return 0;
+	}
+	if (handlers_check_ids(v->ids, navail, avail, what, &err) != 0) {
+		request_reply_error(req, &err);
+		return -1;
+	}
+	for (unsigned k = 0, i = 0; k < v->ids->n; k++) {
+		while (avail[i] != v->ids->ids[k])
+			i++;		/* both ascending, every id present */
+		out->ids[out->n++] = i;
+	}
+	return 0;
+}
+
+int
+handlers_pick_gpus(struct request *req, const struct query_value *v,
+    struct id_list *out)
+{
+	const struct node *node = req->srv->node;
+	unsigned n = node->ngpu < QUERY_MAX_IDS ? node->ngpu : QUERY_MAX_IDS;
+	uint32_t avail[QUERY_MAX_IDS];
+
+	for (unsigned i = 0; i < n; i++)
+		avail[i] = i;
+	return handlers_pick(req, v, avail, n, "GPU", out);
+}
+
+int
+handlers_pick_cpus(struct request *req, const struct query_value *v,
+    struct id_list *out)
+{
+	const struct node *node = req->srv->node;
+	unsigned n = node->ncpu < QUERY_MAX_IDS ? node->ncpu : QUERY_MAX_IDS;
+	uint32_t avail[QUERY_MAX_IDS];
+
+	for (unsigned i = 0; i < n; i++)
+		avail[i] = rapl_package_id(node->rapl, i);
+	return handlers_pick(req, v, avail, n, "CPU", out);
 }
 
 void

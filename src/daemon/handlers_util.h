@@ -27,6 +27,17 @@ int handlers_parse(struct request *req, const struct query_spec *spec,
 int handlers_check_ids(const struct id_list *ids, unsigned n,
     const uint32_t *avail, const char *what, struct zerr *err);
 
+/*
+ * The devices a request names: `v` is the optional gpu_ids / cpu_ids list
+ * of API ids (absent: every device). On success `out` holds device indices
+ * (GPU index, or index into the RAPL set) in ascending id order; an unknown
+ * id answers 400 naming it and the available ones, and returns -1.
+ */
+int handlers_pick_gpus(struct request *req, const struct query_value *v,
+    struct id_list *out);
+int handlers_pick_cpus(struct request *req, const struct query_value *v,
+    struct id_list *out);
+
 struct handlers_errors {
 	json_t *map;
 	unsigned worst;
