@@ -73,10 +73,25 @@ http_progress(void *arg, curl_off_t dlt, curl_off_t dln, curl_off_t ult,
 	return 0;
 }
 
+/* Appends "name: value"; on failure frees the whole list, returns NULL. */
+static struct curl_slist *
+http_header_add(struct curl_slist *h, const char *name, const char *value)
+{
+	char line[ZEUS_ERR_MSG_MAX * 4 + 64];
+	struct curl_slist *t = NULL;
+	int n = snprintf(line, sizeof(line), "%s: %s", name, value);
+
+	if (n >= 0 && (size_t)n < sizeof(line))	/* never cut a header */
+		t = curl_slist_append(h, line);
+	if (t == NULL)
+		curl_slist_free_all(h);
+	return t;
+}
+
 static struct curl_slist *
 http_headers(const struct http_request *rq, struct zeus_error *err)
 {
-	struct curl_slist *h = NULL, *t;
+	struct curl_slist *h = NULL;
 	char line[ZEUS_ERR_MSG_MAX * 4];
 
 	/* curl adds "Expect: 100-continue" for bodies; the gateway needs none. */
@@ -89,27 +104,11 @@ http_headers(const struct http_request *rq, struct zeus_error *err)
 			    "token has a line break or is too long");
 			return NULL;
 		}
-		snprintf(line, sizeof(line), "Authorization: Bearer %s",
-		    rq->bearer);
-		t = curl_slist_append(h, line);
-		if (t == NULL) {
-			curl_slist_free_all(h);
-			h = NULL;
-		} else {
-			h = t;
-		}
+		snprintf(line, sizeof(line), "Bearer %s", rq->bearer);
+		h = http_header_add(h, "Authorization", line);
 	}
-	if (h != NULL && rq->content_type != NULL) {
-		snprintf(line, sizeof(line), "Content-Type: %s",
-		    rq->content_type);
-		t = curl_slist_append(h, line);
-		if (t == NULL) {
-			curl_slist_free_all(h);
-			h = NULL;
-		} else {
-			h = t;
-		}
-	}
+	if (h != NULL && rq->content_type != NULL)
+		h = http_header_add(h, "Content-Type", rq->content_type);
 	if (h == NULL)
 		lib_err(err, ZEUS_ERR_NOMEM, "out of memory for headers");
 	return h;
