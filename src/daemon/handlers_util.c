@@ -39,7 +39,7 @@ handlers_format_avail(unsigned n, const uint32_t *avail, char *buf,
 	}
 	for (unsigned i = 0; i < n; i++) {
 		int k = snprintf(buf + o, size - o, "%s%u", i ? ", " : "",
-		    avail ? avail[i] : i);
+		    avail[i]);
 
 		if (k < 0 || (size_t)k >= size - o) {
 			snprintf(buf + (size > 4 ? size - 4 : 0),
@@ -50,31 +50,6 @@ handlers_format_avail(unsigned n, const uint32_t *avail, char *buf,
 	}
 }
 
-int
-handlers_check_ids(const struct id_list *ids, unsigned n,
-    const uint32_t *avail, const char *what, struct zerr *err)
-{
-	char list[256];
-
-	for (unsigned i = 0; i < ids->n; i++) {
-		bool found = false;
-
-		if (avail == NULL) {
-			found = ids->ids[i] < n;
-		} else {
-			for (unsigned k = 0; k < n && !found; k++)
-				found = avail[k] == ids->ids[i];
-		}
-		if (!found) {
-			handlers_format_avail(n, avail, list, sizeof(list));
-			return zerr_set(err, ZERR_INVALID,
-			    "Unknown %s index %u (available: %s)", what,
-			    ids->ids[i], list);
-		}
-	}
-	return 0;
-}
-
 /* avail[i] is the API id of device index i, ascending. */
 static int
 handlers_pick(struct request *req, const struct query_value *v,
@@ -82,6 +57,7 @@ handlers_pick(struct request *req, const struct query_value *v,
     struct id_list *out)
 {
 	struct zerr err;
+	char list[256];
 
 	out->n = 0;
 	if (!v->present) {
@@ -89,13 +65,19 @@ handlers_pick(struct request *req, const struct query_value *v,
 			out->ids[out->n++] = i;
 		return 0;
 	}
-	if (handlers_check_ids(v->ids, navail, avail, what, &err) != 0) {
-		request_reply_error(req, &err);
-		return -1;
-	}
-	for (unsigned k = 0, i = 0; k < v->ids->n; k++) {
-		while (avail[i] != v->ids->ids[k])
-			i++;		/* both ascending, every id present */
+	for (unsigned k = 0; k < v->ids->n; k++) {
+		unsigned i = 0;
+
+		while (i < navail && avail[i] != v->ids->ids[k])
+			i++;
+		if (i == navail) {
+			handlers_format_avail(navail, avail, list, sizeof(list));
+			zerr_set(&err, ZERR_INVALID,
+			    "Unknown %s index %u (available: %s)", what,
+			    v->ids->ids[k], list);
+			request_reply_error(req, &err);
+			return -1;
+		}
 		out->ids[out->n++] = i;
 	}
 	return 0;

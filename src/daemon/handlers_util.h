@@ -21,13 +21,6 @@ int handlers_parse(struct request *req, const struct query_spec *spec,
     struct query_values *qv);
 
 /*
- * Checks every id is available: ids 0..n-1 when `avail` is NULL, else the
- * n ids in `avail`. The error names the unknown id and the available ones.
- */
-int handlers_check_ids(const struct id_list *ids, unsigned n,
-    const uint32_t *avail, const char *what, struct zerr *err);
-
-/*
  * The devices a request names: `v` is the optional gpu_ids / cpu_ids list
  * of API ids (absent: every device). On success `out` holds device indices
  * (GPU index, or index into the RAPL set) in ascending id order; an unknown
