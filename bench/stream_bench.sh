@@ -67,7 +67,8 @@ run() {
 		conns=$CONNS_B devs=1 path='/gpu/stream_power?gpu_ids=0'
 	fi
 	if [ "$server" = zeusd ]; then
-		ZEUSD_LOG=warn ZEUS_SIM_GPUS=8 "$BUILD/zeusd" serve --simulate \
+		ZEUSD_LOG=warn ZEUS_SIM_GPUS=8 ZEUSD_MAX_CONNS_PER_PEER=0 \
+		    "$BUILD/zeusd" serve --simulate \
 		    --socket-path "$sock" --gpu-power-poll-hz $HZ \
 		    >"$TMP/server.log" 2>&1 &
 	else

@@ -43,6 +43,8 @@ zerr_http_status(enum zerr_kind kind)
 		return 404;
 	case ZERR_METHOD:
 		return 405;
+	case ZERR_BUSY:
+		return 503;
 	case ZERR_INTERNAL:
 		break;
 	}
@@ -65,6 +67,8 @@ zerr_kind_from_status(unsigned status)
 		return ZERR_NOT_FOUND;
 	case 405:
 		return ZERR_METHOD;
+	case 503:
+		return ZERR_BUSY;
 	default:
 		return ZERR_INTERNAL;
 	}

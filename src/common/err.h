@@ -19,6 +19,7 @@ enum zerr_kind {
 	ZERR_NOT_FOUND,		/* unknown path, disabled group: 404 */
 	ZERR_METHOD,		/* wrong method for a known path: 405 */
 	ZERR_INTERNAL,		/* daemon-side failure: 500 */
+	ZERR_BUSY,		/* a device queue is full, retry later: 503 */
 };
 
 #define ZERR_MSG_MAX 2048

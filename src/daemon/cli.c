@@ -130,14 +130,23 @@ cli_parse_permissions(const char *s, unsigned *out, struct zerr *err)
 		goto bad;
 	for (size_t i = 0; i < n; i++)
 		v = v * 8 + (unsigned)(s[i] - '0');
-	if (v > 07777)
-		goto bad;
+	/*
+	 * The socket's mode is set through the umask at bind() and a chmod of
+	 * the bound inode (listen.c); setuid, setgid and sticky mean nothing on
+	 * a socket, and a value with them is more likely a typo than a wish.
+	 */
+	if (v > 0777)
+		return zerr_set(err, ZERR_INVALID,
+		    "invalid --socket-permissions '%.32s': setuid, setgid and "
+		    "sticky bits (04000, 02000, 01000) are not allowed on the "
+		    "socket file; expected an octal mode from 0 to 777 "
+		    "(e.g. 666)", s);
 	*out = v;
 	return 0;
 bad:
 	return zerr_set(err, ZERR_INVALID,
-	    "invalid --socket-permissions '%.32s': expected octal mode "
-	    "from 0 to 7777 (e.g. 666)", s);
+	    "invalid --socket-permissions '%.32s': expected an octal mode "
+	    "from 0 to 777 (e.g. 666)", s);
 }
 
 enum {

@@ -23,7 +23,10 @@ int cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg,
 void cli_print_usage(FILE *out);
 void cli_print_serve_usage(FILE *out);
 
-/* Octal permission bits such as "666" or "0660"; at most 07777. */
+/*
+ * Octal permission bits such as "666" or "0660"; at most 0777 (setuid,
+ * setgid and sticky bits are refused).
+ */
 int cli_parse_permissions(const char *s, unsigned *out, struct zerr *err);
 
 /* Decimal unsigned integer in [min, max]; `what` names the flag in errors. */

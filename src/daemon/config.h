@@ -22,7 +22,7 @@ enum gpu_backend_choice { GPU_BACKEND_AUTO, GPU_BACKEND_NVML, GPU_BACKEND_AMDSMI
 struct zeusd_config {
 	enum transport_mode mode;
 	const char *socket_path;
-	unsigned socket_permissions;	/* 0..07777 */
+	unsigned socket_permissions;	/* 0..0777 */
 	bool has_socket_uid, has_socket_gid;
 	uid_t socket_uid;
 	gid_t socket_gid;

@@ -6,12 +6,14 @@
  * command. Power (two reads one sampling period apart) runs on the package's
  * worker; cumulative energy (one read, nothing to order it with: RAPL has no
  * writes) runs on the shared energy reader, so it never waits behind a
- * power request's sleep.
+ * power request's sleep. Both queues are bounded (node.h): when one is full
+ * the request is answered 503 with Retry-After and nothing is queued.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../devices/cpu_cmd.h"
+#include "../devices/worker.h"
 #include "handlers.h"
 #include "handlers_util.h"
 #include "node.h"
@@ -98,6 +100,7 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 	const struct query_spec *spec = op == CPU_CMD_GET_ENERGY ? spec_energy :
 	    spec_power;
 	struct query_values qv;
+	struct worker_batch wb;
 	struct cpu_batch *b;
 	struct id_list ids;
 	struct zerr err;
@@ -121,13 +124,17 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 		cpu_finish(req);
 		return;
 	}
+	worker_batch_init(&wb);
 	for (unsigned i = 0; i < ids.n; i++) {
 		cpu_cmd_init(&b->cmds[i], op, ids.ids[i], cpu_done, req);
 		b->cmds[i].period_ms = 1000 / req->srv->cfg->cpu_power_poll_hz;
+		if (node_cpu_reserve(node, &wb, &b->cmds[i], &err) != 0) {
+			request_reply_busy(req, &err);
+			return;
+		}
 	}
 	request_defer(req, ids.n, cpu_finish);
-	for (unsigned i = 0; i < ids.n; i++)
-		node_cpu_submit(node, &b->cmds[i]);
+	worker_batch_submit(&wb);
 }
 
 void

@@ -10,7 +10,14 @@
  * stuck behind a slow write). Blocking
  * requests suspend until every command is done and then answer with the
  * results or an aggregated {"errors": {...}} whose status is the worst one.
- * Non-blocking writes answer at once; their outcome is only logged.
+ * Non-blocking writes answer at once; their outcome is only logged, and
+ * one still queued when a newer write of the same setting arrives is
+ * dropped for it (logged and counted).
+ *
+ * Device queues are bounded (node.h): room for every command of a request
+ * is reserved before any is queued, and when one queue is full the whole
+ * request is answered 503 with Retry-After before anything runs (not as a
+ * per-GPU entry of {"errors": ...}).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +25,7 @@
 
 #include "../common/log.h"
 #include "../devices/gpu_cmd.h"
+#include "../devices/worker.h"
 #include "handlers.h"
 #include "handlers_util.h"
 #include "node.h"
@@ -85,34 +93,93 @@ gpu_done_log_free(struct gpu_cmd *cmd, void *arg)
 	free(cmd);
 }
 
-static struct gpu_batch *
+static void
+gpu_dropped_log_free(struct gpu_cmd *cmd, void *arg)
+{
+	zlog(ZLOG_INFO, "nonblocking_write_superseded", "gpu=%u op=%s",
+	    cmd->gpu, gpu_cmd_name(cmd));
+	free(cmd);
+}
+
+static void
+gpu_reply_oom(struct request *req)
+{
+	struct zerr err;
+
+	zerr_set(&err, ZERR_INTERNAL, "out of memory");
+	request_reply_error(req, &err);
+}
+
+/* One command per listed GPU, answered by `finish` once all are done. */
+static void
 gpu_batch_submit(struct request *req, const struct id_list *ids,
     enum gpu_cmd_op op, const struct gpu_write *w,
     void (*finish)(struct request *))
 {
 	struct node *node = req->srv->node;
+	struct worker_batch wb;
 	struct gpu_batch *b;
+	struct zerr err;
 
 	b = calloc(1, sizeof(*b) + ids->n * sizeof(b->cmds[0]));
-	if (b == NULL)
-		return NULL;
+	if (b == NULL) {
+		gpu_reply_oom(req);
+		return;
+	}
 	b->op = op;
 	b->n = ids->n;
 	req->hctx = b;
 	req->hctx_free = gpu_batch_free;
 	if (ids->n == 0) {
 		finish(req);
-		return b;
+		return;
 	}
+	worker_batch_init(&wb);
 	for (unsigned i = 0; i < ids->n; i++) {
 		gpu_cmd_init(&b->cmds[i], op, ids->ids[i], gpu_done_request, req);
 		if (w != NULL)
-			b->cmds[i].write = *w;
+			gpu_cmd_set_write(&b->cmds[i], w, NULL);
+		if (node_gpu_reserve(node, &wb, &b->cmds[i], &err) != 0) {
+			request_reply_busy(req, &err);
+			return;
+		}
 	}
 	request_defer(req, ids->n, finish);
-	for (unsigned i = 0; i < ids->n; i++)
-		node_gpu_submit(node, &b->cmds[i]);
-	return b;
+	worker_batch_submit(&wb);
+}
+
+/* block=false: one self-freeing command per GPU, answered at once. */
+static void
+gpu_write_nonblocking(struct request *req, const struct id_list *ids,
+    const struct gpu_write *w)
+{
+	struct gpu_cmd *cmds[QUERY_MAX_IDS];
+	struct worker_batch wb;
+	struct zerr err;
+	unsigned n;
+
+	worker_batch_init(&wb);
+	for (n = 0; n < ids->n; n++) {
+		if ((cmds[n] = calloc(1, sizeof(*cmds[n]))) == NULL) {
+			worker_batch_release(&wb);
+			gpu_reply_oom(req);
+			goto free;
+		}
+		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],
+		    gpu_done_log_free, NULL);
+		gpu_cmd_set_write(cmds[n], w, gpu_dropped_log_free);
+		if (node_gpu_reserve(req->srv->node, &wb, cmds[n], &err) != 0) {
+			n++;
+			request_reply_busy(req, &err);
+			goto free;
+		}
+	}
+	worker_batch_submit(&wb);
+	request_reply_empty(req, 200);
+	return;
+free:
+	while (n > 0)
+		free(cmds[--n]);
 }
 
 /*
@@ -196,7 +263,6 @@ handle_gpu_write(struct request *req)
 	struct query_values qv;
 	struct gpu_write w;
 	struct id_list ids;
-	struct zerr err;
 
 	if (handlers_parse(req, spec, &qv) != 0 ||
 	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0)
@@ -211,28 +277,10 @@ handle_gpu_write(struct request *req)
 		w.min_clock_mhz = qv.v[2].u32;
 		w.max_clock_mhz = qv.v[3].u32;
 	}
-	if (qv.v[1].b) {
-		if (gpu_batch_submit(req, &ids, GPU_CMD_WRITE, &w,
-		    gpu_write_finish) == NULL) {
-			zerr_set(&err, ZERR_INTERNAL, "out of memory");
-			request_reply_error(req, &err);
-		}
-		return;
-	}
-	for (unsigned i = 0; i < ids.n; i++) {
-		struct gpu_cmd *c = calloc(1, sizeof(*c));
-
-		if (c == NULL) {
-			zerr_set(&err, ZERR_INTERNAL, "out of memory");
-			request_reply_error(req, &err);
-			return;
-		}
-		gpu_cmd_init(c, GPU_CMD_WRITE, ids.ids[i], gpu_done_log_free,
-		    NULL);
-		c->write = w;
-		node_gpu_submit(req->srv->node, c);
-	}
-	request_reply_empty(req, 200);
+	if (qv.v[1].b)
+		gpu_batch_submit(req, &ids, GPU_CMD_WRITE, &w, gpu_write_finish);
+	else
+		gpu_write_nonblocking(req, &ids, &w);
 }
 
 void
@@ -241,13 +289,9 @@ handle_gpu_read(struct request *req)
 	const enum gpu_cmd_op op = (enum gpu_cmd_op)req->route->op;
 	struct query_values qv;
 	struct id_list ids;
-	struct zerr err;
 
 	if (handlers_parse(req, spec_read, &qv) != 0 ||
 	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0)
 		return;
-	if (gpu_batch_submit(req, &ids, op, NULL, gpu_read_finish) == NULL) {
-		zerr_set(&err, ZERR_INTERNAL, "out of memory");
-		request_reply_error(req, &err);
-	}
+	gpu_batch_submit(req, &ids, op, NULL, gpu_read_finish);
 }

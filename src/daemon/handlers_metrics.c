@@ -4,9 +4,13 @@
  *
  * A scrape reads the devices like any request: one snapshot command per GPU
  * and one energy read per RAPL package, queued on their workers, so a scrape
- * never blocks the event loop and waits behind queued writes like any read.
- * A device field that cannot be read is left out of that scrape (and counted
- * in zeusd_device_command_errors_total when the whole command failed).
+ * never blocks the event loop. A snapshot depends on no setting, so it goes
+ * ahead of queued writes (it waits for at most the command running): a
+ * scrape is a sample and keeps no read-after-write order with block=false
+ * writes. Like any request it is refused with 503 when a queue it needs is
+ * full. A device field that cannot be read is left out of that scrape (and
+ * counted in zeusd_device_command_errors_total when the whole command
+ * failed).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include "../devices/cpu_cmd.h"
 #include "../devices/gpu_cmd.h"
 #include "../devices/worker.h"
+#include "deadline.h"
 #include "handlers.h"
 #include "handlers_util.h"
 #include "node.h"
@@ -182,6 +187,12 @@ metrics_failures(const struct work_counters *c)
 	return atomic_load(&c->failures);
 }
 
+static unsigned long
+metrics_superseded(const struct work_counters *c)
+{
+	return atomic_load(&c->superseded);
+}
+
 /* One counter per device (GPUs, then RAPL packages). */
 static void
 metrics_device_series(FILE *out, const struct node *node, const char *name,
@@ -204,6 +215,10 @@ metrics_workers(FILE *out, const struct node *node)
 	    "Device commands run for each device.", metrics_commands);
 	metrics_device_series(out, node, "zeusd_device_command_errors_total",
 	    "Device commands that failed.", metrics_failures);
+	metrics_device_series(out, node,
+	    "zeusd_device_commands_superseded_total",
+	    "Queued block=false writes replaced by a newer write before they "
+	    "ran.", metrics_superseded);
 }
 
 static void
@@ -224,6 +239,22 @@ metrics_daemon(FILE *out, struct server *srv)
 	    "Open power streams (SSE subscribers).");
 	fprintf(out, "zeusd_streams_open %u\n",
 	    srv->streams ? streams_subscribers(srv->streams) : 0);
+	metrics_head(out, "zeusd_connections_refused_total", "counter",
+	    "Connections refused at accept time: the peer held its "
+	    "ZEUSD_MAX_CONNS_PER_PEER connections.");
+	fprintf(out, "zeusd_connections_refused_total %lu\n",
+	    atomic_load(&srv->conns_refused));
+	metrics_head(out, "zeusd_request_deadline_expired_total", "counter",
+	    "Connections closed because no whole request arrived within "
+	    "ZEUSD_REQUEST_TIMEOUT_S.");
+	fprintf(out, "zeusd_request_deadline_expired_total %llu\n",
+	    (unsigned long long)(srv->deadlines != NULL ?
+	    deadline_expired_total(srv->deadlines) : 0));
+	metrics_head(out, "zeusd_requests_malformed_total", "counter",
+	    "Requests refused for ambiguous framing (duplicate or conflicting "
+	    "Content-Length/Transfer-Encoding, several Authorization headers).");
+	fprintf(out, "zeusd_requests_malformed_total %lu\n",
+	    atomic_load(&srv->requests_refused));
 	stats_write(&srv->stats, out);
 }
 
@@ -262,6 +293,7 @@ handle_metrics(struct request *req)
 	struct node *node = req->srv->node;
 	struct metrics_scrape *m;
 	struct query_values qv;
+	struct worker_batch wb;
 	struct zerr err;
 
 	if (handlers_parse(req, none, &qv) != 0)
@@ -284,15 +316,22 @@ handle_metrics(struct request *req)
 		metrics_finish(req);
 		return;
 	}
-	for (unsigned i = 0; i < m->ngpu; i++)
+	worker_batch_init(&wb);
+	for (unsigned i = 0; i < m->ngpu; i++) {
 		gpu_cmd_init(&m->gpu[i], GPU_CMD_SNAPSHOT, i, metrics_gpu_done,
 		    req);
-	for (unsigned i = 0; i < m->ncpu; i++)
+		if (node_gpu_reserve(node, &wb, &m->gpu[i], &err) != 0)
+			goto busy;
+	}
+	for (unsigned i = 0; i < m->ncpu; i++) {
 		cpu_cmd_init(&m->cpu[i], CPU_CMD_GET_ENERGY, i, metrics_cpu_done,
 		    req);
+		if (node_cpu_reserve(node, &wb, &m->cpu[i], &err) != 0)
+			goto busy;
+	}
 	request_defer(req, m->ngpu + m->ncpu, metrics_finish);
-	for (unsigned i = 0; i < m->ngpu; i++)
-		node_gpu_submit(node, &m->gpu[i]);
-	for (unsigned i = 0; i < m->ncpu; i++)
-		node_cpu_submit(node, &m->cpu[i]);
+	worker_batch_submit(&wb);
+	return;
+busy:
+	request_reply_busy(req, &err);
 }

@@ -16,12 +16,24 @@ int listen_parse_tcp(const char *s, struct sockaddr_storage *ss,
 
 /*
  * Opens the socket the configuration asks for and returns its fd (listening,
- * non-blocking, close-on-exec), or -1 with `err`. For UDS: refuses a path that
- * exists and is not a socket, or on which a daemon answers, or whose connect
- * fails with anything but ECONNREFUSED; removes a stale socket (with a
- * warning); creates missing parent directories; applies mode and owner.
+ * non-blocking, close-on-exec), or -1 with `err`. For UDS: refuses a
+ * directory on the path that others could write to (docs/security.md; only a
+ * warning when not running as root); creates missing parent directories
+ * (0755); refuses a path that exists and is not a socket (a symlink included),
+ * or on which a daemon answers, or whose connect fails with anything but
+ * ECONNREFUSED; removes a stale socket (with a warning); applies mode and
+ * owner without following symlinks. Keeps an fd of the socket's directory
+ * open for listen_remove_socket.
  */
 int listen_open(const struct zeusd_config *cfg, struct zerr *err);
+
+/*
+ * Removes the socket file listen_open created, if the path still holds that
+ * very file (same device and inode; anything else is left in place with a
+ * warning), and closes the directory fd. Does nothing for TCP, or when no
+ * socket file was created; safe to call more than once.
+ */
+void listen_remove_socket(void);
 
 /* Describes the bound address ("unix:/run/zeusd/zeusd.sock",
  * "tcp:127.0.0.1:4938") for logs. */

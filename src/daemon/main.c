@@ -3,9 +3,15 @@
  * API.md, and the signal-driven shutdown.
  *
  * Startup order: parse flags, load overrides and signing key, refuse
- * root-only groups without root, open devices, open the socket, serve. A
- * failure at any step prints one line and exits non-zero before a socket is
- * left behind.
+ * root-only groups without root, become a child subreaper, open devices,
+ * open the socket, serve. A failure at any step prints one line and exits
+ * non-zero before a socket is left behind.
+ *
+ * Shutdown order: stop the override commands first (reaper.h: SIGTERM,
+ * SIGKILL after a grace), so a worker blocked in one returns at once and
+ * its request is answered, then stop the HTTP side, then the devices, then
+ * sweep once more. No child of zeusd outlives it, on any exit path after
+ * the subreaper is set: its children are root's processes too.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +24,7 @@
 
 #include "../common/log.h"
 #include "../devices/overrides.h"
+#include "../devices/reaper.h"
 #include "auth.h"
 #include "cli.h"
 #include "listen.h"
@@ -34,6 +41,17 @@ serve_fail(const struct zerr *err)
 {
 	fprintf(stderr, "zeusd: %s\n", err->msg);
 	return 1;
+}
+
+/*
+ * Every exit path after reaper_enable: kill the running override commands
+ * and every process they left behind (nothing at all on a startup failure,
+ * unless a device backend spawned something).
+ */
+static void
+serve_end_children(void)
+{
+	(void)reaper_shutdown(REAPER_GRACE_MS);
 }
 
 /* Refuses root-only groups without root (API.md), unless simulated. */
@@ -124,26 +142,33 @@ serve_main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	serve_raise_fd_limit();
+	/* Before any device thread exists, so no override can run first. */
+	if (reaper_enable(&err) != 0) {
+		overrides_free(ov);
+		auth_key_free(srv.key);
+		return serve_fail(&err);
+	}
 
 	if (node_open(&node, &cfg, ov, &err) != 0) {
+		serve_end_children();
 		auth_key_free(srv.key);
 		return serve_fail(&err);
 	}
 	srv.node = &node;
 	if (streams_create(&cfg, &node, &srv.streams, &err) != 0) {
 		node_close(&node);
+		serve_end_children();
 		auth_key_free(srv.key);
 		return serve_fail(&err);
 	}
 	if ((fd = listen_open(&cfg, &err)) < 0 ||
 	    server_start(&srv, fd, &err) != 0) {
-		if (fd >= 0) {
+		if (fd >= 0)
 			close(fd);
-			if (cfg.mode == MODE_UDS)
-				unlink(cfg.socket_path);
-		}
+		listen_remove_socket();	/* only the socket file we created */
 		streams_destroy(srv.streams);
 		node_close(&node);
+		serve_end_children();
 		auth_key_free(srv.key);
 		return serve_fail(&err);
 	}
@@ -161,20 +186,27 @@ serve_main(int argc, char **argv)
 	while (sigwait(&sigs, &sig) != 0)
 		;
 	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
+	/*
+	 * Overrides first: a request blocked in one gets its (failed)
+	 * answer within the grace instead of holding shutdown until the
+	 * command's own timeout, and no new command starts from here on.
+	 */
+	serve_end_children();
 	if (server_stop(&srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
 		/*
 		 * A device command never returned (a GPU fell off the bus, a
 		 * hung driver): its worker cannot be joined, so leave without
-		 * tearing anything down.
+		 * tearing anything down, but not before killing any command
+		 * still registered and what any command left behind.
 		 */
-		if (cfg.mode == MODE_UDS)
-			unlink(cfg.socket_path);
+		serve_end_children();
+		listen_remove_socket();
 		_exit(1);
 	}
-	if (cfg.mode == MODE_UDS)
-		unlink(cfg.socket_path);
+	listen_remove_socket();	/* only if still the socket we created */
 	streams_destroy(srv.streams);	/* after the HTTP side let go */
 	node_close(&node);
+	(void)reaper_sweep(REAPER_GRACE_MS);	/* reparented since */
 	auth_key_free(srv.key);
 	zlog(ZLOG_INFO, "stopped", NULL);
 	return 0;

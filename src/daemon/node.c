@@ -8,6 +8,11 @@
  * CPU: simulated packages with `--simulate`, else the powercap tree
  * (`--rapl-dir`, or /zeus_sys/... when present, or /sys/...).
  * Devices of a disabled API group are not opened at all.
+ *
+ * Queue bounds: each device worker takes ZEUSD_DEVICE_QUEUE_MAX reads and
+ * as many writes; a shared reader serves every GPU (or package), so its
+ * bound is that times their number: a burst that each device's own queue
+ * would take is never refused there.
  */
 #include "node.h"
 
@@ -25,6 +30,7 @@
 #include "../devices/rapl.h"
 #include "../devices/rapl_sim.h"
 #include "../devices/worker.h"
+#include "cli.h"
 
 #ifndef ZEUS_SIM_INSTALLED
 #define ZEUS_SIM_INSTALLED "/usr/local/lib/zeus/libnvml-sim.so"
@@ -127,12 +133,12 @@ node_open_gpus(struct node *node, const struct zeusd_config *cfg,
 		    err) != 0)
 			return -1;
 		snprintf(label, sizeof(label), "gpu%u", i);
-		if (worker_start(label, &node->gpu, &node->gpu_workers[i],
-		    err) != 0)
+		if (worker_start(label, &node->gpu, node->queue_max,
+		    &node->gpu_workers[i], err) != 0)
 			return -1;
 	}
 	if (node->ngpu > 0 && worker_start("gpu-power", &node->gpu,
-	    &node->gpu_power_reader, err) != 0)
+	    node->queue_max * node->ngpu, &node->gpu_power_reader, err) != 0)
 		return -1;
 	zlog(ZLOG_INFO, "gpus_opened", "backend=%s count=%u overrides=%u",
 	    node->gpu.ops->name, node->ngpu, node->overrides);
@@ -167,12 +173,12 @@ node_open_cpus(struct node *node, const struct zeusd_config *cfg,
 	for (unsigned i = 0; i < node->ncpu; i++) {
 		snprintf(label, sizeof(label), "cpu%u",
 		    rapl_package_id(node->rapl, i));
-		if (worker_start(label, node->rapl, &node->cpu_workers[i],
-		    err) != 0)
+		if (worker_start(label, node->rapl, node->queue_max,
+		    &node->cpu_workers[i], err) != 0)
 			return -1;
 	}
 	if (node->ncpu > 0 && worker_start("cpu-energy", node->rapl,
-	    &node->cpu_energy_reader, err) != 0)
+	    node->queue_max * node->ncpu, &node->cpu_energy_reader, err) != 0)
 		return -1;
 	char q[600];
 	zlog(ZLOG_INFO, "cpus_opened", "root=%s count=%u",
@@ -184,7 +190,16 @@ int
 node_open(struct node *node, const struct zeusd_config *cfg,
     struct overrides *ov, struct zerr *err)
 {
+	uint64_t max;
+
 	memset(node, 0, sizeof(*node));
+	/* checked before anything is opened, whatever the groups */
+	if (cli_env_uint(NODE_QUEUE_MAX_ENV, 1, NODE_QUEUE_MAX_LIMIT,
+	    NODE_QUEUE_MAX_DEFAULT, &max, err) != 0) {
+		overrides_free(ov);
+		return -1;
+	}
+	node->queue_max = (unsigned)max;
 	if (!(cfg->enabled & (GROUP_BIT(GROUP_GPU_READ) |
 	    GROUP_BIT(GROUP_GPU_CONTROL) | GROUP_BIT(GROUP_METRICS))))
 		overrides_free(ov);
@@ -199,20 +214,46 @@ fail:
 	return -1;
 }
 
-void
-node_gpu_submit(struct node *node, struct gpu_cmd *cmd)
+/* The 503 message: the queue (a device's, or a shared reader's) and bound. */
+static int
+node_full(const char *kind, const char *reader, unsigned id,
+    const struct worker *wk, struct zerr *err)
 {
-	cmd->work.counters = &node->gpu_counters[cmd->gpu];
-	gpu_cmd_submit(cmd->op == GPU_CMD_GET_POWER ? node->gpu_power_reader :
-	    node->gpu_workers[cmd->gpu], cmd);
+	if (reader != NULL)
+		return zerr_set(err, ZERR_BUSY, "%s %s queue is full (%u "
+		    "queued); retry later", kind, reader, worker_max(wk));
+	return zerr_set(err, ZERR_BUSY, "%s %u command queue is full (%u "
+	    "queued); retry later", kind, id, worker_max(wk));
 }
 
-void
-node_cpu_submit(struct node *node, struct cpu_cmd *cmd)
+int
+node_gpu_reserve(struct node *node, struct worker_batch *batch,
+    struct gpu_cmd *cmd, struct zerr *err)
 {
+	bool shared = cmd->op == GPU_CMD_GET_POWER;
+	struct worker *wk = shared ? node->gpu_power_reader :
+	    node->gpu_workers[cmd->gpu];
+
+	cmd->work.counters = &node->gpu_counters[cmd->gpu];
+	if (worker_batch_reserve(batch, wk, &cmd->work) != 0)
+		return node_full("GPU", shared ? "power reader" : NULL,
+		    cmd->gpu, wk, err);
+	return 0;
+}
+
+int
+node_cpu_reserve(struct node *node, struct worker_batch *batch,
+    struct cpu_cmd *cmd, struct zerr *err)
+{
+	bool shared = cmd->op == CPU_CMD_GET_ENERGY;
+	struct worker *wk = shared ? node->cpu_energy_reader :
+	    node->cpu_workers[cmd->pkg];
+
 	cmd->work.counters = &node->cpu_counters[cmd->pkg];
-	cpu_cmd_submit(cmd->op == CPU_CMD_GET_ENERGY ? node->cpu_energy_reader :
-	    node->cpu_workers[cmd->pkg], cmd);
+	if (worker_batch_reserve(batch, wk, &cmd->work) != 0)
+		return node_full("CPU", shared ? "energy reader" : NULL,
+		    rapl_package_id(node->rapl, cmd->pkg), wk, err);
+	return 0;
 }
 
 void

@@ -2,6 +2,10 @@
  * node.h - the devices of this node as the daemon sees them: the GPU backend
  * (NVML, possibly wrapped by command overrides) with one worker per GPU, and
  * the RAPL packages with one worker per package.
+ *
+ * Every queue is bounded (ZEUSD_DEVICE_QUEUE_MAX, default 64: that many
+ * reads and that many writes per device worker; the shared readers, which
+ * serve every device, that many per device they serve).
  */
 #ifndef ZEUS_NODE_H
 #define ZEUS_NODE_H
@@ -12,7 +16,12 @@
 #include "../devices/gpu.h"
 #include "config.h"
 
+#define NODE_QUEUE_MAX_ENV "ZEUSD_DEVICE_QUEUE_MAX"
+#define NODE_QUEUE_MAX_DEFAULT 64
+#define NODE_QUEUE_MAX_LIMIT 65536
+
 struct worker;
+struct worker_batch;
 struct work_counters;
 struct rapl;
 struct overrides;
@@ -43,6 +52,7 @@ struct node {
 	struct work_counters *gpu_counters;	/* [ngpu] */
 	struct work_counters *cpu_counters;	/* [ncpu] */
 	unsigned overrides;		/* number of overridden operations */
+	unsigned queue_max;		/* ZEUSD_DEVICE_QUEUE_MAX */
 };
 
 /*
@@ -53,12 +63,17 @@ int node_open(struct node *node, const struct zeusd_config *cfg,
     struct overrides *ov, struct zerr *err);
 
 /*
- * Queues a device command where it belongs: instantaneous GPU power on the
- * power reader, RAPL energy on the energy reader, everything else on the
- * device's own worker (in arrival order).
+ * Reserves room for a device command, as part of `batch`, on the queue it
+ * belongs to: instantaneous GPU power on the power reader, RAPL energy on
+ * the energy reader, everything else on the device's own worker. On a full
+ * queue the whole batch is released (nothing of the request will be
+ * queued) and `err` (ZERR_BUSY) names the queue and its bound. Once every
+ * command is reserved, worker_batch_submit(batch) queues them.
  */
-void node_gpu_submit(struct node *node, struct gpu_cmd *cmd);
-void node_cpu_submit(struct node *node, struct cpu_cmd *cmd);
+int node_gpu_reserve(struct node *node, struct worker_batch *batch,
+    struct gpu_cmd *cmd, struct zerr *err);
+int node_cpu_reserve(struct node *node, struct worker_batch *batch,
+    struct cpu_cmd *cmd, struct zerr *err);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

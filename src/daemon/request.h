@@ -23,6 +23,7 @@ struct MHD_Connection;
 struct server;
 struct route;
 struct auth_claims;
+struct conn;
 
 #define REQUEST_PATH_MAX 256
 
@@ -46,6 +47,7 @@ struct request {
 	unsigned status;
 	const struct route *route;
 	const struct auth_claims *claims;	/* NULL when auth is off */
+	struct conn *cstate;		/* the connection's state (server.c) */
 	atomic_uint pending;
 	void (*finish)(struct request *req);
 	void *hctx;			/* handler state while deferred */
@@ -70,6 +72,9 @@ void request_reply_method(struct request *req, const char *allow);
 
 /* Answers 401 with `WWW-Authenticate: Bearer realm="zeusd"`. */
 void request_reply_unauthorized(struct request *req, const struct zerr *err);
+
+/* Answers `{"error": msg}` with err's status (503) and `Retry-After: 1`. */
+void request_reply_busy(struct request *req, const struct zerr *err);
 
 /*
  * Suspends the connection until `n` completions arrive (n >= 1), then calls

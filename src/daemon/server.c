@@ -22,12 +22,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../common/log.h"
 #include "auth.h"
 #include "auth_gate.h"
 #include "cli.h"
+#include "deadline.h"
+#include "peer.h"
+#include "peer_limit.h"
 #include "request.h"
 #include "router.h"
 #include "streams.h"
@@ -41,6 +46,19 @@
 #define SERVER_CONNECTION_LIMIT 16384
 #define SERVER_IDLE_TIMEOUT_S 60	/* ZEUSD_IDLE_TIMEOUT_S overrides */
 #define SERVER_MAX_BODY 4096
+#define SERVER_REQUEST_TIMEOUT_S 10	/* ZEUSD_REQUEST_TIMEOUT_S overrides */
+#define SERVER_MAX_PER_PEER 64		/* ZEUSD_MAX_CONNS_PER_PEER overrides */
+
+/*
+ * Per-connection state (libmicrohttpd's socket context), created when a
+ * connection is accepted: who the peer is, whether the connection counts
+ * against the peer's cap, and its whole-request deadline.
+ */
+struct conn {
+	struct peer peer;
+	struct deadline_entry deadline;
+	bool counted;			/* in srv->peers */
+};
 
 static void
 server_queue_typed(struct request *req, unsigned status,
@@ -147,6 +165,14 @@ request_reply_unauthorized(struct request *req, const struct zerr *err)
 	    MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"zeusd\"");
 }
 
+/* A full device queue drains within about one command: retry in a second. */
+void
+request_reply_busy(struct request *req, const struct zerr *err)
+{
+	server_reply(req, zerr_http_status(err->kind), json_pack("{s:s}",
+	    "error", err->msg), MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
 void
 request_defer(struct request *req, unsigned n,
     void (*finish)(struct request *req))
@@ -170,6 +196,110 @@ request_complete_one(struct request *req)
 	}
 }
 
+static struct conn *
+server_conn_state(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+	    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* At most a few lines a second for events a flood would repeat. */
+static bool
+server_log_allowed(void)
+{
+	static _Atomic long last_sec;
+	static _Atomic int in_sec;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (atomic_exchange(&last_sec, ts.tv_sec) != ts.tv_sec)
+		atomic_store(&in_sec, 0);
+	return atomic_fetch_add(&in_sec, 1) < 5;
+}
+
+/*
+ * Refuses a connection at accept time: a short 503 if the socket takes it
+ * at once, then shutdown(2), which the loop sees as the peer leaving. No
+ * request of it is ever parsed.
+ */
+static void
+server_refuse_conn(struct server *srv, int fd, const struct peer *p)
+{
+	char body[160], head[512], who[96];
+	int blen, hlen;
+
+	blen = snprintf(body, sizeof(body), "{\"error\":\"Too many connections "
+	    "from this peer (limit %u); close some and retry\"}",
+	    srv->max_per_peer);
+	hlen = snprintf(head, sizeof(head), "HTTP/1.1 503 Service Unavailable"
+	    "\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+	    "Connection: close\r\nContent-Length: %d\r\n\r\n%s", blen, body);
+	if (hlen > 0 && (size_t)hlen < sizeof(head))
+		(void)send(fd, head, (size_t)hlen, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)shutdown(fd, SHUT_RDWR);
+	atomic_fetch_add(&srv->conns_refused, 1);
+	if (server_log_allowed())
+		zlog(ZLOG_WARN, "connection_refused", "%s reason=per_peer_limit "
+		    "limit=%u", peer_format(p, who, sizeof(who)),
+		    srv->max_per_peer);
+}
+
+static void
+server_conn_started(struct server *srv, struct MHD_Connection *mc,
+    void **socket_context)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct conn *c;
+	char who[96];
+	int fd;
+
+	*socket_context = NULL;
+	if (ci == NULL)
+		return;
+	fd = ci->connect_fd;
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		(void)shutdown(fd, SHUT_RDWR);
+		return;
+	}
+	(void)peer_identify(fd, NULL, 0, &c->peer);
+	if (srv->peers != NULL && !peer_is_root(&c->peer)) {
+		if (!peer_limit_acquire(srv->peers, &c->peer)) {
+			server_refuse_conn(srv, fd, &c->peer);
+			free(c);
+			return;
+		}
+		c->counted = true;
+	}
+	deadline_init(&c->deadline, fd, peer_format(&c->peer, who,
+	    sizeof(who)));
+	deadline_arm(srv->deadlines, &c->deadline);
+	*socket_context = c;
+}
+
+static void
+server_conn_notify(void *cls, struct MHD_Connection *mc,
+    void **socket_context, enum MHD_ConnectionNotificationCode code)
+{
+	struct server *srv = cls;
+	struct conn *c = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		server_conn_started(srv, mc, socket_context);
+		return;
+	}
+	if (c == NULL)
+		return;
+	/* before libmicrohttpd closes the fd: see deadline.h */
+	deadline_disarm(srv->deadlines, &c->deadline);
+	if (c->counted)
+		peer_limit_release(srv->peers, &c->peer);
+	free(c);
+	*socket_context = NULL;
+}
+
 static void *
 server_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
@@ -183,6 +313,7 @@ server_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	clock_gettime(CLOCK_MONOTONIC, &req->t0);
 	req->srv = srv;
 	req->conn = conn;
+	req->cstate = server_conn_state(conn);
 	q = strchr(uri, '?');
 	plen = q ? (size_t)(q - uri) : strlen(uri);
 	if (router_canonical_path(uri, plen, req->path, sizeof(req->path)) != 0) {
@@ -247,6 +378,60 @@ server_dispatch(struct request *req)
 	r->handle(req);
 }
 
+struct server_framing {
+	unsigned content_length, transfer_encoding, authorization;
+};
+
+static enum MHD_Result
+server_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct server_framing *f = cls;
+
+	(void)kind;
+	(void)value;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		f->content_length++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+		f->transfer_encoding++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
+		f->authorization++;
+	return MHD_YES;
+}
+
+/*
+ * Refuses requests whose framing or credentials another HTTP parser could
+ * read differently (request smuggling behind a proxy): more than one
+ * Content-Length, Content-Length together with Transfer-Encoding, more than
+ * one Transfer-Encoding or Authorization. libmicrohttpd would use the first
+ * header and carry on; we answer 400 before reading any body, and the
+ * response closes the connection, so nothing after the headers is ever
+ * parsed as a request.
+ */
+static void
+server_check_framing(struct request *req)
+{
+	struct server_framing f = { 0, 0, 0 };
+	const char *why = NULL;
+
+	(void)MHD_get_connection_values(req->conn, MHD_HEADER_KIND,
+	    server_count_header, &f);
+	if (f.content_length > 1)
+		why = "more than one Content-Length header";
+	else if (f.content_length > 0 && f.transfer_encoding > 0)
+		why = "both Content-Length and Transfer-Encoding";
+	else if (f.transfer_encoding > 1)
+		why = "more than one Transfer-Encoding header";
+	else if (f.authorization > 1)
+		why = "more than one Authorization header";
+	if (why == NULL)
+		return;
+	atomic_fetch_add(&req->srv->requests_refused, 1);
+	req->bad_path = true;	/* never routed */
+	server_reply(req, 400, json_pack("{s:s+}", "error",
+	    "Malformed request: ", why), MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
 static enum MHD_Result
 server_access(void *cls, struct MHD_Connection *conn, const char *url,
     const char *method, const char *version, const char *upload_data,
@@ -254,8 +439,8 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 {
 	struct request *req = *req_cls;
 
-	if (req == NULL)
-		return MHD_NO;	/* out of memory in the uri callback */
+	if (req == NULL || req->cstate == NULL)
+		return MHD_NO;	/* out of memory, or a refused connection */
 	if (req->method[0] == '\0') {
 		/* First call: remember the method, answer later. */
 		size_t mlen = strlen(method);
@@ -264,6 +449,7 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 			memcpy(req->method, "?", 2);	/* never a route's */
 		else
 			memcpy(req->method, method, mlen + 1);
+		server_check_framing(req);	/* may answer 400 now */
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
@@ -273,6 +459,8 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 	}
 	switch (req->phase) {
 	case REQ_NEW:
+		/* the whole request is here: its deadline is met */
+		deadline_disarm(req->srv->deadlines, &req->cstate->deadline);
 		server_dispatch(req);
 		break;
 	case REQ_DEFERRED:
@@ -326,7 +514,11 @@ server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
 	struct server *srv = cls;
 	struct request *req = *req_cls;
+	struct conn *c = server_conn_state(conn);
 
+	/* the response is out: the next request's clock starts now */
+	if (c != NULL)
+		deadline_arm(srv->deadlines, &c->deadline);
 	if (req == NULL)
 		return;
 	if (req->status != 0)
@@ -371,33 +563,65 @@ server_mhd_log(void *cls, const char *fmt, va_list ap)
 	zlog(ZLOG_DEBUG, "http_library", "msg=%s", zlog_quote(q, sizeof(q), msg));
 }
 
+/* The environment knobs of the HTTP side (docs/configuration.md). */
+static int
+server_read_env(struct server *srv, uint64_t *idle_s, uint64_t *request_s,
+    struct zerr *err)
+{
+	uint64_t per_peer;
+
+	if (cli_env_uint("ZEUSD_IDLE_TIMEOUT_S", 1, 86400, SERVER_IDLE_TIMEOUT_S,
+	    idle_s, err) != 0 ||
+	    cli_env_uint("ZEUSD_REQUEST_TIMEOUT_S", 1, 3600,
+	    SERVER_REQUEST_TIMEOUT_S, request_s, err) != 0 ||
+	    cli_env_uint("ZEUSD_MAX_CONNS_PER_PEER", 0, SERVER_CONNECTION_LIMIT,
+	    SERVER_MAX_PER_PEER, &per_peer, err) != 0)
+		return -1;
+	srv->max_per_peer = (unsigned)per_peer;
+	return 0;
+}
+
 int
 server_start(struct server *srv, int listen_fd, struct zerr *err)
 {
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
-	uint64_t idle_s;
+	uint64_t idle_s, request_s;
 
-	if (cli_env_uint("ZEUSD_IDLE_TIMEOUT_S", 1, 86400, SERVER_IDLE_TIMEOUT_S,
-	    &idle_s, err) != 0)
+	if (server_read_env(srv, &idle_s, &request_s, err) != 0)
 		return -1;
-
+	if (srv->max_per_peer > 0 &&
+	    peer_limit_create(srv->max_per_peer, &srv->peers, err) != 0)
+		return -1;
+	if (deadline_start((unsigned)request_s * 1000u, &srv->deadlines,
+	    err) != 0) {
+		peer_limit_destroy(srv->peers);
+		srv->peers = NULL;
+		return -1;
+	}
 	srv->listen_fd = listen_fd;
 	atomic_store(&srv->active, 0);
 	atomic_store(&srv->deferred, 0);
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
+	/* the logger first, so the options after it can log through it */
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, server_access, srv,
+	    MHD_OPTION_EXTERNAL_LOGGER, server_mhd_log, srv,
 	    MHD_OPTION_LISTEN_SOCKET, listen_fd,
 	    MHD_OPTION_URI_LOG_CALLBACK, server_uri_cb, srv,
 	    MHD_OPTION_NOTIFY_COMPLETED, server_completed, srv,
+	    MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, srv,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle_s,
-	    MHD_OPTION_EXTERNAL_LOGGER, server_mhd_log, srv,
 	    MHD_OPTION_END);
-	if (srv->mhd == NULL)
+	if (srv->mhd == NULL) {
+		deadline_stop(srv->deadlines);
+		peer_limit_destroy(srv->peers);
+		srv->deadlines = NULL;
+		srv->peers = NULL;
 		return zerr_set(err, ZERR_INTERNAL,
 		    "cannot start the HTTP server (libmicrohttpd)");
+	}
 	return 0;
 }
 
@@ -431,5 +655,10 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 	}
 	MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;
+	/* every connection is closed (and forgotten) by now */
+	deadline_stop(srv->deadlines);
+	peer_limit_destroy(srv->peers);
+	srv->deadlines = NULL;
+	srv->peers = NULL;
 	return 0;
 }

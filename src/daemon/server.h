@@ -15,6 +15,8 @@ struct MHD_Daemon;
 struct node;
 struct auth_key;
 struct streams;
+struct peer_limit;
+struct deadlines;
 
 struct server {
 	const struct zeusd_config *cfg;
@@ -26,6 +28,11 @@ struct server {
 	atomic_uint active;		/* requests between start and end */
 	atomic_uint deferred;		/* suspended, waiting for devices */
 	struct stats stats;		/* for /metrics */
+	struct peer_limit *peers;	/* NULL: no per-peer cap */
+	struct deadlines *deadlines;	/* whole-request deadline */
+	unsigned max_per_peer;
+	atomic_ulong conns_refused;	/* over the per-peer cap */
+	atomic_ulong requests_refused;	/* smuggling-shaped headers */
 	struct timespec started;
 };
 

@@ -6,7 +6,7 @@
 #include "router.h"
 
 static const unsigned stats_codes[STATS_STATUSES - 1] = {
-	200, 400, 401, 403, 404, 405, 500 };
+	200, 400, 401, 403, 404, 405, 500, 503 };
 
 static unsigned
 stats_status_index(unsigned status)

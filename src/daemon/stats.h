@@ -11,7 +11,7 @@
 struct route;
 
 #define STATS_MAX_ROUTES 32
-#define STATS_STATUSES 8	/* 200 400 401 403 404 405 500 other */
+#define STATS_STATUSES 9	/* 200 400 401 403 404 405 500 503 other */
 
 struct stats {
 	/* [route index, or STATS_MAX_ROUTES for unknown paths][status] */

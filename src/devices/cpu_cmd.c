@@ -81,11 +81,7 @@ cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
 	cmd->work.complete = cpu_cmd_complete;
 	cmd->work.what = op == CPU_CMD_GET_ENERGY ? "get_cumulative_energy" :
 	    "get_power";
+	cmd->work.kind = WORK_READ;
+	cmd->work.depends = 0;
 	zerr_clear(&cmd->err);
-}
-
-void
-cpu_cmd_submit(struct worker *wk, struct cpu_cmd *cmd)
-{
-	worker_submit(wk, &cmd->work);
 }

@@ -1,7 +1,8 @@
 /*
  * cpu_cmd.h - a RAPL package command as plain data (the CPU twin of
  * gpu_cmd.h): read the cumulative counters, or measure average power over
- * one sampling period.
+ * one sampling period. Both are reads with nothing to order them against
+ * (RAPL has no writes), queued on bounded queues like every device command.
  */
 #ifndef ZEUS_CPU_CMD_H
 #define ZEUS_CPU_CMD_H
@@ -27,10 +28,8 @@ struct cpu_cmd {
 	void *arg;
 };
 
+/* Prepares `cmd` (zeroed by the caller); node.c queues it. */
 void cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
     void (*done)(struct cpu_cmd *cmd, void *arg), void *arg);
-
-/* Queues a command on a package's worker (whose device is a struct rapl). */
-void cpu_cmd_submit(struct worker *wk, struct cpu_cmd *cmd);
 
 #endif

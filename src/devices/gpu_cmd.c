@@ -5,6 +5,18 @@
 
 #include <string.h>
 
+/* What each read returns, for its place in the queue (worker.h). */
+static const unsigned gpu_cmd_read_depends[] = {
+	[GPU_CMD_GET_POWER_LIMIT] = GPU_SETTING_POWER_LIMIT,
+	[GPU_CMD_GET_PERSISTENCE] = GPU_SETTING_PERSISTENCE,
+	/*
+	 * The snapshot reads the limit and persistence too, but a scrape is a
+	 * sample, not a read-back of a write: it goes ahead of queued writes
+	 * rather than wait for a backlog (docs/metrics.md).
+	 */
+	[GPU_CMD_SNAPSHOT] = 0,
+};
+
 static const char *const gpu_cmd_read_names[] = {
 	[GPU_CMD_GET_POWER] = "get_power",
 	[GPU_CMD_GET_ENERGY] = "get_cumulative_energy",
@@ -22,6 +34,28 @@ gpu_cmd_name(const struct gpu_cmd *cmd)
 	return gpu_cmd_read_names[cmd->op];
 }
 
+unsigned
+gpu_write_touches(enum gpu_write_op op)
+{
+	switch (op) {
+	case GPU_SET_POWER_LIMIT:
+		return GPU_SETTING_POWER_LIMIT;
+	case GPU_SET_PERSISTENCE_MODE:
+		return GPU_SETTING_PERSISTENCE;
+	case GPU_SET_GPU_LOCKED_CLOCKS:
+	case GPU_RESET_GPU_LOCKED_CLOCKS:
+		return GPU_SETTING_GPU_CLOCKS;
+	case GPU_SET_MEM_LOCKED_CLOCKS:
+	case GPU_RESET_MEM_LOCKED_CLOCKS:
+		return GPU_SETTING_MEM_CLOCKS;
+	case GPU_RESET_LOCKED_CLOCKS:
+		return GPU_SETTING_GPU_CLOCKS | GPU_SETTING_MEM_CLOCKS;
+	case GPU_WRITE_OP_COUNT:
+		break;
+	}
+	return GPU_SETTING_ALL;
+}
+
 static int gpu_cmd_exec(struct work *w, void *device);
 
 static void
@@ -30,6 +64,14 @@ gpu_cmd_complete(struct work *w)
 	struct gpu_cmd *cmd = (struct gpu_cmd *)w;
 
 	cmd->done(cmd, cmd->arg);	/* may free cmd */
+}
+
+static void
+gpu_cmd_drop(struct work *w)
+{
+	struct gpu_cmd *cmd = (struct gpu_cmd *)w;
+
+	cmd->dropped(cmd, cmd->arg);	/* may free cmd */
 }
 
 void
@@ -42,8 +84,28 @@ gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 	cmd->arg = arg;
 	cmd->work.exec = gpu_cmd_exec;
 	cmd->work.complete = gpu_cmd_complete;
-	cmd->work.what = NULL;
+	cmd->work.what = op == GPU_CMD_WRITE ? "write" :
+	    gpu_cmd_read_names[op];
+	if (op == GPU_CMD_WRITE) {
+		cmd->work.kind = WORK_WRITE;
+		cmd->work.touches = GPU_SETTING_ALL;
+	} else {
+		cmd->work.kind = WORK_READ;
+		cmd->work.depends = gpu_cmd_read_depends[op];
+	}
 	zerr_clear(&cmd->err);
+}
+
+void
+gpu_cmd_set_write(struct gpu_cmd *cmd, const struct gpu_write *w,
+    void (*dropped)(struct gpu_cmd *cmd, void *arg))
+{
+	cmd->write = *w;
+	cmd->work.what = gpu_write_op_name(w->op);
+	cmd->work.touches = gpu_write_touches(w->op);
+	cmd->dropped = dropped;
+	cmd->work.supersedable = dropped != NULL;
+	cmd->work.drop = dropped != NULL ? gpu_cmd_drop : NULL;
 }
 
 /*
@@ -121,11 +183,4 @@ gpu_cmd_exec(struct work *w, void *device)
 		zerr_set(&cmd->err, ZERR_INTERNAL, "GPU %u: %s failed",
 		    cmd->gpu, gpu_cmd_name(cmd));
 	return cmd->rc;
-}
-
-void
-gpu_cmd_submit(struct worker *wk, struct gpu_cmd *cmd)
-{
-	cmd->work.what = gpu_cmd_name(cmd);
-	worker_submit(wk, &cmd->work);
 }

@@ -4,6 +4,11 @@
  * and queue them on the GPU's worker; only gpu_cmd.c touches the backend.
  * This seam is what would let the device side live in its own privileged
  * process later.
+ *
+ * Each command also says how it may be ordered on the GPU's bounded queue
+ * (worker.h): a write names the settings it changes, a read the settings it
+ * returns (get_power_limit and get_persistence_mode; energy, constraints and
+ * the /metrics snapshot depend on none, so they never wait behind writes).
  */
 #ifndef ZEUS_GPU_CMD_H
 #define ZEUS_GPU_CMD_H
@@ -23,6 +28,21 @@ enum gpu_cmd_op {
 	GPU_CMD_GET_PERSISTENCE,
 	GPU_CMD_SNAPSHOT,		/* every read above, for /metrics */
 };
+
+/*
+ * The settings of a GPU, as bits of work.touches / work.depends. The locked
+ * clocks of each domain are one setting whether set or reset.
+ */
+enum {
+	GPU_SETTING_POWER_LIMIT = 1u << 0,
+	GPU_SETTING_PERSISTENCE = 1u << 1,
+	GPU_SETTING_GPU_CLOCKS = 1u << 2,
+	GPU_SETTING_MEM_CLOCKS = 1u << 3,
+	GPU_SETTING_ALL = (1u << 4) - 1,
+};
+
+/* The settings a write changes (reset_locked_clocks: both clock domains). */
+unsigned gpu_write_touches(enum gpu_write_op op);
 
 /* Which fields of a snapshot were read (the others failed). */
 enum {
@@ -57,15 +77,26 @@ struct gpu_cmd {
 	struct zerr err;
 	/* Called on the worker thread after the command ran. */
 	void (*done)(struct gpu_cmd *cmd, void *arg);
+	/* A superseded write: called instead of `done`, may free cmd. */
+	void (*dropped)(struct gpu_cmd *cmd, void *arg);
 	void *arg;
 };
 
-/* Prepares `cmd` (zeroed by the caller) for submission. */
+/*
+ * Prepares `cmd` (zeroed by the caller). A GPU_CMD_WRITE then needs
+ * gpu_cmd_set_write (until then it counts as touching every setting).
+ */
 void gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
     void (*done)(struct gpu_cmd *cmd, void *arg), void *arg);
 
-/* Queues a command on a GPU's worker. */
-void gpu_cmd_submit(struct worker *wk, struct gpu_cmd *cmd);
+/*
+ * Makes `cmd` the write `w`. With `dropped` set the write is supersedable
+ * (block=false: nobody waits for it): while still queued it may be replaced
+ * by a newer write covering its settings, and then `dropped` runs instead of
+ * `done`, on the thread that queued the newer one.
+ */
+void gpu_cmd_set_write(struct gpu_cmd *cmd, const struct gpu_write *w,
+    void (*dropped)(struct gpu_cmd *cmd, void *arg));
 
 
 /* Name of the operation for logs ("get_power", "set_power_limit", ...). */

@@ -12,7 +12,10 @@
  * The child is watched without reaping it (waitid WNOWAIT, woken through a
  * pidfd when the kernel has one): while it is an unreaped zombie its pid
  * cannot be reused, so a late kill(-pid, SIGKILL) of its process group can
- * never hit an unrelated process.
+ * never hit an unrelated process. The child stays in the reaper's registry
+ * until it has been reaped, so no sweep takes it for an escapee, and is
+ * marked before the reaping starts, so shutdown never signals a pid that
+ * may already have been reused.
  */
 #include "spawn.h"
 
@@ -32,6 +35,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "reaper.h"
 
 #define SPAWN_TICK_MS 10	/* exit polling when there is no pidfd */
 #define SPAWN_READS_PER_ROUND 4	/* so one flooding pipe cannot starve */
@@ -186,6 +190,7 @@ spawn_start(char *const argv[], const char *path, int out_w, int err_w,
 /* The state of one run while its output is read. */
 struct spawn_watch {
 	pid_t pid;
+	struct reaper_entry entry;	/* registered while unreaped */
 	int fd[2];		/* stdout, stderr read ends; -1 once closed */
 	int pidfd;		/* -1 when the kernel has none */
 	uint64_t deadline;	/* UINT64_MAX: no timeout */
@@ -329,7 +334,19 @@ spawn_run(char *const argv[], unsigned timeout_ms, struct spawn_result *res,
 	}
 	if (spawn_pipes(po, pe, err) < 0)
 		return -1;
+	if (reaper_spawn_begin() < 0) {
+		/* The daemon is shutting down: start nothing new. */
+		for (int i = 0; i < 2; i++) {
+			close(po[i]);
+			close(pe[i]);
+		}
+		res->code = ECANCELED;
+		return 0;
+	}
+	/* Registered before the lock is released: a sweep never sees this
+	 * child unregistered, so never mistakes it for an escapee. */
 	rc = spawn_start(argv, path, po[1], pe[1], &w.pid);
+	reaper_spawn_end(&w.entry, rc == 0 ? w.pid : 0);
 	close(po[1]);
 	close(pe[1]);
 	if (rc != 0) {
@@ -348,10 +365,17 @@ spawn_run(char *const argv[], unsigned timeout_ms, struct spawn_result *res,
 			close(w.fd[i]);
 	if (w.pidfd >= 0)
 		close(w.pidfd);
+	/* Still registered while reaped, so no sweep takes it for an
+	 * escapee and steals its status; no longer signalled at shutdown. */
+	reaper_reaping(&w.entry);
 	spawn_reap(&w, res);
+	reaper_remove(&w.entry);
 	res->duration_ms = now_ms() - t0;
 	if (res->killed_leftovers)
 		zlog(ZLOG_WARN, "spawn_killed_leftovers", "pid=%d", (int)w.pid);
+	/* Whatever the command left behind has been reparented to us by
+	 * now (the subreaper): end it before answering. */
+	(void)reaper_sweep(REAPER_GRACE_MS);
 	return 0;
 }
 
@@ -389,8 +413,12 @@ spawn_describe(const struct spawn_result *res, unsigned timeout_ms,
 			    timeout_ms);
 		break;
 	default:
-		snprintf(buf, size, "could not be executed: %s",
-		    strerror_r(res->code, eb, sizeof(eb)));
+		if (res->code == ECANCELED)
+			snprintf(buf, size, "not run: the daemon is shutting "
+			    "down");
+		else
+			snprintf(buf, size, "could not be executed: %s",
+			    strerror_r(res->code, eb, sizeof(eb)));
 		break;
 	}
 	return buf;

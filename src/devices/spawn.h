@@ -2,8 +2,11 @@
  * spawn.h - run one external command safely and capture what it says.
  *
  * Used by the GPU command overrides (overrides.h) on the per-GPU worker
- * threads, so it is thread-safe and never touches process-wide state
- * (no SIGCHLD handler, no waitpid(-1), no environment changes).
+ * threads, so it is thread-safe. Its only process-wide state is the
+ * registry of running commands in reaper.h, which lets the daemon kill
+ * them at shutdown and kill whatever they leave behind; it installs no
+ * SIGCHLD handler, never calls waitpid(-1) (only waitpid of its own child
+ * and of escapees the sweep chose) and changes no environment.
  *
  * The command runs directly with posix_spawn, never through a shell:
  *   - argv[0] without a '/' is looked up in the fixed PATH below, not in the
@@ -21,7 +24,14 @@
  *   - once the command itself has exited, output is read for at most
  *     SPAWN_GRACE_MS more; if a leftover process (a grandchild) still holds
  *     the pipes then, its process group gets SIGKILL and reading stops, so
- *     a background process can never hang the caller.
+ *     a background process can never hang the caller;
+ *   - the command is registered (reaper.h) from the moment it is spawned
+ *     until it is reaped; after it, when the process is a subreaper
+ *     (reaper_enable), every descendant it left behind, whether still in
+ *     its process group or escaped with setsid(), is killed and reaped
+ *     (reaper_sweep) before spawn_run returns;
+ *   - once reaper_shutdown has begun, nothing more is started: the result
+ *     is SPAWN_EXEC_FAILED with ECANCELED.
  *
  * The caller's process must not set SIGCHLD to SIG_IGN (children would be
  * reaped by the kernel and their exit status lost).

@@ -1,10 +1,15 @@
 /*
- * worker.c - per-device command threads (see worker.h).
+ * worker.c - per-device command threads and their bounded queues (see
+ * worker.h).
  *
  * Each item's queue wait and execution time are logged at debug level (and
  * at info when execution took over a second), so a slow driver shows up.
- * The same worker type also serves the GPU power reader (node.c), whose
- * device is the whole backend rather than one GPU.
+ * The same worker type also serves the shared readers (node.c), whose device
+ * is the whole backend rather than one GPU or package.
+ *
+ * The queue is a singly linked list walked under the lock on every submit:
+ * it holds at most 2 * max items, and a walk of a few thousand pointers
+ * costs less than the system calls of the request that caused it.
  */
 #include "worker.h"
 
@@ -17,11 +22,20 @@
 
 #include "../common/log.h"
 
+/* struct work.reservation */
+enum {
+	WORKER_RES_NONE,
+	WORKER_RES_ROOM,	/* counted in held[kind] */
+	WORKER_RES_CREDIT,	/* a write that will replace a queued one */
+};
+
 struct worker {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct work *head, *tail;
+	unsigned held[2];	/* queued + reserved, by enum work_kind */
+	unsigned max;
 	bool stopping;
 	void *device;
 	char label[32];
@@ -56,6 +70,7 @@ worker_main(void *arg)
 		wk->head = w->next;
 		if (wk->head == NULL)
 			wk->tail = NULL;
+		wk->held[w->kind]--;
 		pthread_mutex_unlock(&wk->lock);
 
 		what = w->what;
@@ -84,8 +99,8 @@ worker_main(void *arg)
 }
 
 int
-worker_start(const char *label, void *device, struct worker **out,
-    struct zerr *err)
+worker_start(const char *label, void *device, unsigned max,
+    struct worker **out, struct zerr *err)
 {
 	struct worker *wk = calloc(1, sizeof(*wk));
 	int rc;
@@ -95,6 +110,7 @@ worker_start(const char *label, void *device, struct worker **out,
 	pthread_mutex_init(&wk->lock, NULL);
 	pthread_cond_init(&wk->cond, NULL);
 	wk->device = device;
+	wk->max = max > 0 ? max : 1;
 	snprintf(wk->label, sizeof(wk->label), "%s", label);
 	rc = pthread_create(&wk->thread, NULL, worker_main, wk);
 	if (rc != 0) {
@@ -108,19 +124,243 @@ worker_start(const char *label, void *device, struct worker **out,
 	return 0;
 }
 
+unsigned
+worker_max(const struct worker *wk)
+{
+	return wk->max;
+}
+
+/* Puts `w` after `prev` (NULL: at the head). Lock held. */
+static void
+worker_link_after(struct worker *wk, struct work *prev, struct work *w)
+{
+	if (prev == NULL) {
+		w->next = wk->head;
+		wk->head = w;
+	} else {
+		w->next = prev->next;
+		prev->next = w;
+	}
+	if (w->next == NULL)
+		wk->tail = w;
+}
+
+/* Takes `x`, which follows `prev` (NULL: x is the head), out. Lock held. */
+static void
+worker_unlink(struct worker *wk, struct work *prev, struct work *x)
+{
+	if (prev == NULL)
+		wk->head = x->next;
+	else
+		prev->next = x->next;
+	if (wk->tail == x)
+		wk->tail = prev;
+	x->next = NULL;
+}
+
+/* Whether the queued item `x` changes or returns a setting `w` writes. */
+static bool
+worker_interacts(const struct work *x, const struct work *w)
+{
+	if (x->kind == WORK_WRITE)
+		return (x->touches & w->touches) != 0;
+	return (x->depends & w->touches) != 0;
+}
+
+/* Whether the write `w` makes the queued item `x` pointless. */
+static bool
+worker_covers(const struct work *w, const struct work *x)
+{
+	return x->kind == WORK_WRITE && x->supersedable &&
+	    (x->touches & ~w->touches) == 0;
+}
+
+/*
+ * The queued items the write `w` may replace, as the first of them: the
+ * trailing run of the queued items that interact with `w`, as long as each
+ * of them is a write it covers. Nothing queued after that run touches or
+ * reads a setting of `w`, so running `w` in the place of the run's last
+ * item leaves every setting as arrival order would, and no read sees `w`
+ * before its time. Checking against `w`'s settings rather than those of the
+ * replaced writes matters when `w` touches more than they do (a
+ * reset_locked_clocks replacing a reset of one clock domain must not jump
+ * over a queued write of the other). NULL when there is none. Lock held.
+ */
+static struct work *
+worker_replaceable(const struct worker *wk, const struct work *w)
+{
+	struct work *run = NULL;
+
+	if (w->kind != WORK_WRITE || w->touches == 0)
+		return NULL;
+	for (struct work *x = wk->head; x != NULL; x = x->next) {
+		if (!worker_interacts(x, w))
+			continue;
+		if (!worker_covers(w, x))
+			run = NULL;
+		else if (run == NULL)
+			run = x;
+	}
+	return run;
+}
+
+/*
+ * Queues the write `w`, replacing what worker_replaceable() finds; the
+ * replaced items are handed back through `dropped` (linked by `next`).
+ * Returns how many were replaced. Lock held.
+ */
+static unsigned
+worker_queue_write(struct worker *wk, struct work *w, struct work **dropped)
+{
+	struct work *first = worker_replaceable(wk, w);
+	struct work *prev = NULL, *at = NULL, *x, *next;
+	unsigned n = 0;
+
+	*dropped = NULL;
+	if (first == NULL) {
+		worker_link_after(wk, wk->tail, w);
+		return 0;
+	}
+	for (x = wk->head; x != first; x = x->next)
+		prev = x;
+	for (x = first; x != NULL; x = next) {
+		next = x->next;
+		if (!worker_interacts(x, w)) {
+			prev = x;
+			continue;
+		}
+		worker_unlink(wk, prev, x);
+		x->next = *dropped;
+		*dropped = x;
+		at = prev;	/* where the last replaced item was */
+		n++;
+	}
+	worker_link_after(wk, at, w);
+	return n;
+}
+
+/*
+ * Queues the read `r` after the last queued write it depends on (the head
+ * when none) and after the reads that directly follow that point, so reads
+ * stay in arrival order unless keeping it would hold one behind a write it
+ * does not need. Lock held.
+ */
+static void
+worker_queue_read(struct worker *wk, struct work *r)
+{
+	struct work *after = NULL, *x;
+
+	for (x = wk->head; x != NULL; x = x->next)
+		if (x->kind == WORK_WRITE && (x->touches & r->depends) != 0)
+			after = x;
+	for (x = after != NULL ? after->next : wk->head;
+	    x != NULL && x->kind == WORK_READ; x = x->next)
+		after = x;
+	worker_link_after(wk, after, r);
+}
+
+int
+worker_reserve(struct worker *wk, struct work *w)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&wk->lock);
+	if (wk->held[w->kind] < wk->max) {
+		wk->held[w->kind]++;
+		w->reservation = WORKER_RES_ROOM;
+	} else if (worker_replaceable(wk, w) != NULL) {
+		/*
+		 * Replacing takes no room. Should the replaced write start
+		 * running before the submit, its leaving makes the room.
+		 */
+		w->reservation = WORKER_RES_CREDIT;
+	} else
+		rc = -1;
+	if (rc == 0)
+		w->reserved_on = wk;
+	pthread_mutex_unlock(&wk->lock);
+	return rc;
+}
+
+void
+worker_unreserve(struct worker *wk, struct work *w)
+{
+	pthread_mutex_lock(&wk->lock);
+	if (w->reservation == WORKER_RES_ROOM)
+		wk->held[w->kind]--;
+	w->reservation = WORKER_RES_NONE;
+	w->reserved_on = NULL;
+	pthread_mutex_unlock(&wk->lock);
+}
+
 void
 worker_submit(struct worker *wk, struct work *w)
 {
+	struct work *dropped = NULL, *next;
+
 	clock_gettime(CLOCK_MONOTONIC, &w->queued);
-	w->next = NULL;
 	pthread_mutex_lock(&wk->lock);
-	if (wk->tail != NULL)
-		wk->tail->next = w;
+	if (w->reservation != WORKER_RES_ROOM)
+		wk->held[w->kind]++;
+	w->reservation = WORKER_RES_NONE;
+	w->reserved_on = NULL;
+	if (w->kind == WORK_READ)
+		worker_queue_read(wk, w);
 	else
-		wk->head = w;
-	wk->tail = w;
+		wk->held[WORK_WRITE] -= worker_queue_write(wk, w, &dropped);
 	pthread_cond_signal(&wk->cond);
 	pthread_mutex_unlock(&wk->lock);
+	/* outside the lock: `drop` logs and frees */
+	for (; dropped != NULL; dropped = next) {
+		next = dropped->next;
+		if (dropped->counters != NULL)
+			atomic_fetch_add(&dropped->counters->superseded, 1);
+		dropped->drop(dropped);		/* may free it */
+	}
+}
+
+void
+worker_batch_init(struct worker_batch *b)
+{
+	b->head = b->tail = NULL;
+}
+
+int
+worker_batch_reserve(struct worker_batch *b, struct worker *wk,
+    struct work *w)
+{
+	if (worker_reserve(wk, w) != 0) {
+		worker_batch_release(b);
+		return -1;
+	}
+	w->batch_next = NULL;
+	if (b->tail != NULL)
+		b->tail->batch_next = w;
+	else
+		b->head = w;
+	b->tail = w;
+	return 0;
+}
+
+void
+worker_batch_release(struct worker_batch *b)
+{
+	for (struct work *w = b->head; w != NULL; w = w->batch_next)
+		worker_unreserve(w->reserved_on, w);
+	worker_batch_init(b);
+}
+
+void
+worker_batch_submit(struct worker_batch *b)
+{
+	struct work *w = b->head, *next;
+
+	worker_batch_init(b);
+	for (; w != NULL; w = next) {
+		/* once queued, `w` may run and be freed at any moment */
+		next = w->batch_next;
+		worker_submit(w->reserved_on, w);
+	}
 }
 
 void

@@ -1,13 +1,34 @@
 /*
- * worker.h - one thread per device that runs queued work items in arrival
- * order. The hardware is serial anyway; a per-device thread means a slow
+ * worker.h - one thread per device that runs queued work items, one at a
+ * time. The hardware is serial anyway; a per-device thread means a slow
  * operation on one GPU never delays another, and requests on the HTTP loop
  * never block on a device.
+ *
+ * The queue is bounded and ordered by what the items touch, not only by
+ * arrival (docs/design.md, "Device queues"):
+ *
+ *  - Reads and writes each have their own bound (`max` queued items of each
+ *    kind, not counting the one running), so a queue full of writes never
+ *    refuses a read. Room is reserved before anything is queued, so a
+ *    request that spans several devices is queued everywhere or nowhere
+ *    (struct worker_batch).
+ *  - A read goes ahead of every queued write it does not depend on, but
+ *    after the last one it does (`depends` against `touches`), and after the
+ *    reads in front of that point: read-after-write holds for the settings
+ *    a read returns, and a backlog of writes never starves a read.
+ *  - A write replaces queued, not yet started, supersedable writes whose
+ *    settings it covers, when nothing queued after them touches or reads
+ *    those settings; only the last value of a setting matters, so a client
+ *    that repeats a write cannot build a backlog.
+ *
+ * The worker knows nothing of GPUs or CPUs: settings are bits of a mask
+ * that gpu_cmd.c / cpu_cmd.c choose.
  */
 #ifndef ZEUS_WORKER_H
 #define ZEUS_WORKER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
 
 #include "../common/err.h"
@@ -17,13 +38,30 @@ struct worker;
 /* Per-device tallies, bumped by whichever thread ran the command. */
 struct work_counters {
 	atomic_ulong commands, failures;
+	atomic_ulong superseded;	/* dropped for a newer write */
 };
 
+enum work_kind { WORK_READ, WORK_WRITE };
+
 struct work {
-	struct work *next;
+	struct work *next;		/* the worker's queue */
+	struct work *batch_next;	/* struct worker_batch */
+	struct worker *reserved_on;	/* set by worker_reserve */
+	int reservation;		/* worker.c's */
 	struct timespec queued;		/* set by worker_submit */
 	const char *what;		/* operation name for the log */
 	struct work_counters *counters;	/* may be NULL */
+	enum work_kind kind;
+	unsigned touches;		/* WORK_WRITE: settings it changes */
+	unsigned depends;		/* WORK_READ: settings it returns */
+	/*
+	 * WORK_WRITE only: nobody waits for the result (block=false), so a
+	 * newer write covering `touches` may replace the item while it is
+	 * queued. `drop` is then called instead of exec/complete, on the
+	 * thread that submitted the newer write, and may free the item.
+	 */
+	bool supersedable;
+	void (*drop)(struct work *w);
 	/*
 	 * Both run on the worker thread: `exec` does the device operation
 	 * and returns 0 or -1 (timed and counted); `complete` then hands the
@@ -33,12 +71,47 @@ struct work {
 	void (*complete)(struct work *w);
 };
 
-/* Starts a worker for `device`; `label` (e.g. "gpu0") names it in logs. */
-int worker_start(const char *label, void *device, struct worker **out,
-    struct zerr *err);
+/*
+ * Starts a worker for `device`; `label` (e.g. "gpu0") names it in logs, and
+ * at most `max` reads and `max` writes may be queued at once (max >= 1).
+ */
+int worker_start(const char *label, void *device, unsigned max,
+    struct worker **out, struct zerr *err);
 
-/* Queues `w` (never blocks on the device). */
+/* The bound given to worker_start. */
+unsigned worker_max(const struct worker *wk);
+
+/*
+ * Reserves room for `w` (its kind, masks and supersedable flag set) and
+ * returns 0, or returns -1 when `max` items of its kind are already queued
+ * or reserved. A write that would replace a queued one needs no room and is
+ * accepted even then. Follow with worker_submit or worker_unreserve.
+ */
+int worker_reserve(struct worker *wk, struct work *w);
+void worker_unreserve(struct worker *wk, struct work *w);
+
+/*
+ * Queues `w`, which holds a reservation on `wk` (never blocks on the
+ * device). Items it supersedes are dropped before this returns.
+ */
 void worker_submit(struct worker *wk, struct work *w);
+
+/*
+ * All-or-nothing reservations across several workers: reserve every item of
+ * a request, then submit them together. On a full queue the batch releases
+ * what it holds, so nothing of the request is queued.
+ */
+struct worker_batch {
+	struct work *head, *tail;
+};
+
+void worker_batch_init(struct worker_batch *b);
+/* 0, or -1 when `wk` is full (the whole batch is then released). */
+int worker_batch_reserve(struct worker_batch *b, struct worker *wk,
+    struct work *w);
+void worker_batch_release(struct worker_batch *b);
+/* Submits every item, in the order they were reserved; empties `b`. */
+void worker_batch_submit(struct worker_batch *b);
 
 /* Runs everything already queued, then stops the thread and frees. */
 void worker_stop(struct worker *wk);

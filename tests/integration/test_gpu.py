@@ -612,7 +612,13 @@ def test_writes_to_one_gpu_keep_order(sim):
     # A read queues behind the writes on the same GPU.
     assert limits(sim, "2") == {2: values[-1]}
     calls = sim.log.calls("nvmlDeviceSetPowerManagementLimit", 2)
-    assert [c.args for c in calls] == [[str(v)] for v in values]
+    # A queued block=false write is replaced by a newer one of the same
+    # setting before it starts (docs/design.md), so what ran is the sent
+    # values in order with some left out, and always the last one.
+    ran = [int(c.args[0]) for c in calls]
+    sent = iter(values)
+    assert all(v in sent for v in ran), ran
+    assert ran[-1] == values[-1]
     for prev, nxt in zip(calls, calls[1:]):
         assert nxt.start_ns >= prev.end_ns      # one at a time
 
@@ -836,15 +842,18 @@ def test_shutdown_during_blocking_write(sim):
 
 
 def test_shutdown_drains_nonblocking_writes(sim):
-    sim.control("delay nvmlDeviceSetPersistenceMode 1 300")
+    # two different settings, so neither write supersedes the other
+    sim.control("delay nvmlDeviceSetPersistenceMode 1 300",
+                "delay nvmlDeviceSetPowerManagementLimit 1 300")
     assert sim.write("set_persistence_mode", "1", False,
                      enabled="true").status_code == 200
-    assert sim.write("set_persistence_mode", "1", False,
-                     enabled="false").status_code == 200
+    assert sim.set_limit("1", 200000, block=False).status_code == 200
     sim.d.proc.send_signal(signal.SIGTERM)
     assert sim.d.proc.wait(10) == 0
     assert [c.args for c in sim.log.calls("nvmlDeviceSetPersistenceMode")] \
-        == [["1"], ["0"]]
+        == [["1"]]
+    assert [c.args for c in
+            sim.log.calls("nvmlDeviceSetPowerManagementLimit")] == [["200000"]]
 
 
 def test_shutdown_with_command_longer_than_grace(tmp_path):

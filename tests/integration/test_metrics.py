@@ -40,8 +40,12 @@ TYPES = {
     "zeusd_dram_energy_joules_total": "counter",
     "zeusd_device_commands_total": "counter",
     "zeusd_device_command_errors_total": "counter",
+    "zeusd_device_commands_superseded_total": "counter",
     "zeusd_build_info": "gauge",
     "zeusd_uptime_seconds": "gauge",
+    "zeusd_connections_refused_total": "counter",
+    "zeusd_request_deadline_expired_total": "counter",
+    "zeusd_requests_malformed_total": "counter",
     "zeusd_streams_open": "gauge",
     "zeusd_http_requests_total": "counter",
 }

@@ -1,6 +1,7 @@
 /*
  * test_cli.c - `zeusd serve` flag parsing: defaults, every flag, every
- * refusal; octal permissions; TCP address parsing; API group lists.
+ * refusal; octal permissions (no setuid/setgid/sticky bits); TCP address
+ * parsing; API group lists.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,12 +160,39 @@ test_permissions(void **state)
 
 	assert_int_equal(cli_parse_permissions("0", &v, &err), 0);
 	assert_int_equal(v, 0);
-	assert_int_equal(cli_parse_permissions("7777", &v, &err), 0);
-	assert_int_equal(v, 07777);
+	assert_int_equal(cli_parse_permissions("777", &v, &err), 0);
+	assert_int_equal(v, 0777);
+	assert_int_equal(cli_parse_permissions("0777", &v, &err), 0);
+	assert_int_equal(v, 0777);
 	assert_int_equal(cli_parse_permissions("00666", &v, &err), 0);
 	assert_int_equal(v, 0666);
 	assert_int_equal(cli_parse_permissions("000666", &v, &err), -1);
 	assert_int_equal(cli_parse_permissions("9", &v, &err), -1);
+}
+
+/* Setuid, setgid and sticky bits mean nothing on a socket: refused. */
+static void
+test_permissions_special_bits(void **state)
+{
+	static const char *const bad[] = { "4777", "04777", "2770", "1666",
+	    "01666", "7777", "07777", "1000", "01000", "6660" };
+	struct zeusd_config cfg;
+	struct zerr err;
+	unsigned v = 0123;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		zerr_clear(&err);
+		assert_int_equal(cli_parse_permissions(bad[i], &v, &err), -1);
+		assert_int_equal(err.kind, ZERR_INVALID);
+		assert_non_null(strstr(err.msg, "--socket-permissions"));
+		assert_non_null(strstr(err.msg, "setuid"));
+		assert_int_equal(v, 0123);	/* untouched */
+	}
+	refused("--socket-permissions", "04777", "setuid, setgid and sticky");
+	refused("--socket-permissions", "01666", "setuid, setgid and sticky");
+	assert_int_equal(parse(&cfg, &err, "--socket-permissions", "0660",
+	    NULL), 0);
+	assert_int_equal(cfg.socket_permissions, 0660);
 }
 
 static void
@@ -194,6 +222,7 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_help),
 		cmocka_unit_test(test_permissions),
+		cmocka_unit_test(test_permissions_special_bits),
 		cmocka_unit_test(test_groups),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

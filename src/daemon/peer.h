@@ -1,0 +1,49 @@
+/*
+ * peer.h - who is on the other end of a connection, as far as the kernel
+ * can tell: the uid/gid/pid of a Unix-socket peer (SO_PEERCRED, taken at
+ * accept time) or the address of a TCP peer.
+ *
+ * The identity is what per-peer limits count (peer_limit.h) and what the
+ * logs name. IPv4-mapped IPv6 addresses count as their IPv4 address, so a
+ * dual-stack listener cannot be used to double a peer's allowance.
+ */
+#ifndef ZEUS_PEER_H
+#define ZEUS_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+enum peer_kind { PEER_UNKNOWN, PEER_UNIX, PEER_INET4, PEER_INET6 };
+
+struct peer {
+	enum peer_kind kind;
+	uid_t uid;		/* PEER_UNIX */
+	gid_t gid;
+	pid_t pid;
+	uint8_t addr[16];	/* PEER_INET4: 4 bytes, PEER_INET6: 16 */
+};
+
+/*
+ * Fills `p` from a connected socket and the address accept() returned
+ * (`sa` may be NULL). Returns 0, or -1 when the peer cannot be identified
+ * (then p->kind is PEER_UNKNOWN).
+ */
+int peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
+    struct peer *p);
+
+/* Same peer for counting purposes (kind and uid, or kind and address). */
+bool peer_same(const struct peer *a, const struct peer *b);
+
+/* Hash of what peer_same compares. */
+uint32_t peer_hash(const struct peer *p);
+
+/* Root on the Unix socket: never limited. */
+bool peer_is_root(const struct peer *p);
+
+/* "uid=1000 pid=42" or "addr=127.0.0.1" / "addr=::1", for log lines. */
+const char *peer_format(const struct peer *p, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,519 @@
+"""Black-box attacks on the HTTP side of zeusd, each against the real binary:
+requests whose framing another parser could read differently (smuggling),
+slowloris clients that trickle a request, and connection floods meant to
+lock everyone out before authenticating (docs/security.md, "Connections").
+"""
+import os
+import resource
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import jwt
+import pytest
+
+from conftest import Zeusd, run_zeusd
+
+SCOPES = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _many_fds():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.fixture
+def start_public():
+    """Starts a UDS zeusd whose socket other users can reach (the pytest
+    temporary directories are private to root)."""
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp(prefix="zeusd-pub-")
+    os.chmod(base, 0o755)
+    daemons = []
+
+    def _start(env=None):
+        d = Zeusd(base, "uds", (), env)
+        daemons.append(d)
+        return d.wait_ready()
+
+    yield _start
+    for d in daemons:
+        rc = d.stop()
+        assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
+    shutil.rmtree(base)
+
+
+def metric(d, name, timeout=10):
+    """A series of /metrics. Retried while the scrape itself is refused:
+    connections a test just closed may not have been reaped yet, so its
+    address can still be at its cap for a moment."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = d.make_client()
+        r = c.get("/metrics")
+        c.close()
+        if r.status_code != 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert r.status_code == 200, r.text
+    for line in r.text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def connect(d, source=None, timeout=10):
+    if d.mode == "uds":
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(timeout)
+        s.connect(d.sock)
+        return s
+    s = socket.socket(socket.AF_INET)
+    s.settimeout(timeout)
+    if source is not None:
+        s.bind((source, 0))
+    s.connect((d.host, d.port))
+    return s
+
+
+def read_all(s, timeout=5):
+    """Everything until the peer closes (or `timeout`); b'' on a reset."""
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (ConnectionResetError, socket.timeout):
+        pass
+    return data
+
+
+def closed_by_peer(s, timeout):
+    """True when the daemon closed `s` within `timeout` seconds."""
+    s.settimeout(timeout)
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def still_open(s):
+    s.setblocking(False)
+    try:
+        return s.recv(1) is None
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.setblocking(True)
+
+
+# --- framing that another parser could read differently -----------------------
+
+SMUGGLED = b"GET /discover HTTP/1.1\r\nHost: zeusd\r\n\r\n"
+
+FRAMING = {
+    "two-content-lengths": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nContent-Length: 5\r\n"
+        b"Content-Length: 46\r\n\r\nhello" + SMUGGLED,
+        "more than one Content-Length"),
+    "equal-content-lengths": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nContent-Length: 5\r\n"
+        b"Content-Length: 5\r\n\r\nhello" + SMUGGLED,
+        "more than one Content-Length"),
+    "content-length-and-chunked": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nContent-Length: 50\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+        "both Content-Length and Transfer-Encoding"),
+    "chunked-and-content-length": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nTransfer-Encoding: chunked"
+        b"\r\ncontent-length: 5\r\n\r\n0\r\n\r\n" + SMUGGLED,
+        "both Content-Length and Transfer-Encoding"),
+    "two-transfer-encodings": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nTransfer-Encoding: chunked"
+        b"\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+        "more than one Transfer-Encoding"),
+    "two-authorizations": (
+        b"GET /time HTTP/1.1\r\nHost: zeusd\r\nAuthorization: Bearer a\r\n"
+        b"authorization: Bearer b\r\n\r\n" + SMUGGLED,
+        "more than one Authorization"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FRAMING))
+def test_ambiguous_framing_400_and_close(start, mode, case):
+    d = start(mode)
+    payload, needle = FRAMING[case]
+    s = connect(d)
+    s.sendall(payload)
+    data = read_all(s)
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), data
+    assert b"\r\nConnection: close" in head, head
+    assert needle.encode() in body, body
+    # the smuggled request was never answered: one response, then EOF
+    assert data.count(b"HTTP/1.1 ") == 1, data
+    assert b"gpus" not in data
+    assert d.get("/time").status_code == 200
+    assert metric(d, "zeusd_requests_malformed_total") == 1
+
+
+def test_two_authorizations_refused_before_auth(start, mode, tmp_path):
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    d = start(mode, args=["--signing-key-path", str(key)])
+    good = jwt.encode({"sub": "alice", "scopes": SCOPES}, key.read_bytes(),
+                      algorithm="HS256")
+    s = connect(d)
+    s.sendall(f"GET /gpu/get_power HTTP/1.1\r\nHost: zeusd\r\n"
+              f"Authorization: Bearer {good}\r\n"
+              f"Authorization: Bearer junk\r\n\r\n".encode())
+    data = read_all(s)
+    s.close()
+    assert data.startswith(b"HTTP/1.1 400 "), data
+    assert b"power_mw" not in data
+
+
+@pytest.mark.parametrize("body_headers", [
+    b"Content-Length: 5\r\n\r\nhello",
+    b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+])
+def test_single_framing_header_still_served(start, mode, body_headers):
+    d = start(mode)
+    s = connect(d)
+    s.sendall(b"POST /gpu/set_power_limit?gpu_ids=0&block=true&"
+              b"power_limit_mw=200000 HTTP/1.1\r\nHost: zeusd\r\n"
+              b"Connection: close\r\n" + body_headers)
+    data = read_all(s)
+    s.close()
+    assert data.startswith(b"HTTP/1.1 200 "), data
+
+
+# --- the whole-request deadline -------------------------------------------------
+
+def test_slowloris_closed_at_request_deadline(start, mode):
+    deadline = 2
+    d = start(mode, env={"ZEUSD_REQUEST_TIMEOUT_S": str(deadline),
+                         "ZEUSD_IDLE_TIMEOUT_S": "60"})
+    n = 60
+    socks = [connect(d) for _ in range(n)]
+    t0 = time.monotonic()
+    req = b"GET /time HTTP/1.1\r\nHost: zeusd\r\nX-Slow: " + b"a" * 4000
+    closed_at = {}
+    i = 0
+    # trickle one byte per connection every 0.2 s: each byte would restart
+    # an idle timer, never the request deadline
+    while len(closed_at) < n and time.monotonic() - t0 < deadline + 30:
+        for k, s in enumerate(socks):
+            if k in closed_at:
+                continue
+            try:
+                s.send(req[i:i + 1])
+                if not still_open(s):
+                    raise ConnectionResetError
+            except OSError:
+                closed_at[k] = time.monotonic() - t0
+        i += 1
+        time.sleep(0.2)
+    for s in socks:
+        s.close()
+    assert len(closed_at) == n, f"{n - len(closed_at)} slow clients survived"
+    # none was cut before its deadline (connected before t0, so the
+    # earliest possible close is deadline minus the time to connect them)
+    assert min(closed_at.values()) >= deadline - 1.0, sorted(closed_at.values())
+    assert "event=request_deadline_expired" in d.logs()
+    assert d.get("/time").status_code == 200
+    assert metric(d, "zeusd_request_deadline_expired_total") == n
+
+
+def test_silent_connection_closed_at_request_deadline(start, mode):
+    d = start(mode, env={"ZEUSD_REQUEST_TIMEOUT_S": "1",
+                         "ZEUSD_IDLE_TIMEOUT_S": "600"})
+    s = connect(d)
+    t0 = time.monotonic()
+    assert closed_by_peer(s, 30)
+    assert time.monotonic() - t0 >= 0.9
+    s.close()
+
+
+def test_keepalive_connection_gets_a_fresh_deadline_per_request(start, mode):
+    deadline = 1
+    d = start(mode, env={"ZEUSD_REQUEST_TIMEOUT_S": str(deadline)})
+    s = connect(d)
+    t0 = time.monotonic()
+    served = 0
+    # 3 deadlines' worth of requests on one connection, each sent well
+    # within a deadline of the previous answer
+    while time.monotonic() - t0 < 3 * deadline:
+        s.sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
+        data = b""
+        while b"}" not in data:
+            chunk = s.recv(4096)
+            assert chunk, f"closed after {served} requests"
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200 ")
+        served += 1
+        time.sleep(deadline / 4)
+    assert served >= 3
+    s.close()
+
+
+def test_slow_device_answer_is_not_cut_by_the_deadline(start, mode, tmp_path):
+    ctl = tmp_path / "sim.ctl"
+    ctl.write_text("delay nvmlDeviceSetPowerManagementLimit 0 2500\n")
+    d = start(mode, env={"ZEUSD_REQUEST_TIMEOUT_S": "1",
+                         "ZEUS_SIM_CONTROL": str(ctl)})
+    t0 = time.monotonic()
+    r = d.post("/gpu/set_power_limit?gpu_ids=0&block=true"
+               "&power_limit_mw=200000")
+    assert r.status_code == 200, r.text
+    assert time.monotonic() - t0 >= 2.4      # it really waited on the GPU
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-1", "3601"])
+def test_bad_request_timeout_refused(tmp_path, value):
+    r = run_zeusd("serve", "--simulate", "--socket-path",
+                  str(tmp_path / "s.sock"),
+                  env={"ZEUSD_REQUEST_TIMEOUT_S": value})
+    assert r.returncode != 0
+    assert "ZEUSD_REQUEST_TIMEOUT_S" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "16385"])
+def test_bad_per_peer_limit_refused(tmp_path, value):
+    r = run_zeusd("serve", "--simulate", "--socket-path",
+                  str(tmp_path / "s.sock"),
+                  env={"ZEUSD_MAX_CONNS_PER_PEER": value})
+    assert r.returncode != 0
+    assert "ZEUSD_MAX_CONNS_PER_PEER" in r.stderr
+
+
+# --- per-peer connection caps -----------------------------------------------------
+
+def open_and_count(d, n, source=None, settle=0.5):
+    """Opens n connections; returns (held sockets, how many were refused).
+    A refused one got a 503 naming the cap (or a bare close) at once."""
+    socks = [connect(d, source) for _ in range(n)]
+    time.sleep(settle)
+    held, refused = [], 0
+    for s in socks:
+        s.setblocking(False)
+        try:
+            data = s.recv(4096)
+        except BlockingIOError:
+            s.setblocking(True)
+            held.append(s)
+            continue
+        except ConnectionResetError:
+            data = b""
+        if data:
+            assert data.startswith(b"HTTP/1.1 503 "), data
+            assert b"Too many connections" in data, data
+            assert b"Retry-After: 1" in data, data
+        refused += 1
+        s.close()
+    return held, refused
+
+
+def test_per_address_cap_tcp(start):
+    d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
+    held, refused = open_and_count(d, 12, "127.0.0.1")
+    assert (len(held), refused) == (8, 4)
+    # held connections still work
+    held[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
+    assert held[0].recv(4096).startswith(b"HTTP/1.1 200 ")
+    # another address is not affected
+    other, refused2 = open_and_count(d, 8, "127.0.0.2")
+    assert (len(other), refused2) == (8, 0)
+    # a closed connection gives its slot back
+    held.pop().close()
+    time.sleep(0.2)
+    again, refused3 = open_and_count(d, 2, "127.0.0.1")
+    assert (len(again), refused3) == (1, 1)
+    for s in held + other + again:
+        s.close()
+    assert "event=connection_refused addr=127.0.0.1 reason=per_peer_limit" \
+        in d.logs()
+    # 5 refused above (a scrape refused while the closes are reaped adds)
+    assert metric(d, "zeusd_connections_refused_total") >= 5
+
+
+NOBODY_FLOOD = textwrap.dedent("""
+    import socket, sys, time
+    path, n = sys.argv[1], int(sys.argv[2])
+    socks = []
+    deadline = time.monotonic() + 60
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX)
+        s.setblocking(False)
+        while True:             # EAGAIN: the listen backlog is full
+            try:
+                s.connect(path)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break       # the daemon stopped accepting
+                time.sleep(0.001)
+        if time.monotonic() > deadline:
+            s.close()
+            break
+        socks.append(s)
+    time.sleep(0.5)
+    held = 0
+    for s in socks:
+        try:
+            held += s.recv(1) is None
+        except BlockingIOError:
+            held += 1
+        except OSError:
+            pass
+    print(held, len(socks), flush=True)
+    sys.stdin.read()          # keep them until told to go
+""")
+
+
+def nobody_flood(d, n):
+    """A process running as nobody opens n connections to the socket and
+    holds them; returns (process, how many the daemon kept open)."""
+    p = subprocess.Popen(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         sys.executable, "-c", NOBODY_FLOOD, d.sock, str(n)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline().split()
+    assert len(line) == 2 and all(x.isdigit() for x in line), line
+    held, connected = map(int, line)
+    assert connected == n, f"only {connected} of {n} connects went through"
+    return p, held
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to nobody")
+def test_per_uid_cap_uds_and_root_unlimited(start_public):
+    d = start_public(env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
+    p, held = nobody_flood(d, 20)
+    try:
+        assert held == 8
+        # root is never limited on the Unix socket
+        mine, refused = open_and_count(d, 20)
+        assert (len(mine), refused) == (20, 0)
+        assert d.get("/time").status_code == 200
+        for s in mine:
+            s.close()
+    finally:
+        p.communicate("", timeout=10)
+    assert "event=connection_refused uid=65534" in d.logs()
+
+
+# --- a flood does not lock a well-behaved client out ---------------------------------
+
+def timed_get(d, path, headers=None, tries=3):
+    """Best of `tries` fresh-connection requests: (seconds, response)."""
+    best = None
+    for _ in range(tries):
+        c = d.make_client(timeout=10)
+        t0 = time.monotonic()
+        r = c.get(path, headers=headers or {})
+        dt = time.monotonic() - t0
+        c.close()
+        assert r.status_code == 200, r.text
+        best = dt if best is None else min(best, dt)
+    return best
+
+
+class Slowloris:
+    """Connections that each trickle a header byte every `period` s."""
+
+    def __init__(self, d, sources, per_source, period=0.5):
+        self.socks = [connect(d, src) for src in sources
+                      for _ in range(per_source)]
+        self.stop = threading.Event()
+        self.period = period
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        head = b"GET /time HTTP/1.1\r\nHost: zeusd\r\nX-A: " + b"a" * 8000
+        i = 0
+        while not self.stop.wait(self.period):
+            for s in self.socks:
+                try:
+                    s.send(head[i:i + 1])
+                except OSError:
+                    pass
+            i += 1
+
+    def alive(self):
+        return sum(still_open(s) for s in self.socks)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        for s in self.socks:
+            s.close()
+
+
+def test_flood_does_not_lock_out_a_valid_client_tcp(start, tmp_path):
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    d = start("tcp", args=["--signing-key-path", str(key)],
+              env={"ZEUSD_LOG": "info"})
+    tok = jwt.encode({"sub": "alice", "scopes": SCOPES}, key.read_bytes(),
+                     algorithm="HS256")
+    auth = {"Authorization": f"Bearer {tok}"}
+    quiet = timed_get(d, "/gpu/get_power", auth)
+    # several thousand idle connections (no bytes sent) from 50 addresses,
+    # each address under its cap of 64 ...
+    idle = [connect(d, f"127.0.1.{i}") for i in range(1, 51) for _ in range(60)]
+    # ... one address trying to take far more than its share ...
+    greedy, refused = open_and_count(d, 500, "127.0.2.1")
+    # ... and a slowloris set trickling headers
+    slow = Slowloris(d, [f"127.0.3.{i}" for i in range(1, 5)], 50)
+    try:
+        assert len(greedy) == 64 and refused == 436
+        held = sum(still_open(s) for s in idle)
+        assert held == len(idle) == 3000
+        flooded = timed_get(d, "/gpu/get_power", auth)
+        print(f"valid client under flood: {flooded * 1000:.1f} ms "
+              f"(quiet: {quiet * 1000:.1f} ms) with {held + len(greedy)} "
+              f"idle and {slow.alive()} slowloris connections held")
+        assert flooded < 1.0
+        with open(d.tmp / "flood-figures.txt", "a") as f:
+            f.write(f"tcp flooded_ms={flooded * 1000:.1f} "
+                    f"quiet_ms={quiet * 1000:.1f}\n")
+    finally:
+        slow.close()
+        for s in idle + greedy:
+            s.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to nobody")
+def test_flood_does_not_lock_out_other_users_uds(start_public):
+    d = start_public(env={"ZEUSD_LOG": "info"})
+    quiet = timed_get(d, "/gpu/get_power")
+    # more connections than the server's global limit (16,384): before
+    # per-peer caps, this locked every other user out
+    p, held = nobody_flood(d, 17000)
+    try:
+        assert held == 64
+        flooded = timed_get(d, "/gpu/get_power")
+        assert flooded < 1.0
+        print(f"uds: root client under a 17,000-connection flood by nobody: "
+              f"{flooded * 1000:.1f} ms (quiet {quiet * 1000:.1f} ms)")
+    finally:
+        p.communicate("", timeout=30)

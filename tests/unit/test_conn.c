@@ -1,0 +1,273 @@
+/*
+ * test_conn.c - the connection guards of the HTTP side: peer identity
+ * (peer.c), per-peer counting (peer_limit.c) and the whole-request deadline
+ * thread (deadline.c), on real sockets.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/deadline.h"
+#include "daemon/peer.h"
+#include "daemon/peer_limit.h"
+
+static struct peer
+peer_v4(const char *a)
+{
+	struct peer p;
+
+	memset(&p, 0, sizeof(p));
+	p.kind = PEER_INET4;
+	assert_int_equal(inet_pton(AF_INET, a, p.addr), 1);
+	return p;
+}
+
+static struct peer
+peer_uid(uid_t uid, pid_t pid)
+{
+	struct peer p;
+
+	memset(&p, 0, sizeof(p));
+	p.kind = PEER_UNIX;
+	p.uid = uid;
+	p.pid = pid;
+	return p;
+}
+
+static void
+test_identify_unix(void **state)
+{
+	int sv[2];
+	struct peer p;
+	char buf[96];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(peer_identify(sv[0], NULL, 0, &p), 0);
+	assert_int_equal(p.kind, PEER_UNIX);
+	assert_int_equal(p.uid, geteuid());
+	assert_int_equal(p.pid, getpid());
+	assert_int_equal(peer_is_root(&p), geteuid() == 0);
+	peer_format(&p, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "uid="));
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void
+test_identify_v4_mapped(void **state)
+{
+	struct sockaddr_in6 in6;
+	struct peer p, q = peer_v4("10.1.2.3");
+	char buf[96];
+
+	memset(&in6, 0, sizeof(in6));
+	in6.sin6_family = AF_INET6;
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:10.1.2.3",
+	    &in6.sin6_addr), 1);
+	assert_int_equal(peer_identify(-1, (struct sockaddr *)&in6,
+	    sizeof(in6), &p), 0);
+	assert_int_equal(p.kind, PEER_INET4);
+	assert_true(peer_same(&p, &q));
+	assert_int_equal(peer_hash(&p), peer_hash(&q));
+	assert_string_equal(peer_format(&p, buf, sizeof(buf)), "addr=10.1.2.3");
+	assert_false(peer_is_root(&p));
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8::1", &in6.sin6_addr), 1);
+	assert_int_equal(peer_identify(-1, (struct sockaddr *)&in6,
+	    sizeof(in6), &p), 0);
+	assert_int_equal(p.kind, PEER_INET6);
+	assert_false(peer_same(&p, &q));
+	assert_string_equal(peer_format(&p, buf, sizeof(buf)),
+	    "addr=2001:db8::1");
+}
+
+static void
+test_same_ignores_pid(void **state)
+{
+	struct peer a = peer_uid(1000, 1), b = peer_uid(1000, 2),
+	    c = peer_uid(1001, 1);
+
+	assert_true(peer_same(&a, &b));
+	assert_int_equal(peer_hash(&a), peer_hash(&b));
+	assert_false(peer_same(&a, &c));
+}
+
+static void
+test_limit_counts_per_peer(void **state)
+{
+	struct peer_limit *pl;
+	struct zerr err;
+	struct peer a = peer_uid(1000, 1), b = peer_v4("127.0.0.2");
+
+	assert_int_equal(peer_limit_create(0, &pl, &err), -1);
+	assert_int_equal(peer_limit_create(3, &pl, &err), 0);
+	for (int i = 0; i < 3; i++)
+		assert_true(peer_limit_acquire(pl, &a));
+	assert_false(peer_limit_acquire(pl, &a));
+	assert_int_equal(peer_limit_count(pl, &a), 3);
+	assert_true(peer_limit_acquire(pl, &b));
+	assert_int_equal(peer_limit_peers(pl), 2);
+	peer_limit_release(pl, &a);
+	assert_true(peer_limit_acquire(pl, &a));
+	assert_false(peer_limit_acquire(pl, &a));
+	for (int i = 0; i < 3; i++)
+		peer_limit_release(pl, &a);
+	assert_int_equal(peer_limit_count(pl, &a), 0);
+	peer_limit_release(pl, &a);		/* extra release: harmless */
+	assert_int_equal(peer_limit_count(pl, &a), 0);
+	assert_int_equal(peer_limit_peers(pl), 1);
+	peer_limit_release(pl, &b);
+	assert_int_equal(peer_limit_peers(pl), 0);
+	peer_limit_destroy(pl);
+}
+
+static void
+test_limit_many_peers_collide(void **state)
+{
+	struct peer_limit *pl;
+	struct zerr err;
+
+	assert_int_equal(peer_limit_create(1, &pl, &err), 0);
+	for (uid_t u = 0; u < 5000; u++) {
+		struct peer p = peer_uid(u, 1);
+
+		assert_true(peer_limit_acquire(pl, &p));
+		assert_false(peer_limit_acquire(pl, &p));
+	}
+	assert_int_equal(peer_limit_peers(pl), 5000);
+	for (uid_t u = 0; u < 5000; u += 2) {
+		struct peer p = peer_uid(u, 1);
+
+		peer_limit_release(pl, &p);
+	}
+	assert_int_equal(peer_limit_peers(pl), 2500);
+	peer_limit_destroy(pl);			/* frees the rest */
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Seconds until the peer of `fd` sees EOF (the deadline shut it down). */
+static double
+wait_eof(int fd, double limit_s)
+{
+	double t0 = now_s();
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char c;
+
+	while (now_s() - t0 < limit_s) {
+		if (poll(&pfd, 1, 50) == 1 && read(fd, &c, 1) == 0)
+			return now_s() - t0;
+	}
+	return -1;
+}
+
+static void
+test_deadline_expires_armed_only(void **state)
+{
+	struct deadlines *d;
+	struct deadline_entry a, b;
+	struct zerr err;
+	int sa[2], sb[2];
+	double t0, waited;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sa), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sb), 0);
+	assert_int_equal(deadline_start(300, &d, &err), 0);
+	deadline_init(&a, sa[0], "a");
+	deadline_init(&b, sb[0], "b");
+	t0 = now_s();
+	deadline_arm(d, &a);
+	deadline_arm(d, &b);
+	deadline_disarm(d, &b);			/* its request arrived */
+	waited = wait_eof(sa[1], 30);
+	assert_true(waited >= 0);
+	/* takes the lock: the expiry that shut the socket is visible */
+	assert_int_equal(deadline_expired_total(d), 1);
+	/* never before the deadline, measured from the arming */
+	assert_true(now_s() - t0 >= 0.29);
+	assert_true(a.expired && !a.armed);
+	assert_false(b.expired);
+	/* b stays open well past a's deadline */
+	assert_true(wait_eof(sb[1], 0.6) < 0);
+	assert_int_equal(deadline_expired_total(d), 1);
+	/* re-arming an expired entry does nothing */
+	deadline_arm(d, &a);
+	assert_false(a.armed);
+	deadline_stop(d);
+	close(sa[0]);
+	close(sa[1]);
+	close(sb[0]);
+	close(sb[1]);
+}
+
+static void
+test_deadline_rearm_restarts_clock(void **state)
+{
+	struct deadlines *d;
+	struct deadline_entry a;
+	struct zerr err;
+	int s[2];
+	double t_last;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, s), 0);
+	assert_int_equal(deadline_start(400, &d, &err), 0);
+	deadline_init(&a, s[0], "a");
+	deadline_arm(d, &a);
+	/* a keep-alive client answered again and again: each response
+	 * restarts the clock, so it lives 4 deadlines long */
+	for (int i = 0; i < 16; i++) {
+		usleep(100000);
+		deadline_arm(d, &a);
+	}
+	t_last = now_s();
+	assert_false(a.expired);
+	assert_true(wait_eof(s[1], 30) >= 0);
+	assert_true(now_s() - t_last >= 0.39);
+	deadline_stop(d);
+	close(s[0]);
+	close(s[1]);
+}
+
+static void
+test_deadline_idle_thread_stops(void **state)
+{
+	struct deadlines *d;
+	struct zerr err;
+
+	/* nothing armed: the thread sleeps without a timer and still stops */
+	assert_int_equal(deadline_start(10000, &d, &err), 0);
+	deadline_stop(d);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_identify_unix),
+		cmocka_unit_test(test_identify_v4_mapped),
+		cmocka_unit_test(test_same_ignores_pid),
+		cmocka_unit_test(test_limit_counts_per_peer),
+		cmocka_unit_test(test_limit_many_peers_collide),
+		cmocka_unit_test(test_deadline_expires_armed_only),
+		cmocka_unit_test(test_deadline_rearm_restarts_clock),
+		cmocka_unit_test(test_deadline_idle_thread_stops),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

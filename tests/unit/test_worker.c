@@ -1,0 +1,524 @@
+/*
+ * test_worker.c - the bounded device queue (src/devices/worker.c): where
+ * reads are inserted among writes, when a write supersedes queued ones, the
+ * bounds of each kind, reservations and their all-or-nothing batches.
+ *
+ * Each test holds the worker on a "gate" item that blocks in exec until the
+ * test opens it, queues items behind it, then opens the gate and stops the
+ * worker (which runs everything queued): the order the items ran in is the
+ * order the queue held them in.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "devices/worker.h"
+
+/* settings bits, as gpu_cmd.h would choose them */
+#define P 1u	/* power limit */
+#define S 2u	/* persistence */
+#define G 4u	/* GPU clocks */
+#define M 8u	/* memory clocks */
+
+#define MAXREC 64
+
+struct rec {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool gate_open, gate_running;
+	int ran[MAXREC], dropped[MAXREC];
+	unsigned nran, ndropped;
+};
+
+struct item {
+	struct work work;		/* first */
+	int id;
+	bool gate;
+	struct rec *rec;
+};
+
+static struct work_counters counters;
+
+static int
+item_exec(struct work *w, void *device)
+{
+	struct item *it = (struct item *)w;
+	struct rec *r = device;
+
+	pthread_mutex_lock(&r->lock);
+	if (it->gate) {
+		r->gate_running = true;
+		pthread_cond_broadcast(&r->cond);
+		while (!r->gate_open)
+			pthread_cond_wait(&r->cond, &r->lock);
+	}
+	if (r->nran < MAXREC)
+		r->ran[r->nran++] = it->id;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+static void
+item_complete(struct work *w)
+{
+}
+
+static void
+item_drop(struct work *w)
+{
+	struct item *it = (struct item *)w;
+	struct rec *r = it->rec;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->ndropped < MAXREC)
+		r->dropped[r->ndropped++] = it->id;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static struct item *
+item_init(struct item *it, struct rec *r, int id, enum work_kind kind)
+{
+	memset(it, 0, sizeof(*it));
+	it->id = id;
+	it->rec = r;
+	it->work.kind = kind;
+	it->work.what = kind == WORK_READ ? "read" : "write";
+	it->work.counters = &counters;
+	it->work.exec = item_exec;
+	it->work.complete = item_complete;
+	return it;
+}
+
+/* A write of `touches`; `sup`: block=false, may be superseded. */
+static struct item *
+wr(struct item *it, struct rec *r, int id, unsigned touches, bool sup)
+{
+	item_init(it, r, id, WORK_WRITE);
+	it->work.touches = touches;
+	it->work.supersedable = sup;
+	it->work.drop = sup ? item_drop : NULL;
+	return it;
+}
+
+static struct item *
+rd(struct item *it, struct rec *r, int id, unsigned depends)
+{
+	item_init(it, r, id, WORK_READ);
+	it->work.depends = depends;
+	return it;
+}
+
+static void
+put(struct worker *wk, struct item *it)
+{
+	assert_int_equal(worker_reserve(wk, &it->work), 0);
+	worker_submit(wk, &it->work);
+}
+
+static void
+rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+}
+
+/* Starts a worker and holds it on `gate` (id 0 unless given otherwise). */
+static struct worker *
+start_gated(struct rec *r, unsigned max, struct item *gate)
+{
+	struct worker *wk;
+	struct zerr err;
+
+	assert_int_equal(worker_start("test", r, max, &wk, &err), 0);
+	gate->gate = true;
+	put(wk, gate);
+	pthread_mutex_lock(&r->lock);
+	while (!r->gate_running)
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+	return wk;
+}
+
+static void
+open_gate(struct rec *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->gate_open = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Opens the gate, drains and stops; checks the order things ran in. */
+static void
+finish(struct worker *wk, struct rec *r, const int *want, unsigned n)
+{
+	open_gate(r);
+	worker_stop(wk);
+	assert_int_equal(r->nran, n + 1);
+	assert_int_equal(r->ran[0], 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(r->ran[i + 1], want[i]);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+}
+
+#define FINISH(wk, r, ...) do {						\
+	static const int want_[] = { __VA_ARGS__ };			\
+	finish((wk), (r), want_, sizeof(want_) / sizeof(want_[0]));	\
+} while (0)
+
+static int
+setup(void **state)
+{
+	atomic_store(&counters.superseded, 0);
+	return 0;
+}
+
+/* --- where reads go ------------------------------------------------------ */
+
+static void
+test_reads_skip_writes_they_do_not_need(void **state)
+{
+	struct rec r;
+	struct item g, it[7];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, P, false));
+	put(wk, wr(&it[2], &r, 2, S, false));
+	put(wk, rd(&it[3], &r, 3, 0));		/* ahead of both writes */
+	put(wk, rd(&it[4], &r, 4, P));		/* after 1, ahead of 2 */
+	put(wk, rd(&it[5], &r, 5, S));		/* after 2 */
+	put(wk, rd(&it[6], &r, 6, 0));		/* after 3, the read before it */
+	FINISH(wk, &r, 3, 6, 1, 4, 2, 5);
+}
+
+static void
+test_read_after_write_of_its_setting(void **state)
+{
+	struct rec r;
+	struct item g, it[5];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, P, true));
+	put(wk, rd(&it[2], &r, 2, P | S));	/* depends on 1 */
+	/* 2 reads the setting after 1: 3 may not replace 1 */
+	put(wk, wr(&it[3], &r, 3, P, true));
+	put(wk, rd(&it[4], &r, 4, P));		/* after 3 */
+	FINISH(wk, &r, 1, 2, 3, 4);
+	assert_int_equal(r.ndropped, 0);
+}
+
+static void
+test_reads_alone_stay_fifo(void **state)
+{
+	struct rec r;
+	struct item g, it[6];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	for (int i = 1; i <= 5; i++)
+		put(wk, rd(&it[i], &r, i, (unsigned)i & 1 ? P : 0));
+	FINISH(wk, &r, 1, 2, 3, 4, 5);
+}
+
+/* --- superseding --------------------------------------------------------- */
+
+static void
+test_supersede_in_place(void **state)
+{
+	struct rec r;
+	struct item g, it[4];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, P, true));
+	put(wk, wr(&it[2], &r, 2, S, true));
+	put(wk, wr(&it[3], &r, 3, P, true));	/* replaces 1, before 2 */
+	assert_int_equal(r.ndropped, 1);	/* dropped on this thread */
+	assert_int_equal(r.dropped[0], 1);
+	assert_int_equal(atomic_load(&counters.superseded), 1);
+	FINISH(wk, &r, 3, 2);
+}
+
+static void
+test_blocking_write_supersedes_nonblocking(void **state)
+{
+	struct rec r;
+	struct item g, it[3];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, P, true));
+	put(wk, wr(&it[2], &r, 2, P, false));
+	FINISH(wk, &r, 2);
+	assert_int_equal(r.ndropped, 1);
+}
+
+static void
+test_blocking_write_never_superseded(void **state)
+{
+	struct rec r;
+	struct item g, it[3];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, P, false));
+	put(wk, wr(&it[2], &r, 2, P, true));
+	FINISH(wk, &r, 1, 2);
+	assert_int_equal(r.ndropped, 0);
+}
+
+static void
+test_running_write_not_superseded(void **state)
+{
+	struct rec r;
+	struct item g, it[2];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, wr(&g, &r, 0, P, true));
+	put(wk, wr(&it[1], &r, 1, P, true));
+	FINISH(wk, &r, 1);
+	assert_int_equal(r.ndropped, 0);
+}
+
+static void
+test_later_writer_of_setting_blocks_supersede(void **state)
+{
+	struct rec r;
+	struct item g, it[7];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	/*
+	 * W resets both clock domains; a blocking memory-clock write after it
+	 * touches M (and cannot replace W, which also touches G): a newer
+	 * reset must not take W's place, or M would end as 2 left it
+	 */
+	put(wk, wr(&it[1], &r, 1, G | M, true));
+	put(wk, wr(&it[2], &r, 2, M, false));
+	put(wk, wr(&it[3], &r, 3, G | M, true));
+	/* the new write's own extra setting counts too: 6 must not jump 5 */
+	put(wk, wr(&it[4], &r, 4, S, true));
+	put(wk, wr(&it[5], &r, 5, P, false));
+	put(wk, wr(&it[6], &r, 6, S | P, true));
+	FINISH(wk, &r, 1, 2, 3, 4, 5, 6);
+	assert_int_equal(r.ndropped, 0);
+}
+
+static void
+test_supersede_needs_subset(void **state)
+{
+	struct rec r;
+	struct item g, it[4];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, G | M, true));	/* reset_locked_clocks */
+	put(wk, wr(&it[2], &r, 2, G, true));	/* cannot replace 1 */
+	assert_int_equal(r.ndropped, 0);
+	put(wk, wr(&it[3], &r, 3, G | M, true));	/* replaces 1 and 2 */
+	assert_int_equal(r.ndropped, 2);
+	assert_int_equal(atomic_load(&counters.superseded), 2);
+	FINISH(wk, &r, 3);
+}
+
+static void
+test_supersede_past_unrelated_items(void **state)
+{
+	struct rec r;
+	struct item g, it[6];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, P, true));
+	put(wk, wr(&it[2], &r, 2, S, false));	/* blocking, other setting */
+	put(wk, rd(&it[3], &r, 3, S));		/* after 2, reads S only */
+	put(wk, wr(&it[4], &r, 4, G, true));
+	put(wk, wr(&it[5], &r, 5, P, true));	/* replaces 1 in place */
+	FINISH(wk, &r, 5, 2, 3, 4);
+	assert_int_equal(r.ndropped, 1);
+	assert_int_equal(r.dropped[0], 1);
+}
+
+/* --- bounds and reservations --------------------------------------------- */
+
+static void
+test_bound_per_kind(void **state)
+{
+	struct rec r;
+	struct item g, it[12];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 2, rd(&g, &r, 0, 0));	/* running: not counted */
+	assert_int_equal(worker_max(wk), 2);
+	put(wk, wr(&it[1], &r, 1, P, false));
+	put(wk, wr(&it[2], &r, 2, S, true));
+	/* writes full */
+	assert_int_equal(worker_reserve(wk, &wr(&it[3], &r, 3, G, true)->work),
+	    -1);
+	/* a write the blocking one would have to jump: refused */
+	assert_int_equal(worker_reserve(wk, &wr(&it[4], &r, 4, P, true)->work),
+	    -1);
+	/* reads have their own room */
+	put(wk, rd(&it[5], &r, 5, 0));
+	put(wk, rd(&it[6], &r, 6, P));
+	assert_int_equal(worker_reserve(wk, &rd(&it[7], &r, 7, 0)->work), -1);
+	/* a write that replaces a queued one takes no room: accepted */
+	put(wk, wr(&it[8], &r, 8, S, true));
+	assert_int_equal(r.ndropped, 1);
+	assert_int_equal(worker_reserve(wk, &wr(&it[9], &r, 9, M, true)->work),
+	    -1);
+	FINISH(wk, &r, 5, 1, 6, 8);
+}
+
+static void
+test_room_comes_back(void **state)
+{
+	struct rec r;
+	struct item g, it[4];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 1, rd(&g, &r, 0, 0));
+	assert_int_equal(worker_reserve(wk, &wr(&it[1], &r, 1, P, false)->work),
+	    0);
+	assert_int_equal(worker_reserve(wk, &wr(&it[2], &r, 2, S, false)->work),
+	    -1);
+	worker_unreserve(wk, &it[1].work);
+	put(wk, &it[2]);
+	assert_int_equal(worker_reserve(wk, &wr(&it[3], &r, 3, G, false)->work),
+	    -1);
+	FINISH(wk, &r, 2);
+}
+
+static void
+test_room_freed_when_item_starts(void **state)
+{
+	struct rec r;
+	struct item g, it[3];
+	struct worker *wk;
+
+	rec_init(&r);
+	/* the gate is a write that left the queue when it started */
+	wk = start_gated(&r, 1, wr(&g, &r, 0, P, false));
+	put(wk, wr(&it[1], &r, 1, P, false));
+	assert_int_equal(worker_reserve(wk, &wr(&it[2], &r, 2, S, false)->work),
+	    -1);
+	FINISH(wk, &r, 1);
+}
+
+static void
+test_batch_all_or_nothing(void **state)
+{
+	struct rec ra, rb;
+	struct item ga, gb, a[5], b[5];
+	struct worker *wa, *wb;
+	struct worker_batch batch;
+
+	rec_init(&ra);
+	rec_init(&rb);
+	wa = start_gated(&ra, 1, rd(&ga, &ra, 0, 0));
+	wb = start_gated(&rb, 1, rd(&gb, &rb, 0, 0));
+	put(wb, wr(&b[1], &rb, 1, P, false));	/* b's writes full */
+
+	worker_batch_init(&batch);
+	assert_int_equal(worker_batch_reserve(&batch, wa,
+	    &wr(&a[1], &ra, 1, P, false)->work), 0);
+	assert_int_equal(worker_batch_reserve(&batch, wb,
+	    &wr(&b[2], &rb, 2, P, false)->work), -1);
+	/* the batch let go of a's room: a can take a write again */
+	assert_null(batch.head);
+	worker_batch_submit(&batch);		/* empty: queues nothing */
+
+	/* a batch that fits is queued on both, in order */
+	worker_batch_init(&batch);
+	assert_int_equal(worker_batch_reserve(&batch, wa,
+	    &wr(&a[2], &ra, 2, S, false)->work), 0);
+	assert_int_equal(worker_batch_reserve(&batch, wb,
+	    &rd(&b[3], &rb, 3, 0)->work), 0);
+	assert_int_equal(worker_batch_reserve(&batch, wa,
+	    &rd(&a[3], &ra, 3, S)->work), 0);
+	worker_batch_submit(&batch);
+	assert_null(batch.head);
+
+	/* both are full now: b's reads (b[3]), a's writes (a[2]) */
+	worker_batch_init(&batch);
+	assert_int_equal(worker_batch_reserve(&batch, wb,
+	    &rd(&b[4], &rb, 4, 0)->work), -1);
+	assert_int_equal(worker_reserve(wa, &wr(&a[4], &ra, 4, G, false)->work),
+	    -1);
+	FINISH(wa, &ra, 2, 3);
+	FINISH(wb, &rb, 3, 1);
+}
+
+static void
+test_batch_release(void **state)
+{
+	struct rec r;
+	struct item g, it[3];
+	struct worker *wk;
+	struct worker_batch batch;
+
+	rec_init(&r);
+	wk = start_gated(&r, 1, rd(&g, &r, 0, 0));
+	worker_batch_init(&batch);
+	assert_int_equal(worker_batch_reserve(&batch, wk,
+	    &wr(&it[1], &r, 1, P, false)->work), 0);
+	assert_int_equal(worker_batch_reserve(&batch, wk,
+	    &rd(&it[2], &r, 2, 0)->work), 0);
+	worker_batch_release(&batch);
+	put(wk, wr(&it[1], &r, 1, P, false));
+	put(wk, rd(&it[2], &r, 2, 0));
+	FINISH(wk, &r, 2, 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_reads_skip_writes_they_do_not_need,
+		    setup),
+		cmocka_unit_test_setup(test_read_after_write_of_its_setting,
+		    setup),
+		cmocka_unit_test_setup(test_reads_alone_stay_fifo, setup),
+		cmocka_unit_test_setup(test_supersede_in_place, setup),
+		cmocka_unit_test_setup(
+		    test_blocking_write_supersedes_nonblocking, setup),
+		cmocka_unit_test_setup(test_blocking_write_never_superseded,
+		    setup),
+		cmocka_unit_test_setup(test_running_write_not_superseded,
+		    setup),
+		cmocka_unit_test_setup(
+		    test_later_writer_of_setting_blocks_supersede, setup),
+		cmocka_unit_test_setup(test_supersede_needs_subset, setup),
+		cmocka_unit_test_setup(test_supersede_past_unrelated_items,
+		    setup),
+		cmocka_unit_test_setup(test_bound_per_kind, setup),
+		cmocka_unit_test_setup(test_room_comes_back, setup),
+		cmocka_unit_test_setup(test_room_freed_when_item_starts, setup),
+		cmocka_unit_test_setup(test_batch_all_or_nothing, setup),
+		cmocka_unit_test_setup(test_batch_release, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
