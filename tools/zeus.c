@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * zeus.c - the `zeus` command-line tool, a thin shell over libzeus:
  *
@@ -5,15 +6,22 @@
  *                                       optional histogram push)
  *   zeus gauge --pushgateway URL --job NAME [--period S]
  *                                       pushes GPU power until SIGINT/TERM
- *   zeus daemon discover|power|energy   queries a zeusd (client)
+ *   zeus daemon discover|power|energy|...
+ *                                       queries a zeusd (client)
  *
- * See `zeus --help` and docs/libzeus.md.
+ * Every subcommand has its own --help; a usage error is one line naming the
+ * subcommand plus a pointer to that help, and exits 2. libzeus's warnings
+ * come through this file's log handler, which prints each failure once
+ * (see tool_log). See docs/libzeus.md.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,41 +32,153 @@
 
 extern char **environ;
 
-static const char usage_text[] =
-    "usage: zeus measure [--gpus LIST] [--cpus LIST] [--json]\n"
+/* Exit statuses besides the measured command's (docs/libzeus.md). */
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+#define EXIT_HTTP_4XX 4
+
+static const char measure_usage[] =
+    "usage: zeus measure [--gpus LIST] [--cpus LIST] [--json | --csv]\n"
     "                    [--output FILE] [--source auto|direct|zeusd]\n"
+    "                    [--socket PATH | --host-port HOST:PORT] [--token T]\n"
     "                    [--pushgateway URL --job NAME [--window NAME]\n"
     "                     [--instance NAME] [--counter S]] -- COMMAND...\n"
-    "       zeus gauge --pushgateway URL --job NAME [--period S]\n"
+    "\n"
+    "Runs COMMAND and prints the time and the energy of each device on\n"
+    "stderr (--output FILE, or - for stdout): as text, as one JSON object\n"
+    "(--json), or as CSV, a header line and one row per window (--csv).\n"
+    "Exits with COMMAND's status (128+N when killed by signal N, 127 when\n"
+    "it cannot be run), 1 when measuring fails, 2 on a usage error.\n"
+    "LIST is 'all' (default), 'none', or comma-separated indices.\n"
+    "Sources: zeusd when --socket/--host-port is given or ZEUSD_SOCK_PATH\n"
+    "or ZEUSD_HOST_PORT is set, else NVML (ZEUS_NVML_LIBRARY) and RAPL\n"
+    "(ZEUS_RAPL_DIR) directly.\n"
+    "--pushgateway observes the window (default: COMMAND's base name) in\n"
+    "the energy histogram and pushes it; --counter S also pushes the\n"
+    "cumulative counter every S seconds while COMMAND runs. --instance\n"
+    "defaults to the host name.\n";
+
+static const char gauge_usage[] =
+    "usage: zeus gauge --pushgateway URL --job NAME [--period S]\n"
     "                  [--window NAME] [--gpus LIST] [--instance NAME]\n"
-    "       zeus daemon discover|power|energy [--gpus LIST] [--cpus LIST]\n"
+    "                  [--source auto|direct|zeusd]\n"
     "                  [--socket PATH | --host-port HOST:PORT] [--token T]\n"
-    "       zeus daemon stream-gpu|stream-cpu [--count N] [ids, conn...]\n"
-    "       zeus daemon set-power-limit --gpus LIST --mw N [conn...]\n"
+    "\n"
+    "Pushes the power of each GPU every --period seconds (default 1) to\n"
+    "window 'gauge' (or --window) until SIGINT or SIGTERM, then exits 0.\n";
+
+static const char daemon_usage[] =
+    "usage: zeus daemon discover|power|energy [--gpus LIST] [--cpus LIST]\n"
+    "                   [conn]\n"
+    "       zeus daemon stream-gpu|stream-cpu [--count N] [--gpus LIST]\n"
+    "                   [--cpus LIST] [conn]\n"
+    "       zeus daemon set-power-limit --gpus LIST --mw N [conn]\n"
+    "conn:  [--socket PATH | --host-port HOST:PORT] [--token T]\n"
+    "       (default: ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT, ZEUSD_TOKEN)\n"
+    "\n"
+    "Prints the answer as JSON (streams: one JSON line per sample).\n"
+    "Exits 4 when zeusd refuses (HTTP 4xx: bad input, unknown device,\n"
+    "authentication), 1 on any other failure, 2 on a usage error.\n";
+
+static const char main_usage[] =
+    "usage: zeus measure [options] -- COMMAND...\n"
+    "       zeus gauge --pushgateway URL --job NAME [options]\n"
+    "       zeus daemon VERB [options]\n"
     "       zeus --version | --help\n"
     "\n"
-    "LIST is 'all' (default), 'none', or comma-separated indices.\n"
-    "measure prints time and energy on stderr (--output FILE or - for\n"
-    "stdout) and exits with the command's status (128+N when killed by\n"
-    "signal N, 127 when it cannot be run, 2 on a usage error).\n"
-    "--counter S also pushes a cumulative energy counter every S seconds\n"
-    "while the command runs.\n"
-    "Sources: zeusd when ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT is set, else\n"
-    "NVML (ZEUS_NVML_LIBRARY) and RAPL (ZEUS_RAPL_DIR) directly.\n";
+    "'zeus SUBCOMMAND --help' describes each.\n";
 
-static int
-usage(int rc)
+/* The subcommand being run, for messages: "zeus measure: ...". */
+static const char *tool_cmd = NULL;
+
+static void
+tool_prefix(FILE *f)
 {
-	fputs(usage_text, rc == 0 ? stdout : stderr);
-	return rc;
+	fprintf(f, "zeus%s%s: ", tool_cmd != NULL ? " " : "",
+	    tool_cmd != NULL ? tool_cmd : "");
 }
 
+/* "zeus CMD: <msg>" and the pointer to CMD's help; returns 2. */
+static int
+usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+static int
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	tool_prefix(stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'zeus%s%s --help' for more information.\n",
+	    tool_cmd != NULL ? " " : "", tool_cmd != NULL ? tool_cmd : "");
+	return EXIT_USAGE;
+}
+
+/* ---- libzeus's log lines ------------------------------------------------ */
+
+/*
+ * Warnings and errors are printed with the subcommand's prefix and kept,
+ * so that a failure the library already logged (a background push) is not
+ * printed again when the call that ends it returns the same error. INFO
+ * lines saying why a kind of device is absent are kept for the "nothing
+ * to measure" message. The handler runs under libzeus's log lock; ours
+ * guards what the main thread reads.
+ */
+#define TOOL_KEPT 16
+
+static pthread_mutex_t tool_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char tool_logged[TOOL_KEPT][ZEUS_ERR_MSG_MAX];
+static size_t tool_nlogged;
+static char tool_why[2][ZEUS_ERR_MSG_MAX];	/* "no GPUs: ...", CPUs */
+
+static void
+tool_log(enum zeus_log_level level, const char *msg, void *user)
+{
+	(void)user;
+	pthread_mutex_lock(&tool_log_lock);
+	if (level >= ZEUS_LOG_WARN) {
+		tool_prefix(stderr);
+		fprintf(stderr, "%s: %s\n", level == ZEUS_LOG_WARN ?
+		    "warning" : "error", msg);
+		if (tool_nlogged < TOOL_KEPT)
+			snprintf(tool_logged[tool_nlogged++],
+			    sizeof(tool_logged[0]), "%s", msg);
+	} else if (strncmp(msg, "no GPUs: ", 9) == 0) {
+		snprintf(tool_why[0], sizeof(tool_why[0]), "%s", msg + 9);
+	} else if (strncmp(msg, "no CPUs: ", 9) == 0) {
+		snprintf(tool_why[1], sizeof(tool_why[1]), "%s", msg + 9);
+	}
+	pthread_mutex_unlock(&tool_log_lock);
+}
+
+/* Whether a logged warning already said `msg`. */
+static bool
+tool_already_logged(const char *msg)
+{
+	bool seen = false;
+
+	pthread_mutex_lock(&tool_log_lock);
+	for (size_t i = 0; i < tool_nlogged && !seen; i++)
+		seen = strstr(tool_logged[i], msg) != NULL;
+	pthread_mutex_unlock(&tool_log_lock);
+	return seen;
+}
+
+/* "zeus CMD: [what: ]<message>"; returns 1. */
 static int
 fail(const char *what, const struct zeus_error *e)
 {
-	fprintf(stderr, "zeus: %s: %s\n", what, e->message);
-	return 1;
+	tool_prefix(stderr);
+	if (what != NULL)
+		fprintf(stderr, "%s: ", what);
+	fprintf(stderr, "%s\n", e->message);
+	return EXIT_FAIL;
 }
+
+/* ---- options ------------------------------------------------------------------ */
 
 /* A device list: all (ids NULL), none, or indices. */
 struct idlist {
@@ -93,9 +213,11 @@ parse_list(const char *s, struct idlist *l)
 	return 0;
 }
 
+enum out_format { OUT_TEXT, OUT_JSON, OUT_CSV };
+
 struct opts {
 	struct idlist gpus, cpus;
-	bool json;
+	enum out_format format;
 	const char *output, *pushgateway, *job, *window, *instance;
 	const char *socket, *host_port, *token;
 	enum zeus_source source;
@@ -103,32 +225,56 @@ struct opts {
 	unsigned counter_ms;
 	unsigned long count;
 	unsigned long mw;
+	bool has_mw;
 };
 
-enum { O_GPUS = 256, O_CPUS, O_JSON, O_OUTPUT, O_SOURCE, O_PUSH, O_JOB,
-	O_WINDOW, O_INSTANCE, O_PERIOD, O_SOCKET, O_HOSTPORT, O_TOKEN,
+enum { O_GPUS = 256, O_CPUS, O_JSON, O_CSV, O_OUTPUT, O_SOURCE, O_PUSH,
+	O_JOB, O_WINDOW, O_INSTANCE, O_PERIOD, O_SOCKET, O_HOSTPORT, O_TOKEN,
 	O_COUNTER, O_COUNT, O_MW };
 
-static const struct option long_opts[] = {
-	{ "gpus", required_argument, NULL, O_GPUS },
-	{ "cpus", required_argument, NULL, O_CPUS },
-	{ "json", no_argument, NULL, O_JSON },
-	{ "output", required_argument, NULL, O_OUTPUT },
-	{ "source", required_argument, NULL, O_SOURCE },
-	{ "pushgateway", required_argument, NULL, O_PUSH },
-	{ "job", required_argument, NULL, O_JOB },
-	{ "window", required_argument, NULL, O_WINDOW },
-	{ "instance", required_argument, NULL, O_INSTANCE },
-	{ "period", required_argument, NULL, O_PERIOD },
-	{ "socket", required_argument, NULL, O_SOCKET },
-	{ "host-port", required_argument, NULL, O_HOSTPORT },
-	{ "token", required_argument, NULL, O_TOKEN },
-	{ "counter", required_argument, NULL, O_COUNTER },
-	{ "count", required_argument, NULL, O_COUNT },
-	{ "mw", required_argument, NULL, O_MW },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+/* Which subcommands take an option. */
+#define FOR_MEASURE 1u
+#define FOR_GAUGE 2u
+#define FOR_DAEMON 4u
+#define FOR_ALL (FOR_MEASURE | FOR_GAUGE | FOR_DAEMON)
+
+struct opt_def {
+	const char *name;
+	int has_arg;
+	int val;
+	unsigned for_cmds;
 };
+
+static const struct opt_def opt_defs[] = {
+	{ "gpus", required_argument, O_GPUS, FOR_ALL },
+	{ "cpus", required_argument, O_CPUS, FOR_MEASURE | FOR_DAEMON },
+	{ "json", no_argument, O_JSON, FOR_MEASURE },
+	{ "csv", no_argument, O_CSV, FOR_MEASURE },
+	{ "output", required_argument, O_OUTPUT, FOR_MEASURE },
+	{ "source", required_argument, O_SOURCE, FOR_MEASURE | FOR_GAUGE },
+	{ "pushgateway", required_argument, O_PUSH, FOR_MEASURE | FOR_GAUGE },
+	{ "job", required_argument, O_JOB, FOR_MEASURE | FOR_GAUGE },
+	{ "window", required_argument, O_WINDOW, FOR_MEASURE | FOR_GAUGE },
+	{ "instance", required_argument, O_INSTANCE, FOR_MEASURE | FOR_GAUGE },
+	{ "period", required_argument, O_PERIOD, FOR_GAUGE },
+	{ "socket", required_argument, O_SOCKET, FOR_ALL },
+	{ "host-port", required_argument, O_HOSTPORT, FOR_ALL },
+	{ "token", required_argument, O_TOKEN, FOR_ALL },
+	{ "counter", required_argument, O_COUNTER, FOR_MEASURE },
+	{ "count", required_argument, O_COUNT, FOR_DAEMON },
+	{ "mw", required_argument, O_MW, FOR_DAEMON },
+};
+
+#define NOPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
+static const char *
+opt_name(int val)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opt_defs[i].val == val)
+			return opt_defs[i].name;
+	return "?";
+}
 
 /* Seconds (decimal, > 0, at most a day) to ms. */
 static int
@@ -164,7 +310,8 @@ parse_opt(struct opts *o, int c, const char *arg)
 	switch (c) {
 	case O_GPUS: return parse_list(arg, &o->gpus);
 	case O_CPUS: return parse_list(arg, &o->cpus);
-	case O_JSON: o->json = true; return 0;
+	case O_JSON: o->format = OUT_JSON; return 0;
+	case O_CSV: o->format = OUT_CSV; return 0;
 	case O_OUTPUT: o->output = arg; return 0;
 	case O_PUSH: o->pushgateway = arg; return 0;
 	case O_JOB: o->job = arg; return 0;
@@ -176,7 +323,9 @@ parse_opt(struct opts *o, int c, const char *arg)
 	case O_TOKEN: o->token = arg; return 0;
 	case O_COUNTER: return parse_period(arg, &o->counter_ms);
 	case O_COUNT: return parse_ulong(arg, 1000000, &o->count);
-	case O_MW: return parse_ulong(arg, 0xffffffffUL, &o->mw);
+	case O_MW:
+		o->has_mw = true;
+		return parse_ulong(arg, 0xffffffffUL, &o->mw);
 	case O_SOURCE:
 		if (strcmp(arg, "auto") == 0)
 			o->source = ZEUS_SOURCE_AUTO;
@@ -192,32 +341,73 @@ parse_opt(struct opts *o, int c, const char *arg)
 }
 
 /*
- * Parses argv after the subcommand; returns the index of the first operand.
- * `permute`: options may follow operands (daemon); else parsing stops at
- * the first operand (measure's command).
+ * Parses argv after the subcommand: only the options of `for_cmd`, and
+ * --help, which prints `help` and exits 0. Returns the index of the first
+ * operand, or -1 after a usage error was printed. `permute`: options may
+ * follow operands (daemon); else parsing stops at the first operand
+ * (measure's command).
  */
 static int
-parse_args(int argc, char **argv, struct opts *o, bool permute)
+parse_args(int argc, char **argv, struct opts *o, unsigned for_cmd,
+    const char *help, bool permute)
 {
+	struct option longs[NOPTS + 2];
+	size_t n = 0;
+	bool json = false, csv = false;
 	int c;
 
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (!(opt_defs[i].for_cmds & for_cmd))
+			continue;
+		longs[n].name = opt_defs[i].name;
+		longs[n].has_arg = opt_defs[i].has_arg;
+		longs[n].flag = NULL;
+		longs[n].val = opt_defs[i].val;
+		n++;
+	}
+	longs[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	longs[n] = (struct option){ NULL, 0, NULL, 0 };
 	memset(o, 0, sizeof(*o));
 	o->gpus.all = o->cpus.all = true;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, permute ? "h" : "+h",
-	    long_opts, NULL)) != -1) {
-		if (c == 'h')
-			exit(usage(0));
-		if (c == '?' || parse_opt(o, c, optarg) != 0) {
-			if (c != '?')
-				fprintf(stderr, "zeus: bad value for --%s: "
-				    "'%s'\n", long_opts[c - O_GPUS].name,
-				    optarg);
+	opterr = 0;	/* our own one-line messages */
+	while ((c = getopt_long(argc, argv, permute ? ":h" : "+:h", longs,
+	    NULL)) != -1) {
+		if (c == 'h') {
+			fputs(help, stdout);
+			exit(0);
+		}
+		if (c == ':') {
+			usage_error("option '%s' needs a value",
+			    argv[optind - 1]);
+			return -1;
+		}
+		if (c == '?') {
+			if (optopt != 0)
+				usage_error("unknown option '-%c'", optopt);
+			else
+				usage_error("unknown option '%s'",
+				    argv[optind - 1]);
+			return -1;
+		}
+		json |= c == O_JSON;
+		csv |= c == O_CSV;
+		if (parse_opt(o, c, optarg) != 0) {
+			usage_error("bad value for --%s: '%s'", opt_name(c),
+			    optarg);
 			return -1;
 		}
 	}
+	if (json && csv) {
+		usage_error("--json and --csv exclude each other");
+		return -1;
+	}
 	if ((o->pushgateway != NULL) != (o->job != NULL)) {
-		fprintf(stderr, "zeus: --pushgateway and --job go together\n");
+		usage_error("--pushgateway and --job go together");
+		return -1;
+	}
+	if (o->socket != NULL && o->host_port != NULL) {
+		usage_error("--socket and --host-port exclude each other");
 		return -1;
 	}
 	return optind;
@@ -246,71 +436,212 @@ monitor_opts(const struct opts *o, struct zeus_monitor_options *mo,
 	}
 }
 
+/*
+ * The monitor measures nothing although "all" of some kind was asked for
+ * (no NVML, no RAPL, no zeusd, or a zeusd that offers nothing): say so,
+ * with the library's reasons, rather than print a bare time later.
+ */
+static void
+warn_if_nothing(struct zeus_monitor *m, const struct opts *o)
+{
+	char why[2 * ZEUS_ERR_MSG_MAX + 8] = "";
+
+	if (zeus_monitor_gpus(m, NULL, 0) > 0 ||
+	    zeus_monitor_cpus(m, NULL, NULL, 0) > 0 ||
+	    (!o->gpus.all && !o->cpus.all))
+		return;
+	tool_prefix(stderr);
+	if (zeus_monitor_source(m) == ZEUS_SOURCE_ZEUSD) {
+		fprintf(stderr, "warning: nothing to measure: the zeusd lists "
+		    "no GPU and no CPU package (or serves neither "
+		    "gpu-read nor cpu-read)\n");
+		return;
+	}
+	pthread_mutex_lock(&tool_log_lock);
+	snprintf(why, sizeof(why), "%s%s%s", tool_why[0],
+	    tool_why[0][0] != '\0' && tool_why[1][0] != '\0' ? "; " : "",
+	    tool_why[1]);
+	pthread_mutex_unlock(&tool_log_lock);
+	fprintf(stderr, "warning: nothing to measure: no GPU through NVML "
+	    "and no readable RAPL package%s%s%s; set ZEUS_NVML_LIBRARY or "
+	    "ZEUS_RAPL_DIR, read RAPL as root, or name a zeusd "
+	    "(ZEUSD_SOCK_PATH, ZEUSD_HOST_PORT)\n", why[0] ? " (" : "", why,
+	    why[0] ? ")" : "");
+}
+
 /* ---- measure ----------------------------------------------------------------- */
 
-static json_t *
-energy_obj(const struct zeus_energy *e, size_t n, double *total)
+/*
+ * A number as people write it: x rounded to `decimals` places (the finest
+ * resolution of what was measured), then the shortest of %.15g..%.17g
+ * that reads back as that same double, so 0.505396906 rather than
+ * 0.50539690599999998. Not finite: "null" (JSON) or "" (CSV).
+ */
+static void
+fmt_num(char *buf, size_t size, double x, int decimals, const char *nan)
 {
-	json_t *o = json_object();
+	double scale = pow(10.0, decimals), r;
 
-	for (size_t i = 0; i < n; i++) {
-		char k[16];
-
-		snprintf(k, sizeof(k), "%u", e[i].index);
-		json_object_set_new(o, k, json_real(e[i].joules));
-		*total += e[i].joules;
+	if (!isfinite(x)) {
+		snprintf(buf, size, "%s", nan);
+		return;
 	}
-	return o;
+	r = round(x * scale) / scale;
+	if (!isfinite(r))
+		r = x;
+	if (r == 0.0)
+		r = 0.0;	/* no "-0" */
+	for (int p = 15; p <= 17; p++) {
+		snprintf(buf, size, "%.*g", p, r);
+		if (strtod(buf, NULL) == r)
+			break;
+	}
+}
+
+/* Joules to the µJ (RAPL's unit, finer than NVML's mJ); seconds to ns. */
+#define J_DECIMALS 6
+#define S_DECIMALS 9
+
+static double
+meas_total(const struct zeus_measurement *m)
+{
+	double total = 0;
+
+	for (size_t i = 0; i < m->gpu_count; i++)
+		total += m->gpu[i].joules;
+	for (size_t i = 0; i < m->cpu_count; i++)
+		total += m->cpu[i].joules;
+	for (size_t i = 0; i < m->dram_count; i++)
+		total += m->dram[i].joules;
+	return total;
 }
 
 static void
 print_text(FILE *f, const struct zeus_measurement *m, int status)
 {
-	double total = 0;
-
 	fprintf(f, "zeus: time %.3f s\n", m->time_s);
-	for (size_t i = 0; i < m->gpu_count; i++) {
+	for (size_t i = 0; i < m->gpu_count; i++)
 		fprintf(f, "zeus: gpu %u %.3f J\n", m->gpu[i].index,
 		    m->gpu[i].joules);
-		total += m->gpu[i].joules;
-	}
-	for (size_t i = 0; i < m->cpu_count; i++) {
+	for (size_t i = 0; i < m->cpu_count; i++)
 		fprintf(f, "zeus: cpu %u %.3f J\n", m->cpu[i].index,
 		    m->cpu[i].joules);
-		total += m->cpu[i].joules;
-	}
-	for (size_t i = 0; i < m->dram_count; i++) {
+	for (size_t i = 0; i < m->dram_count; i++)
 		fprintf(f, "zeus: dram %u %.3f J\n", m->dram[i].index,
 		    m->dram[i].joules);
-		total += m->dram[i].joules;
+	fprintf(f, "zeus: total %.3f J (exit status %d)\n", meas_total(m),
+	    status);
+}
+
+static void
+json_energy(FILE *f, const char *key, const struct zeus_energy *e, size_t n)
+{
+	char num[64];
+
+	fprintf(f, ",\"%s\":{", key);
+	for (size_t i = 0; i < n; i++) {
+		fmt_num(num, sizeof(num), e[i].joules, J_DECIMALS, "null");
+		fprintf(f, "%s\"%u\":%s", i ? "," : "", e[i].index, num);
 	}
-	fprintf(f, "zeus: total %.3f J (exit status %d)\n", total, status);
+	fputc('}', f);
+}
+
+/* A JSON string; bytes that are not UTF-8 become '?'. */
+static void
+json_str(FILE *f, const char *s)
+{
+	json_t *j = json_string(s);
+	char *out;
+
+	if (j == NULL) {
+		char ascii[ZEUS_ERR_MSG_MAX];
+		size_t i;
+
+		for (i = 0; s[i] != '\0' && i + 1 < sizeof(ascii); i++)
+			ascii[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+		ascii[i] = '\0';
+		j = json_string(ascii);
+	}
+	out = j != NULL ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	fputs(out != NULL ? out : "null", f);
+	free(out);
+	json_decref(j);
 }
 
 static void
 print_json(FILE *f, const struct zeus_measurement *m, int status,
-    const struct zeus_error *push_err)
+    const char *push_error)
 {
-	double total = 0;
-	json_t *o = json_object();
-	char *s;
+	char num[64];
 
-	json_object_set_new(o, "time_s", json_real(m->time_s));
-	json_object_set_new(o, "gpu_energy_j", energy_obj(m->gpu,
-	    m->gpu_count, &total));
-	json_object_set_new(o, "cpu_energy_j", energy_obj(m->cpu,
-	    m->cpu_count, &total));
-	json_object_set_new(o, "dram_energy_j", energy_obj(m->dram,
-	    m->dram_count, &total));
-	json_object_set_new(o, "total_energy_j", json_real(total));
-	json_object_set_new(o, "exit_status", json_integer(status));
-	json_object_set_new(o, "push_error", push_err != NULL ?
-	    json_string(push_err->message) : json_null());
-	s = json_dumps(o, JSON_COMPACT);
-	if (s != NULL)
-		fprintf(f, "%s\n", s);
-	free(s);
-	json_decref(o);
+	fmt_num(num, sizeof(num), m->time_s, S_DECIMALS, "null");
+	fprintf(f, "{\"time_s\":%s", num);
+	json_energy(f, "gpu_energy_j", m->gpu, m->gpu_count);
+	json_energy(f, "cpu_energy_j", m->cpu, m->cpu_count);
+	json_energy(f, "dram_energy_j", m->dram, m->dram_count);
+	fmt_num(num, sizeof(num), meas_total(m), J_DECIMALS, "null");
+	fprintf(f, ",\"total_energy_j\":%s,\"exit_status\":%d"
+	    ",\"push_error\":", num, status);
+	if (push_error != NULL)
+		json_str(f, push_error);
+	else
+		fputs("null", f);
+	fputs("}\n", f);
+}
+
+/* A CSV field (RFC 4180): quoted when it holds , " CR or LF. */
+static void
+csv_str(FILE *f, const char *s)
+{
+	if (strpbrk(s, ",\"\r\n") == NULL) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s != '\0'; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void
+csv_energy(FILE *f, const struct zeus_energy *e, size_t n, const char *kind,
+    bool header)
+{
+	char num[64];
+
+	for (size_t i = 0; i < n; i++) {
+		if (header) {
+			fprintf(f, ",%s%u_j", kind, e[i].index);
+		} else {
+			fmt_num(num, sizeof(num), e[i].joules, J_DECIMALS, "");
+			fprintf(f, ",%s", num);
+		}
+	}
+}
+
+/* The header line, then one row per window (measure has one). */
+static void
+print_csv(FILE *f, const char *window, const struct zeus_measurement *m,
+    int status)
+{
+	char num[64];
+
+	fputs("window,time_s", f);
+	csv_energy(f, m->gpu, m->gpu_count, "gpu", true);
+	csv_energy(f, m->cpu, m->cpu_count, "cpu", true);
+	csv_energy(f, m->dram, m->dram_count, "dram", true);
+	fputs(",total_j,exit_status\n", f);
+	csv_str(f, window);
+	fmt_num(num, sizeof(num), m->time_s, S_DECIMALS, "");
+	fprintf(f, ",%s", num);
+	csv_energy(f, m->gpu, m->gpu_count, "gpu", false);
+	csv_energy(f, m->cpu, m->cpu_count, "cpu", false);
+	csv_energy(f, m->dram, m->dram_count, "dram", false);
+	fmt_num(num, sizeof(num), meas_total(m), J_DECIMALS, "");
+	fprintf(f, ",%s,%d\n", num, status);
 }
 
 /* Runs argv; returns its status as a shell would (127: cannot run). */
@@ -323,7 +654,8 @@ run_command(char **argv)
 
 	rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
 	if (rc != 0) {
-		fprintf(stderr, "zeus: cannot run '%s': %s\n", argv[0],
+		tool_prefix(stderr);
+		fprintf(stderr, "cannot run '%s': %s\n", argv[0],
 		    strerror(rc));
 		return 127;
 	}
@@ -359,6 +691,22 @@ base_name(const char *p)
 	return s != NULL && s[1] != '\0' ? s + 1 : p;
 }
 
+/*
+ * A push failure: kept for --json (the first one), and printed unless a
+ * warning already said it (a counter's thread logs its first failure,
+ * and the histogram's push to the same group fails the same way).
+ */
+static void
+push_failed(const struct zeus_error *e, char *first, size_t size)
+{
+	if (first[0] == '\0')
+		snprintf(first, size, "%s", e->message);
+	if (tool_already_logged(e->message))
+		return;
+	tool_prefix(stderr);
+	fprintf(stderr, "push failed: %s\n", e->message);
+}
+
 static int
 cmd_measure(int argc, char **argv)
 {
@@ -370,21 +718,25 @@ cmd_measure(int argc, char **argv)
 	struct zeus_energy_counter *ctr = NULL;
 	struct zeus_monitor *m = NULL;
 	static struct zeus_measurement meas;
-	struct zeus_error e, push_e;
-	bool push_failed = false;
+	static char push_error[ZEUS_ERR_MSG_MAX];
+	struct zeus_error e;
 	const char *window;
 	struct opts o;
 	int first, status, rc;
 	FILE *out;
 
-	first = parse_args(argc, argv, &o, false);
-	if (first < 0 || first >= argc)
-		return first < 0 ? usage(2) : (fprintf(stderr,
-		    "zeus: measure needs a command after --\n"), 2);
+	first = parse_args(argc, argv, &o, FOR_MEASURE, measure_usage, false);
+	if (first < 0)
+		return EXIT_USAGE;
+	if (first >= argc)
+		return usage_error("needs a command after --");
+	if (o.counter_ms > 0 && o.pushgateway == NULL)
+		return usage_error("--counter needs --pushgateway");
 	window = o.window != NULL ? o.window : base_name(argv[first]);
 	monitor_opts(&o, &mo, &co);
 	if (zeus_monitor_create(&mo, &m, &e) != 0)
-		return fail("monitor", &e);
+		return fail(NULL, &e);
+	warn_if_nothing(m, &o);
 	if (o.pushgateway != NULL) {
 		ho.monitor = m;
 		ho.push.url = o.pushgateway;
@@ -413,12 +765,16 @@ cmd_measure(int argc, char **argv)
 	if (rc != 0) {
 		zeus_energy_histogram_destroy(h);
 		zeus_monitor_destroy(m);
-		return fail("begin", &e);
+		return fail(NULL, &e);
 	}
 	status = run_command(argv + first);
 	if (ctr != NULL && zeus_energy_counter_end_window(ctr, window, false,
-	    NULL, &e) != 0)
-		fprintf(stderr, "zeus: counter: %s\n", e.message);
+	    NULL, &e) != 0) {
+		if (e.code == ZEUS_ERR_PUSH)
+			push_failed(&e, push_error, sizeof(push_error));
+		else
+			fail("counter", &e);
+	}
 	zeus_energy_counter_destroy(ctr);
 	if (h != NULL)
 		rc = zeus_energy_histogram_end_window(h, window, false, &meas,
@@ -427,20 +783,21 @@ cmd_measure(int argc, char **argv)
 		rc = zeus_monitor_end_window(m, window, false, &meas, &e);
 	if (rc != 0 && e.code == ZEUS_ERR_PUSH) {
 		/* The measurement is good; only the push failed. */
-		push_failed = true;
-		push_e = e;
-		fprintf(stderr, "zeus: push failed: %s\n", e.message);
+		push_failed(&e, push_error, sizeof(push_error));
 		rc = 0;
 	}
 	if (rc != 0) {
-		fail("end", &e);
+		fail(NULL, &e);
 	} else if ((out = open_output(o.output)) == NULL) {
-		fprintf(stderr, "zeus: cannot open %s: %s\n", o.output,
+		tool_prefix(stderr);
+		fprintf(stderr, "cannot open %s: %s\n", o.output,
 		    strerror(errno));
 	} else {
-		if (o.json)
-			print_json(out, &meas, status,
-			    push_failed ? &push_e : NULL);
+		if (o.format == OUT_JSON)
+			print_json(out, &meas, status, push_error[0] != '\0' ?
+			    push_error : NULL);
+		else if (o.format == OUT_CSV)
+			print_csv(out, window, &meas, status);
 		else
 			print_text(out, &meas, status);
 		if (out != stderr && out != stdout)
@@ -469,9 +826,13 @@ cmd_gauge(int argc, char **argv)
 	struct opts o;
 	int sig, first;
 
-	first = parse_args(argc, argv, &o, false);
-	if (first < 0 || first != argc || o.pushgateway == NULL)
-		return usage(2);
+	first = parse_args(argc, argv, &o, FOR_GAUGE, gauge_usage, false);
+	if (first < 0)
+		return EXIT_USAGE;
+	if (first != argc)
+		return usage_error("unexpected argument '%s'", argv[first]);
+	if (o.pushgateway == NULL)
+		return usage_error("needs --pushgateway URL and --job NAME");
 	window = o.window != NULL ? o.window : "gauge";
 	/* Block before any thread starts so only sigwait sees them. */
 	sigemptyset(&set);
@@ -482,7 +843,7 @@ cmd_gauge(int argc, char **argv)
 	mo.cpu_indices = o.cpus.ids;	/* the gauge is GPU power only */
 	mo.cpu_count = 0;
 	if (zeus_monitor_create(&mo, &m, &e) != 0)
-		return fail("monitor", &e);
+		return fail(NULL, &e);
 	go.monitor = m;
 	go.push.url = o.pushgateway;
 	go.push.job = o.job;
@@ -492,15 +853,17 @@ cmd_gauge(int argc, char **argv)
 	    zeus_power_gauge_begin_window(g, window, false, &e) != 0) {
 		zeus_power_gauge_destroy(g);
 		zeus_monitor_destroy(m);
-		return fail("gauge", &e);
+		return fail(NULL, &e);
 	}
-	fprintf(stderr, "zeus: pushing GPU power of %zu GPUs to %s every "
-	    "%u ms; stop with ^C\n", zeus_monitor_gpus(m, NULL, 0),
-	    o.pushgateway, o.period_ms ? o.period_ms : 1000u);
+	tool_prefix(stderr);
+	fprintf(stderr, "pushing GPU power of %zu GPUs to %s every %u ms; "
+	    "stop with ^C\n", zeus_monitor_gpus(m, NULL, 0), o.pushgateway,
+	    o.period_ms ? o.period_ms : 1000u);
 	while (sigwait(&set, &sig) != 0)
 		;
-	if (zeus_power_gauge_end_window(g, window, false, &e) != 0)
-		fprintf(stderr, "zeus: gauge: %s\n", e.message);
+	if (zeus_power_gauge_end_window(g, window, false, &e) != 0 &&
+	    !tool_already_logged(e.message))
+		fail(NULL, &e);
 	zeus_power_gauge_destroy(g);
 	zeus_monitor_destroy(m);
 	return 0;
@@ -627,17 +990,31 @@ print_sample(const struct zeus_power_sample *s, void *user)
 	return *left > 0 && --*left == 0;
 }
 
-/* stream-gpu / stream-cpu / set-power-limit */
+static const char *const daemon_verbs[] = { "discover", "power", "energy",
+	"stream-gpu", "stream-cpu", "set-power-limit" };
+
+/* Runs one verb; `out` gets what the JSON verbs print. */
 static int
-daemon_other(struct zeus_client *c, const struct opts *o, const char *what,
-    struct zeus_error *e)
+daemon_run(struct zeus_client *c, const struct opts *o, const char *verb,
+    json_t **out, struct zeus_error *e)
 {
+	static struct zeus_discovery d;
 	unsigned long left = o->count;
 
-	if (strcmp(what, "stream-gpu") == 0)
+	if (strcmp(verb, "discover") == 0) {
+		if (zeus_client_discover(c, &d, e) != 0)
+			return -1;
+		*out = discovery_json(&d);
+		return 0;
+	}
+	if (strcmp(verb, "power") == 0 || strcmp(verb, "energy") == 0) {
+		*out = json_object();
+		return daemon_read(c, o, strcmp(verb, "energy") == 0, *out, e);
+	}
+	if (strcmp(verb, "stream-gpu") == 0)
 		return zeus_client_gpu_stream_power(c, o->gpus.all ? NULL :
 		    o->gpus.ids, o->gpus.n, print_sample, &left, NULL, e);
-	if (strcmp(what, "stream-cpu") == 0)
+	if (strcmp(verb, "stream-cpu") == 0)
 		return zeus_client_cpu_stream_power(c, o->cpus.all ? NULL :
 		    o->cpus.ids, o->cpus.n, print_sample, &left, NULL, e);
 	return zeus_client_gpu_set_power_limit(c, o->gpus.all ? NULL :
@@ -647,76 +1024,79 @@ daemon_other(struct zeus_client *c, const struct opts *o, const char *what,
 static int
 cmd_daemon(int argc, char **argv)
 {
-	static struct zeus_discovery d;
 	struct zeus_client_options co = { 0 };
 	struct zeus_client *c;
 	struct zeus_error e;
 	json_t *out = NULL;
+	const char *verb = NULL;
 	struct opts o;
-	int first, rc = 0;
-	const char *what;
+	int first, rc;
 	char *s;
 
-	first = parse_args(argc, argv, &o, true);
-	if (first < 0 || first + 1 != argc)
-		return usage(2);
-	what = argv[first];
-	if (strcmp(what, "discover") != 0 && strcmp(what, "power") != 0 &&
-	    strcmp(what, "energy") != 0 && strcmp(what, "stream-gpu") != 0 &&
-	    strcmp(what, "stream-cpu") != 0 &&
-	    strcmp(what, "set-power-limit") != 0)
-		return usage(2);
+	first = parse_args(argc, argv, &o, FOR_DAEMON, daemon_usage, true);
+	if (first < 0)
+		return EXIT_USAGE;
+	if (first == argc)
+		return usage_error("needs a verb (discover, power, energy, "
+		    "stream-gpu, stream-cpu, set-power-limit)");
+	if (first + 1 != argc)
+		return usage_error("unexpected argument '%s'", argv[first + 1]);
+	for (size_t i = 0; i < sizeof(daemon_verbs) / sizeof(*daemon_verbs);
+	    i++)
+		if (strcmp(argv[first], daemon_verbs[i]) == 0)
+			verb = daemon_verbs[i];
+	if (verb == NULL)
+		return usage_error("unknown verb '%s'", argv[first]);
+	if (strcmp(verb, "set-power-limit") == 0 && !o.has_mw)
+		return usage_error("set-power-limit needs --mw N");
 	co.socket_path = o.socket;
 	co.host_port = o.host_port;
 	co.token = o.token;
 	if (zeus_client_open(&co, &c, &e) != 0)
-		return fail("zeusd", &e);
-	if (strcmp(what, "discover") == 0) {
-		rc = zeus_client_discover(c, &d, &e);
-		if (rc == 0)
-			out = discovery_json(&d);
-	} else if (strcmp(what, "power") != 0 && strcmp(what, "energy") != 0) {
-		rc = daemon_other(c, &o, what, &e);
-		zeus_client_close(c);
-		if (rc != 0) {
-			fprintf(stderr, "zeus: %s: %s\n", what, e.message);
-			return e.http_status >= 400 && e.http_status < 500 ? 4 : 1;
-		}
-		return 0;
-	} else {
-		out = json_object();
-		rc = daemon_read(c, &o, strcmp(what, "energy") == 0, out, &e);
-	}
+		return fail(verb, &e);
+	rc = daemon_run(c, &o, verb, &out, &e);
 	zeus_client_close(c);
 	if (rc != 0) {
 		json_decref(out);
-		return fail(what, &e);
+		fail(verb, &e);
+		/* Every verb alike: zeusd refused (4xx) or something failed. */
+		return e.http_status >= 400 && e.http_status < 500 ?
+		    EXIT_HTTP_4XX : EXIT_FAIL;
 	}
-	s = json_dumps(out, JSON_INDENT(2));
-	if (s != NULL)
-		printf("%s\n", s);
-	free(s);
-	json_decref(out);
+	if (out != NULL) {
+		s = json_dumps(out, JSON_INDENT(2));
+		if (s != NULL)
+			printf("%s\n", s);
+		free(s);
+		json_decref(out);
+	}
 	return 0;
 }
 
 int
 main(int argc, char **argv)
 {
+	zeus_set_log_handler(tool_log, NULL);
 	if (argc < 2)
-		return usage(2);
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-		return usage(0);
+		return usage_error("needs a subcommand (measure, gauge, "
+		    "daemon)");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		printf("%s\n%s\n%s\n%s", main_usage, measure_usage,
+		    gauge_usage, daemon_usage);
+		return 0;
+	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("zeus %s\n", zeus_version());
 		return 0;
 	}
-	if (strcmp(argv[1], "measure") == 0)
+	if (strcmp(argv[1], "measure") == 0 || strcmp(argv[1], "gauge") == 0 ||
+	    strcmp(argv[1], "daemon") == 0)
+		tool_cmd = argv[1];
+	if (tool_cmd == NULL)
+		return usage_error("unknown subcommand '%s'", argv[1]);
+	if (strcmp(tool_cmd, "measure") == 0)
 		return cmd_measure(argc - 1, argv + 1);
-	if (strcmp(argv[1], "gauge") == 0)
+	if (strcmp(tool_cmd, "gauge") == 0)
 		return cmd_gauge(argc - 1, argv + 1);
-	if (strcmp(argv[1], "daemon") == 0)
-		return cmd_daemon(argc - 1, argv + 1);
-	fprintf(stderr, "zeus: unknown command '%s'\n", argv[1]);
-	return usage(2);
+	return cmd_daemon(argc - 1, argv + 1);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.h - the zeusd client: every read and write of the zeusd HTTP API
  * (docs in /work/shared/API.md terms: discover, time, whoami, GPU reads and

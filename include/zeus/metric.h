@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metric.h - Zeus's metric module in C: an energy histogram, a cumulative
  * energy counter and a GPU power gauge, exported in the Prometheus text
@@ -8,13 +9,16 @@
  * power_monitor_gpu_power_watts (gauge), labels `window` and `index`.
  *
  * Pushes go to <url>/metrics/job/<job>/window/<window>[/instance/<inst>]
- * with POST, so each window (and each process, through `instance`) owns its
- * own group and a push never wipes another window's or process's series
+ * with POST, so each window (and each host, or whatever `instance` says)
+ * owns its own group and a push never wipes another window's series
  * (docs/libzeus.md, "Pushgateway grouping").
  *
  * A failed push never loses data: the metric keeps its state, the call
- * returns -1 with code ZEUS_ERR_PUSH (its measurement output still valid),
- * and the log handler gets a warning. The next push sends everything again.
+ * returns -1 with code ZEUS_ERR_PUSH (its measurement output still valid).
+ * The next push sends everything again. A push that fails in a counter's
+ * or gauge's thread is logged as a warning, the first failure of a window
+ * only, and end_window returns it; a failure returned by the call itself
+ * is not logged.
  *
  * Each metric measures through a monitor the caller owns (borrowed; it must
  * outlive the metric and cover the devices the metric is asked about).
@@ -36,9 +40,11 @@ struct zeus_push_options {
 	const char *url;		/* "http://127.0.0.1:9091"; NULL: no push */
 	const char *job;		/* required with url */
 	/*
-	 * Extra grouping-key label `instance`. NULL: "<hostname>-<pid>", so
-	 * processes never share a group; "" leaves it out (a later process
-	 * pushing the same window then replaces the earlier one's series).
+	 * Extra grouping-key label `instance`. NULL: the host name, so runs
+	 * on one host reuse one group per window (the gateway keeps groups
+	 * until deleted); processes that run at the same time on one host
+	 * and push the same window pass their own (a rank, a pid). "" leaves
+	 * the label out.
 	 */
 	const char *instance;
 	unsigned timeout_ms;		/* per push; 0: 3000 */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * monitor.h - energy windows over GPUs, CPU packages and DRAM.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * zeus.h - libzeus, Zeus's measurement and metrics layer for C and C++.
  *
@@ -65,11 +66,14 @@ enum zeus_log_level { ZEUS_LOG_DEBUG, ZEUS_LOG_INFO, ZEUS_LOG_WARN,
 	ZEUS_LOG_ERROR };
 
 /*
- * Where libzeus sends warnings (a value outside the histogram buckets, a
- * failed push in a background thread, ...). The default writes
- * "zeus: warning: <msg>" to stderr for WARN and ERROR. Pass NULL to restore
- * the default. Process-wide; may be called from any thread, and the
- * handler may be called from libzeus's background threads.
+ * Where everything libzeus logs goes: warnings (a value outside the
+ * histogram buckets, a failed push in a background thread, a device
+ * warning), and at info and debug level what the device code reports
+ * ("nvml_open library=... gpus=4", why no GPU or CPU was found). The
+ * default writes "zeus: warning: <msg>" to stderr for WARN and ERROR and
+ * drops the rest; a handler gets every level. Pass NULL to restore the
+ * default. Process-wide; may be called from any thread, and the handler may
+ * be called from libzeus's background threads.
  */
 typedef void (*zeus_log_fn)(enum zeus_log_level level, const char *message,
     void *user);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.c - the zeusd client (include/zeus/client.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common.c - libzeus's shared helpers: the public error names, the log
  * handler (process-wide, like libcurl's), and the bounded buffer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http.c - one HTTP request through libcurl, for the zeusd client (UDS or
  * TCP, bearer token, SSE streams) and the Pushgateway pusher.

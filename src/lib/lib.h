@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lib.h - what libzeus's own files share and users never see: error and
  * log helpers, a bounded growable buffer, and the libcurl request wrapper

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metric.c - Zeus's metric module (include/zeus/metric.h): the energy
  * histogram, the cumulative energy counter and the power gauge.
@@ -169,24 +170,19 @@ nomem:
 	return NULL;
 }
 
-/* Pushes text for window `name`; logs and returns -1 on failure. */
+/*
+ * Pushes text for window `name`; -1 and err on failure, not logged: the
+ * caller returns it, or a thread logs its first one (win_push_result).
+ */
 static int
 set_push(struct mwin_set *s, const char *name, const char *text,
     struct zeus_error *err)
 {
-	struct zeus_error e;
-
 	if (s->push.url == NULL)
 		return 0;
 	if (text == NULL)
 		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
-	if (zeus_push_text(&s->push, name, text, &e) == 0)
-		return 0;
-	lib_log(ZEUS_LOG_WARN, "push of window '%s' failed: %s", name,
-	    e.message);
-	if (err != NULL)
-		*err = e;
-	return -1;
+	return zeus_push_text(&s->push, name, text, err);
 }
 
 static int
@@ -459,15 +455,27 @@ deadline_add(struct timespec *ts, unsigned ms)
 	ts->tv_nsec %= 1000000000L;
 }
 
-/* Records a thread's push failure in its window. Locked. */
-static void
+/*
+ * Records a thread's push failure in its window. Locked. Returns true for
+ * the window's first failure, which the caller logs once unlocked: a dead
+ * gateway would otherwise be reported at every period, and end_window
+ * returns that first failure anyway.
+ */
+static bool
 win_push_result(struct mwin *w, int rc, const struct zeus_error *e)
 {
-	if (rc != 0 && !w->push_failed) {
-		w->push_failed = true;
-		snprintf(w->push_error, sizeof(w->push_error), "%s",
-		    e->message);
-	}
+	if (rc == 0 || w->push_failed)
+		return false;
+	w->push_failed = true;
+	snprintf(w->push_error, sizeof(w->push_error), "%s", e->message);
+	return true;
+}
+
+static void
+win_log_push_failure(const struct mwin *w, const struct zeus_error *e)
+{
+	lib_log(ZEUS_LOG_WARN, "push of window '%s' failed: %s", w->name,
+	    e->message);
 }
 
 /* Opens a thread window; `fn` runs in the thread. */
@@ -654,6 +662,7 @@ counter_thread(void *arg)
 	while (m != NULL && !last) {
 		struct zeus_error e;
 		char *text;
+		bool first;
 		int rc;
 
 		deadline_add(&next, c->set.period_ms);
@@ -667,8 +676,10 @@ counter_thread(void *arg)
 		rc = set_push(&c->set, w->name, text, &e);
 		free(text);
 		pthread_mutex_lock(&c->set.lock);
-		win_push_result(w, rc, &e);
+		first = win_push_result(w, rc, &e);
 		pthread_mutex_unlock(&c->set.lock);
+		if (first)
+			win_log_push_failure(w, &e);
 	}
 	if (m == NULL)
 		lib_log(ZEUS_LOG_ERROR, "counter '%s': out of memory",
@@ -828,6 +839,7 @@ gauge_thread(void *arg)
 	while (!stop) {
 		struct zeus_error e;
 		char *text = NULL;
+		bool first;
 		int rc = 0;
 
 		if (zeus_monitor_gpu_power(g->set.monitor, p, &e) != 0) {
@@ -849,7 +861,11 @@ gauge_thread(void *arg)
 		}
 		deadline_add(&next, g->set.period_ms);
 		pthread_mutex_lock(&g->set.lock);
-		win_push_result(w, rc, &e);
+		first = win_push_result(w, rc, &e);
+		pthread_mutex_unlock(&g->set.lock);
+		if (first)
+			win_log_push_failure(w, &e);
+		pthread_mutex_lock(&g->set.lock);
 		stop = win_wait(w, &next);
 		pthread_mutex_unlock(&g->set.lock);
 	}

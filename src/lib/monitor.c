@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * monitor.c - named energy windows (include/zeus/monitor.h).
  *

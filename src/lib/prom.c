@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * prom.c - Prometheus text exposition and Pushgateway URLs (see prom.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * prom.h - the Prometheus text exposition format (version 0.0.4), as much
  * of it as libzeus writes: HELP/TYPE headers and samples labelled
@@ -45,5 +46,8 @@ int prom_base64url(struct zbuf *b, const char *s);
  */
 int prom_push_url(struct zbuf *b, const char *url, const char *job,
     const char *window, const char *instance);
+
+/* The `instance` used when none is given: the host name (push.c). */
+void push_default_instance(char *buf, size_t size);
 
 #endif

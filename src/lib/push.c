@@ -1,11 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * push.c - sends exposition text to a Prometheus Pushgateway.
  *
  * POST, not PUT: the gateway then replaces only the metric families that
  * the push names, within the one group given by the grouping key. Each
- * window (and, through `instance`, each process) has its own group, so
- * concurrent windows and processes never wipe each other's series, and a
- * histogram and a counter (different family names) can share a group.
+ * window has its own group, so concurrent windows never wipe each other's
+ * series, and a histogram and a counter (different family names) can share
+ * a group.
+ *
+ * `instance` defaults to the host name, not host and pid: the gateway keeps
+ * every group until it is deleted, so a per-process default left one more
+ * group behind with every run of a short program. The cost is that two
+ * processes on one host pushing the same window to one job share a group
+ * (the later push of a family wins); they pass their own instance.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +23,16 @@
 #include "zeus/metric.h"
 
 #define PUSH_DEFAULT_TIMEOUT_MS 3000u
+
+void
+push_default_instance(char *buf, size_t size)
+{
+	if (size == 0)
+		return;
+	if (gethostname(buf, size) != 0 || buf[0] == '\0')
+		snprintf(buf, size, "localhost");
+	buf[size - 1] = '\0';
+}
 
 int
 zeus_push_text(const struct zeus_push_options *push, const char *window,
@@ -38,11 +55,7 @@ zeus_push_text(const struct zeus_push_options *push, const char *window,
 		return lib_err(err, ZEUS_ERR_INVALID,
 		    "Pushgateway URL must start with http:// or https://");
 	if (instance == NULL) {
-		char host[128] = "localhost";
-
-		gethostname(host, sizeof(host) - 1);
-		host[sizeof(host) - 1] = '\0';
-		snprintf(inst, sizeof(inst), "%s-%ld", host, (long)getpid());
+		push_default_instance(inst, sizeof(inst));
 		instance = inst;
 	}
 	zbuf_init(&url, 8192);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * source_direct.c - the monitor's in-process source: NVML through the
  * project's dlopen backend (src/devices/nvml.c) and RAPL through the
@@ -6,9 +7,19 @@
  * Library and tree: the options' paths, else ZEUS_NVML_LIBRARY and
  * ZEUS_RAPL_DIR, else the driver's libnvidia-ml.so.1 and the detected
  * powercap root.
+ *
+ * Logging: the device code logs through src/common/log.c, which writes to
+ * stderr at a process-wide level (zeusd's, from ZEUSD_LOG). Inside someone
+ * else's program that is wrong on both counts, so the lines go to
+ * libzeus's log handler instead (lib_log; the default shows warnings and
+ * errors only), through log.c's sink hook zlog_set_sink. The reference to
+ * the hook is weak and hidden: libzeus also links against a log.c without
+ * it, and then only quiets the logger (its level, in libzeus's own hidden
+ * copy of log.c, to errors). The host program's state is never touched.
  */
 #include "source.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +30,41 @@
 #include "devices/rapl.h"
 #include "lib.h"
 
+/* log.c's sink hook; NULL when this build's log.c has none. */
+typedef void (*direct_sink_fn)(enum zlog_level level, const char *event,
+    const char *fields);
+extern void zlog_set_sink(direct_sink_fn fn)
+    __attribute__((weak, visibility("hidden")));
+
+static pthread_once_t direct_log_once = PTHREAD_ONCE_INIT;
+
 struct direct {
 	struct gpu_backend gpu;
 	bool have_gpu;
 	struct rapl *rapl;
 };
+
+/* A device log line ("event k=v ...") to the library's log handler. */
+static void
+direct_log_sink(enum zlog_level level, const char *event, const char *fields)
+{
+	static const enum zeus_log_level map[] = {
+		[ZLOG_DEBUG] = ZEUS_LOG_DEBUG, [ZLOG_INFO] = ZEUS_LOG_INFO,
+		[ZLOG_WARN] = ZEUS_LOG_WARN, [ZLOG_ERROR] = ZEUS_LOG_ERROR,
+	};
+
+	lib_log((unsigned)level <= ZLOG_ERROR ? map[level] : ZEUS_LOG_ERROR,
+	    "%s%s%s", event, fields[0] != '\0' ? " " : "", fields);
+}
+
+static void
+direct_log_init(void)
+{
+	if (zlog_set_sink != NULL)
+		zlog_set_sink(direct_log_sink);
+	else
+		zlog_set_level(ZLOG_ERROR);
+}
 
 static int
 direct_fail(struct zeus_error *err, const struct zerr *z)
@@ -125,8 +166,14 @@ direct_open_gpus(struct direct *d, const struct mon_source_want *w,
 	unsigned n;
 
 	if (nvml_backend_open(lib, &d->gpu, &z) != 0) {
-		if (z.kind == ZERR_NOT_FOUND && !w->gpus_required)
-			return 0;	/* no NVML here: zero GPUs */
+		if (z.kind == ZERR_NOT_FOUND && !w->gpus_required) {
+			/*
+			 * No NVML here: zero GPUs. The reason is for a
+			 * caller that ends up measuring nothing.
+			 */
+			lib_log(ZEUS_LOG_INFO, "no GPUs: NVML: %s", z.msg);
+			return 0;
+		}
 		return lib_err(err, z.kind == ZERR_NOT_FOUND ?
 		    ZEUS_ERR_NOT_FOUND : ZEUS_ERR_DEVICE, "NVML: %s", z.msg);
 	}
@@ -156,11 +203,16 @@ direct_open_cpus(struct direct *d, const struct mon_source_want *w,
 	if (root == NULL)
 		root = rapl_default_root();
 	if (rapl_open(root, &d->rapl, &z) != 0) {
-		if (!w->cpus_required)
+		if (!w->cpus_required) {
+			lib_log(ZEUS_LOG_INFO, "no CPUs: RAPL: %s", z.msg);
 			return 0;
+		}
 		return lib_err(err, ZEUS_ERR_DEVICE, "RAPL: %s", z.msg);
 	}
 	n = rapl_count(d->rapl);
+	if (n == 0)
+		lib_log(ZEUS_LOG_INFO, "no CPUs: RAPL: no package under %s",
+		    root);
 	if (n > ZEUS_MAX_DEVICES)
 		n = ZEUS_MAX_DEVICES;
 	if (n > 0 && rapl_start_keepalive(d->rapl, 0, &z) != 0)
@@ -182,11 +234,7 @@ source_direct_open(const struct mon_source_want *w, struct mon_source *out,
 	memset(inv, 0, sizeof(*inv));
 	if (d == NULL)
 		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
-	/* The devices' own logs are for the daemon; keep a library quiet. */
-	if (getenv("ZEUSD_LOG") == NULL)
-		zlog_set_level(ZLOG_ERROR);
-	else
-		zlog_init_from_env();
+	pthread_once(&direct_log_once, direct_log_init);
 	if ((w->gpus && direct_open_gpus(d, w, inv, err) != 0) ||
 	    (w->cpus && direct_open_cpus(d, w, inv, err) != 0)) {
 		direct_destroy(d);

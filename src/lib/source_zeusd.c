@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * source_zeusd.c - the monitor's zeusd source: the devices a zeusd
  * reports in /discover, read with one request per kind per read

@@ -4,6 +4,11 @@ routes over fake powercap trees (--rapl-dir) and simulated packages
 accuracy against counters advanced at a known rate, counter errors, the
 keepalive that catches wraps nobody asked about, and the cpu-read group.
 
+Timing: these tests must hold on a fully loaded 2-core machine. Nothing is
+compared against a nominal rate or a fixed sleep: power is checked against
+what the fake counters really held while the request ran, and the
+keepalive test moves a counter only after the daemon has read it.
+
 Fake trees are written by rapltree.RaplTree; counters are rewritten in
 place because the daemon keeps them open (docs/rapl.md).
 """
@@ -14,7 +19,7 @@ import time
 import pytest
 
 from conftest import run_zeusd
-from rapltree import Advancer, RaplTree
+from rapltree import Advancer, RaplTree, ReadWatch
 
 ENERGY = "/cpu/get_cumulative_energy"
 POWER = "/cpu/get_power"
@@ -230,20 +235,28 @@ def test_wrap_tracked_while_other_counter_is_asked(start, wraptree):
                                              ("uds", 5, 0.2)])
 def test_power_matches_known_rate(start, tmp_path, mode, hz, gap_s):
     """Counters advanced at 50 W / 10 W / 80 W; package 1's 10 J range
-    wraps every 125 ms, inside or near every sampling window."""
+    wraps every 125 ms, inside or near every sampling window.
+
+    The expected power comes from the counter writes actually made while
+    each request was in flight (Advancer.power_bounds), not from the
+    nominal rate: on a loaded 2-core machine the writer thread or the
+    request can stall for tens of ms, which moves the true answer, and the
+    bounds widen by exactly that. Unloaded they are a few % wide."""
     tree = RaplTree(tmp_path / "rapl", {
         0: {"dram": True, "cpu": 5_000_000, "dram_uj": 7},
         1: {"cpu": 123, "max": 9_999_999}})
     args = ["--cpu-power-poll-hz", str(hz)] if hz else []
     d = serve_tree(start, mode, tree, args)
+    period_ns = round(gap_s * 1e9)
     rates = {(0, "cpu"): 50, (0, "dram"): 10, (1, "cpu"): 80}
-    errs = {k: [] for k in rates}
-    with Advancer(tree, rates):
+    widths, errs = [], []
+    with Advancer(tree, rates) as adv:
         time.sleep(0.02)
         for _ in range(5):
-            t0 = time.monotonic()
+            t0 = time.monotonic_ns()
             r = d.get(POWER)
-            took = time.monotonic() - t0
+            t1 = time.monotonic_ns()
+            took = (t1 - t0) / 1e9
             assert r.status_code == 200, r.text
             body = r.json()
             assert set(body) == {"timestamp_ms", "power_mw"}
@@ -255,15 +268,19 @@ def test_power_matches_known_rate(start, tmp_path, mode, hz, gap_s):
             for (n, zone), watts in rates.items():
                 mw = pm[str(n)][f"{zone}_mw"]
                 assert isinstance(mw, int)
-                errs[(n, zone)].append(abs(mw - watts * 1000) / (watts * 1000))
-                # a stalled writer thread on a loaded box may cost a few %
-                assert errs[(n, zone)][-1] <= 0.25, (n, zone, mw, body)
-            # one sampling period, not much more (packages sample in parallel)
-            assert gap_s * 0.95 <= took < gap_s + 1.0, took
+                lo, hi = adv.power_bounds((n, zone), t0, t1, period_ns)
+                # the daemon rounds to a whole mW
+                assert lo * 1000 - 1 <= mw <= hi * 1000 + 1, \
+                    (n, zone, mw, lo, hi, took, body)
+                widths.append((hi - lo) / watts)
+                errs.append(abs(mw / 1000 - watts) / watts)
+            # at least one sampling period (packages sample in parallel)
+            assert took >= gap_s * 0.95, took
     tree.close()
-    for k, e in errs.items():
-        assert statistics.median(e) <= 0.05, (k, e)
-    print("worst relative power error %.4f" % max(map(max, errs.values())))
+    print("relative to the nominal rate: error median %.4f worst %.4f, "
+          "bounds width median %.4f worst %.4f" %
+          (statistics.median(errs), max(errs), statistics.median(widths),
+           max(widths)))
 
 
 def test_power_of_idle_counter_is_zero(d03):
@@ -361,7 +378,7 @@ def test_energy_beyond_int64_is_never_negative(start, tmp_path):
 # --- keepalive --------------------------------------------------------------
 
 def keepalive_ms(d):
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         m = re.search(r"event=rapl_keepalive_started interval_ms=(\d+)",
                       d.logs())
@@ -379,7 +396,11 @@ def test_keepalive_catches_wraps_between_requests(start, tmp_path):
     """With a range of 10^8 µJ a 2 kW counter would wrap every 50 ms, so
     the automatic keepalive interval is about 25 ms. The counter goes
     through two wraps while nobody asks; one request at the end must count
-    both (a plain reader would see 10M -> 30M: no wrap at all)."""
+    both (a plain reader would see 10M -> 30M: no wrap at all).
+
+    Each value is written only once the daemon (its keepalive: no request
+    is in flight) has read the previous one, so a loaded machine that runs
+    the keepalive late slows the test down instead of failing it."""
     maximum = 99_999_999
     tree = RaplTree(tmp_path / "rapl", {
         0: {"dram": True, "max": maximum, "dram_max": 10 ** 12,
@@ -389,10 +410,13 @@ def test_keepalive_catches_wraps_between_requests(start, tmp_path):
     assert interval == maximum // (2000 * 1000) // 2 == 24
     assert d.get(ENERGY, params=BOTH).json()["0"]["cpu_energy_uj"] == \
         10_000_000
-    pause = max(0.2, 5 * interval / 1000)
-    for raw in (90_000_000, 20_000_000, 90_000_000, 30_000_000):
-        tree.set(0, cpu=raw)
-        time.sleep(pause)
+    watch = ReadWatch(tree.path(0))
+    try:
+        for raw in (90_000_000, 20_000_000, 90_000_000, 30_000_000):
+            assert watch.read_after_write(lambda: tree.set(0, cpu=raw)), \
+                f"the keepalive never read {raw}"
+    finally:
+        watch.close()
     r = d.get(ENERGY, params=BOTH)
     assert r.json()["0"] == {"cpu_energy_uj": 30_000_000 + 2 * (maximum + 1),
                              "dram_energy_uj": 5}
@@ -456,25 +480,36 @@ def test_cpu_read_disabled_404(start, mode, path):
     assert "cpu-read" not in d.get("/discover").json()["enabled_api_groups"]
 
 
-def test_energy_read_does_not_wait_behind_get_power(start):
-    # get_power sleeps one sampling period (1 s here) on the package's
-    # worker; cumulative energy has its own reader and answers at once.
+def test_energy_read_does_not_wait_behind_get_power(start, tree03):
+    """get_power sleeps one sampling period (1 s here) on the package's
+    worker; cumulative energy has its own reader and answers at once.
+
+    The energy request is sent once the power request's first read of the
+    counter has happened (seen with inotify), so it is certainly behind a
+    sleeping worker, however late a loaded machine ran either side; it
+    must come back well before that sleep ends."""
     import threading
-    d = start(args=["--cpu-power-poll-hz", "1"])
+    d = serve_tree(start, "uds", tree03, ["--cpu-power-poll-hz", "1"])
+    watch = ReadWatch(tree03.path(0))
     slow = {}
 
     def power():
         t = time.monotonic()
-        slow["r"] = d.make_client().get("/cpu/get_power")
+        slow["r"] = d.make_client().get("/cpu/get_power?cpu_ids=0")
         slow["s"] = time.monotonic() - t
 
-    th = threading.Thread(target=power)
-    th.start()
-    time.sleep(0.2)
-    t = time.monotonic()
-    r = d.get("/cpu/get_cumulative_energy?cpu=true&dram=true")
-    fast = time.monotonic() - t
-    th.join(10)
+    try:
+        watch.drain()
+        th = threading.Thread(target=power)
+        th.start()
+        assert watch.wait_reads(1, 30), "get_power never read the counter"
+        first_read = time.monotonic()
+        r = d.get("/cpu/get_cumulative_energy?cpu=true&dram=true")
+        fast = time.monotonic() - first_read
+        th.join(30)
+    finally:
+        watch.close()
     assert r.status_code == 200 and slow["r"].status_code == 200
     assert slow["s"] >= 0.9
-    assert fast < 0.5, fast
+    # Queued behind the worker it would take the rest of the 1 s sleep.
+    assert fast < 0.7, fast

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -228,6 +229,50 @@ def test_gateway_down_keeps_measurement(tree):
     assert meas["gpu_energy_j"]["0"] >= 0
     assert dead[7:] in meas["push_error"]
     assert "push failed" in r.stderr
+    assert said(r.stderr, dead[7:]) == 1, r.stderr
+
+
+def said(stderr, needle):
+    """How many of the tool's own lines mention needle (not the JSON)."""
+    return sum(1 for line in stderr.splitlines()
+               if line.startswith("zeus measure:") and needle in line)
+
+
+@pytest.mark.parametrize("counter", [[], ["--counter", "0.1"]])
+def test_failed_push_reported_once(tree, counter):
+    """The histogram's push at the end, the counter's pushes every 0.1 s
+    and its last one all fail against the same group: one line says so."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    r = zeus("measure", "--gpus", "0", "--cpus", "none", "--pushgateway",
+             dead, "--job", "j", *counter, "--", "sleep", "0.5",
+             env=direct_env(tree))
+    assert r.returncode == 0, r.stderr
+    assert said(r.stderr, dead[7:]) == 1, r.stderr
+    assert "zeus: time " in r.stderr
+
+
+@needs_gateway
+def test_default_instance_is_the_host_name(gateway, tree):
+    """Without --instance, runs on one host share their window's group
+    instead of leaving one group per process behind."""
+    env = direct_env(tree)
+    for _ in range(3):
+        r = zeus("measure", "--gpus", "none", "--cpus", "1", "--pushgateway",
+                 gateway.url, "--job", "inst", "--window", "w", "--",
+                 "true", env=env)
+        assert r.returncode == 0, r.stderr
+    groups = {dict(k[1]).get("instance") for k in gateway.series()
+              if dict(k[1]).get("job") == "inst"}
+    assert groups == {socket.gethostname()}
+    # the last run replaced the others' series in that one group
+    assert gateway.get("energy_monitor_cpu_energy_joules_count",
+                       job="inst", window="w", index=1) == {"": 1}
+    # and the group can be deleted as docs/libzeus.md says
+    host = socket.gethostname()
+    httpx.delete(f"{gateway.url}/metrics/job/inst/window/w/instance/{host}",
+                 timeout=5).raise_for_status()
+    assert not any(dict(k[1]).get("job") == "inst"
+                   for k in gateway.series())
 
 
 @needs_gateway

@@ -1,14 +1,18 @@
 """Black-box tests of the `zeus` tool: measure's contract (exit status,
-output, usage errors) and `zeus daemon ...`, which drives libzeus's zeusd
-client against a simulated zeusd over UDS and TCP (reads, a write, SSE
-streams, and errors carrying the daemon's message and status)."""
+output as text, JSON and CSV, usage errors and per-subcommand help, the
+warning when nothing can be measured) and `zeus daemon ...`, which drives
+libzeus's zeusd client against a simulated zeusd over UDS and TCP (reads,
+a write, SSE streams, and errors carrying the daemon's message and status,
+with the same exit codes for every verb)."""
+import csv
+import io
 import json
 import os
 import subprocess
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, SIM
 
 ZEUS = BUILD / "zeus"
 
@@ -30,13 +34,129 @@ def conn(d):
 def test_version_and_usage():
     r = zeus("--version")
     assert r.returncode == 0 and r.stdout.startswith("zeus ")
-    assert zeus("--help").returncode == 0
-    for bad in (["bogus"], ["measure"], ["measure", "--gpus", "x", "--",
-                                         "true"],
+    r = zeus("--help")
+    assert r.returncode == 0
+    assert all(f"usage: zeus {c}" in r.stdout
+               for c in ("measure", "gauge", "daemon"))
+    for bad in (["bogus"], [], ["measure"], ["measure", "--gpus", "x", "--",
+                                            "true"],
                 ["measure", "--pushgateway", "http://x", "--", "true"],
                 ["gauge", "--job", "j"], ["daemon", "nope"]):
         r = zeus(*bad)
         assert r.returncode == 2, (bad, r.stderr)
+
+
+@pytest.mark.parametrize("cmd", ["measure", "gauge", "daemon"])
+def test_each_subcommand_has_its_own_help(cmd):
+    r = zeus(cmd, "--help")
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.startswith(f"usage: zeus {cmd} ")
+    others = {"measure", "gauge", "daemon"} - {cmd}
+    assert not any(f"zeus {o} " in r.stdout for o in others), r.stdout
+    # also after other options, and after a daemon verb
+    args = [cmd, "--gpus", "0", "--help"] + (["--", "true"]
+                                             if cmd == "measure" else [])
+    assert zeus(*args).stdout == r.stdout
+    if cmd == "daemon":
+        assert zeus("daemon", "power", "--help").stdout == r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["measure", "--bogus", "--", "true"], "unknown option '--bogus'"),
+    (["measure", "--gpus", "x", "--", "true"], "bad value for --gpus: 'x'"),
+    (["measure", "--mw", "5", "--", "true"], "unknown option '--mw'"),
+    (["measure", "--gpus"], "option '--gpus' needs a value"),
+    (["measure", "--json", "--csv", "--", "true"], "--json and --csv"),
+    (["measure", "--counter", "1", "--", "true"], "--counter needs"),
+    (["measure"], "needs a command"),
+    (["gauge", "--job", "j"], "--pushgateway and --job go together"),
+    (["gauge", "--pushgateway", "http://x", "--job", "j", "extra"],
+     "unexpected argument 'extra'"),
+    (["daemon"], "needs a verb"),
+    (["daemon", "nope"], "unknown verb 'nope'"),
+    (["daemon", "power", "--json"], "unknown option '--json'"),
+    (["daemon", "set-power-limit", "--gpus", "0"], "needs --mw"),
+])
+def test_usage_error_is_one_line_and_a_hint(args, msg):
+    r = zeus(*args)
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2, r.stderr
+    assert lines[0].startswith(f"zeus {args[0]}: ") and msg in lines[0]
+    assert lines[1] == f"Try 'zeus {args[0]} --help' for more information."
+
+
+def test_unknown_subcommand_hint():
+    r = zeus("bogus")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        "zeus: unknown subcommand 'bogus'",
+        "Try 'zeus --help' for more information."]
+
+
+def shortest(token):
+    """Whether a JSON/CSV number is written as briefly as it reads back."""
+    v = float(token)
+    return token == repr(v) or (v.is_integer() and token == str(int(v)))
+
+
+def test_measure_json_numbers_are_short(tmp_path):
+    env = {"ZEUS_NVML_LIBRARY": str(SIM),
+           "ZEUS_RAPL_DIR": str(tmp_path / "none")}
+    r = zeus("measure", "--json", "--output", "-", "--", "sleep", "0.2",
+             env=env)
+    assert r.returncode == 0, r.stderr
+    tokens = []
+
+    def keep(t):
+        tokens.append(t)
+        return float(t)
+    out = json.loads(r.stdout, parse_float=keep, parse_int=keep)
+    assert tokens and all(shortest(t) for t in tokens), r.stdout
+    # joules to the µJ, seconds to the ns
+    for v in out["gpu_energy_j"].values():
+        assert round(v, 6) == v
+    assert round(out["time_s"], 9) == out["time_s"]
+    assert out["total_energy_j"] == round(sum(
+        out["gpu_energy_j"].values()), 6)
+    assert 0.2 <= out["time_s"] < 5
+
+
+def test_measure_csv(tmp_path):
+    env = {"ZEUS_NVML_LIBRARY": str(SIM),
+           "ZEUS_RAPL_DIR": str(tmp_path / "none")}
+    r = zeus("measure", "--csv", "--gpus", "1,3", "--window", 'a,"b',
+             "--output", "-", "--", "sh", "-c", "exit 3", env=env)
+    assert r.returncode == 3, r.stderr
+    rows = list(csv.reader(io.StringIO(r.stdout)))
+    assert rows[0] == ["window", "time_s", "gpu1_j", "gpu3_j", "total_j",
+                       "exit_status"]
+    assert len(rows) == 2 and rows[1][0] == 'a,"b' and rows[1][-1] == "3"
+    assert all(shortest(t) for t in rows[1][1:])
+    assert float(rows[1][4]) == pytest.approx(float(rows[1][2]) +
+                                              float(rows[1][3]), abs=1e-6)
+
+
+def test_nothing_to_measure_is_said(tmp_path):
+    env = {"ZEUS_NVML_LIBRARY": str(tmp_path / "no-nvml.so"),
+           "ZEUS_RAPL_DIR": str(tmp_path / "no-rapl")}
+    r = zeus("measure", "--", "sh", "-c", "exit 5", env=env)
+    assert r.returncode == 5
+    assert "zeus measure: warning: nothing to measure" in r.stderr
+    assert "no-nvml.so" in r.stderr and "no-rapl" in r.stderr
+    assert "zeus: time " in r.stderr
+    # asked for nothing: no warning
+    r = zeus("measure", "--gpus", "none", "--cpus", "none", "--", "true",
+             env=env)
+    assert r.returncode == 0 and "nothing to measure" not in r.stderr
+
+
+def test_nothing_to_measure_from_zeusd(start):
+    d = start(args=["--enable", "gpu-control"])
+    r = zeus("measure", "--socket", d.sock, "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert "nothing to measure: the zeusd lists no GPU" in r.stderr
 
 
 def test_measure_passes_exit_status_through(daemon):
@@ -54,7 +174,9 @@ def test_measure_passes_exit_status_through(daemon):
     r = zeus("measure", "--", "/nonexistent/cmd", env=env)
     assert r.returncode == 127
     r = zeus("measure", "--gpus", "9", "--", "true", env=env)
-    assert r.returncode == 1 and "GPU 9 does not exist" in r.stderr
+    assert r.returncode == 1
+    assert r.stderr.startswith("zeus measure: ") and \
+        "GPU 9 does not exist" in r.stderr
 
 
 def test_daemon_reads(daemon):
@@ -62,7 +184,10 @@ def test_daemon_reads(daemon):
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     want = daemon.get("/discover").json()
-    assert got["gpus"] == want["gpus"] and got["cpus"] == want["cpus"]
+    # `zeus daemon discover` shows the upstream fields of each GPU
+    up = ("id", "name", "pci_address", "cumulative_energy_available")
+    assert got["gpus"] == [{k: g[k] for k in up} for g in want["gpus"]]
+    assert got["cpus"] == want["cpus"]
     r = zeus("daemon", "energy", "--gpus", "0,2", *conn(daemon))
     assert r.returncode == 0, r.stderr
     e = json.loads(r.stdout)
@@ -87,8 +212,18 @@ def test_daemon_write_and_error(daemon):
              *conn(daemon))
     assert r.returncode == 4
     assert "HTTP 400" in r.stderr and "Invalid Argument" in r.stderr
-    r = zeus("daemon", "energy", "--gpus", "17", *conn(daemon))
-    assert r.returncode == 1 and "HTTP 400" in r.stderr
+
+
+
+@pytest.mark.parametrize("verb", ["power", "energy", "stream-gpu",
+                                  "set-power-limit"])
+def test_daemon_4xx_exits_4_for_every_verb(daemon, verb):
+    extra = ["--mw", "250000"] if verb == "set-power-limit" else \
+        ["--count", "1"] if verb == "stream-gpu" else []
+    r = zeus("daemon", verb, "--gpus", "9", *extra, *conn(daemon))
+    assert r.returncode == 4, r.stderr
+    assert r.stderr.startswith(f"zeus daemon: {verb}: ")
+    assert "HTTP 400" in r.stderr and "Unknown GPU index 9" in r.stderr
 
 
 def test_daemon_streams(daemon):
@@ -120,7 +255,7 @@ def test_token_is_sent(start, tmp_path):
     key.write_bytes(b"k" * 32)
     d = start(args=["--signing-key-path", str(key)])
     r = zeus("daemon", "energy", *conn(d))
-    assert r.returncode == 1 and "HTTP 401" in r.stderr
+    assert r.returncode == 4 and "HTTP 401" in r.stderr
     tok = subprocess.run([str(BUILD / "zeusd"), "token", "issue",
                           "--signing-key-path", str(key), "--user", "alice",
                           "--scope", "gpu-read,cpu-read", "--expires", "1h"],

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lib_prom.c - unit tests of libzeus's exposition format and
- * Pushgateway URLs (src/lib/prom.c), and of push errors that need no
- * gateway (bad URL, nothing listening).
+ * Pushgateway URLs (src/lib/prom.c), of push errors that need no gateway
+ * (bad URL, nothing listening), and of the default `instance`.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/prom.h"
 #include "zeus/zeus.h"
@@ -115,6 +117,19 @@ test_push_errors(void **state)
 	assert_non_null(strstr(e.message, "127.0.0.1:1"));
 }
 
+/* No pid in it: a rerun on the host reuses the window's group. */
+static void
+test_default_instance(void **state)
+{
+	char host[256] = "", inst[ZEUS_NAME_MAX];
+
+	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+	push_default_instance(inst, sizeof(inst));
+	assert_string_equal(inst, host);
+	push_default_instance(inst, 3);
+	assert_int_equal(strlen(inst), 2);
+}
+
 int
 main(void)
 {
@@ -124,6 +139,7 @@ main(void)
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_push_url),
 		cmocka_unit_test(test_push_errors),
+		cmocka_unit_test(test_default_instance),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

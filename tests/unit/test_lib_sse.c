@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lib_sse.c - unit tests of libzeus's SSE parser (src/lib/sse.c):
  * events split at every byte, comments, CRLF, multi-line data, the size
- * bound, and a callback that stops the stream.
+ * bound (default and small, at every cut), a callback that stops the
+ * stream, and a reset parser reused for a new stream.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,6 +128,53 @@ test_large_chunk_many_events(void **state)
 	free(buf);
 }
 
+/*
+ * An event of exactly the bound passes (its CR counts), one byte more
+ * fails, however the stream is cut.
+ */
+static void
+test_small_bounds(void **state)
+{
+	static const char ok[] = "data: 12\n\ndata: a\r\n\r\n";
+	static const char big[] = "data: 123\n\n";
+
+	for (size_t chunk = 1; chunk <= sizeof(ok); chunk++) {
+		struct sse_parser p;
+		struct got g = { 0 };
+		int rc = 0;
+
+		sse_init_bounds(&p, on_data, &g, 8, 3);
+		for (size_t o = 0; o < strlen(ok) && rc == 0; o += chunk)
+			rc = sse_feed(&p, ok + o, strlen(ok) - o < chunk ?
+			    strlen(ok) - o : chunk);
+		assert_int_equal(rc, 0);
+		assert_int_equal(g.n, 2);
+		assert_string_equal(g.data[0], "12");
+		assert_string_equal(g.data[1], "a");
+		rc = 0;
+		for (size_t o = 0; o < strlen(big) && rc == 0; o += chunk)
+			rc = sse_feed(&p, big + o, strlen(big) - o < chunk ?
+			    strlen(big) - o : chunk);
+		assert_int_equal(rc, -1);
+		assert_int_equal(g.n, 2);
+		sse_free(&p);
+	}
+}
+
+static void
+test_reset(void **state)
+{
+	struct sse_parser p;
+	struct got g = { 0 };
+
+	sse_init(&p, on_data, &g);
+	assert_int_equal(sse_feed(&p, "data: half", 10), 0);
+	sse_reset(&p);
+	assert_int_equal(sse_feed(&p, stream, strlen(stream)), 0);
+	check(&g);
+	sse_free(&p);
+}
+
 int
 main(void)
 {
@@ -135,6 +184,8 @@ main(void)
 		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_large_chunk_many_events),
+		cmocka_unit_test(test_small_bounds),
+		cmocka_unit_test(test_reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
