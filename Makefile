@@ -2,12 +2,14 @@
 #   make run    build and start zeusd on TCP 127.0.0.1:4938 (simulated
 #               devices when this machine has no NVIDIA driver)
 #   make check  every test: unit + black-box, then again under ASan+UBSan
+#   make package  Debian packages in build-deb/ (from a copy of the tree),
+#               lintian, and their tests (about a minute)
 #   make bench  benchmarks (docs/performance.md): bench-http (against
 #               nginx), bench-metrics (scrapes), bench-streams (SSE, long)
 BUILD ?= build
 ASAN ?= build-asan
 
-.PHONY: all deps run check bench bench-http bench-streams bench-metrics clean fuzz
+.PHONY: all deps run check package bench bench-http bench-streams bench-metrics clean fuzz
 
 all: deps
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) >/dev/null
@@ -22,6 +24,10 @@ run: all
 check:
 	@scripts/deps.sh test
 	@scripts/check.sh
+
+package:
+	@scripts/deps.sh package
+	@scripts/package.sh
 
 bench: bench-http bench-metrics bench-streams
 
@@ -38,4 +44,4 @@ fuzz:
 	@scripts/fuzz.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN) build-fuzz
+	rm -rf $(BUILD) $(ASAN) build-fuzz build-deb

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lib_bench.c - what a libzeus window costs next to the raw reads it makes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loadgen.c - keep-alive HTTP/1.1 load generator for `make bench`.
  *

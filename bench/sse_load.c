@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sse_load.c - SSE load generator for bench/stream_bench.sh.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sse_ref.c - the reference SSE server for bench/stream_bench.sh.
  *

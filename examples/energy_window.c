@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * energy_window.c - a libzeus example: measures the energy of a piece of
  * work with a named window and, when given a Pushgateway URL, records it in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_auth.c - libFuzzer target for the token verifier and Bearer parser.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_duration.c - libFuzzer target for duration_parse.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_query.c - the query parser and path canonicalisation on arbitrary
  * bytes: no crash, no overread, and on success the invariants hold (ids

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_toml.c - libFuzzer target for the override file: the TOML subset
  * parser (toml.c) and, on top of it, the override validation (tables,

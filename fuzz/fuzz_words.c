@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_words.c - libFuzzer target for shell-style word splitting
  * (words.c): no crash, no leak, and the argv invariants hold.

@@ -1,21 +1,24 @@
 #!/bin/sh
 # Installs the Debian packages a target needs, when they are missing.
-# Usage: scripts/deps.sh build|test|bench
+# Usage: scripts/deps.sh build|test|package|bench
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 
 build_pkgs="gcc meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
-nettle-dev libpcre2-dev libcurl4-openssl-dev libcmocka-dev libssl-dev"
+nettle-dev libpcre2-dev libcurl4-openssl-dev libcmocka-dev libssl-dev scdoc"
 test_pkgs="python3 python3-pytest python3-httpx python3-jwt python3-cryptography
-util-linux valgrind
-prometheus-pushgateway prometheus python3-prometheus-client"
+util-linux valgrind systemd
+prometheus-pushgateway prometheus python3-prometheus-client bash-completion
+man-db"
+package_pkgs="dpkg-dev debhelper fakeroot lintian"
 bench_pkgs="nginx-light"
 
 case "${1:-build}" in
 build) want="$build_pkgs" ;;
 test) want="$build_pkgs $test_pkgs" ;;
+package) want="$build_pkgs $test_pkgs $package_pkgs" ;;
 bench) want="$build_pkgs $test_pkgs $bench_pkgs" ;;
-*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+*) echo "usage: $0 build|test|package|bench" >&2; exit 2 ;;
 esac
 
 missing=""

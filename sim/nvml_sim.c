@@ -1,28 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nvml_sim.c - a simulated NVIDIA node behind the NVML C ABI.
  *
- * Built as build/libnvml-sim.so, it exports the same (versioned) NVML
- * symbols that the NVML backend (src/devices/nvml.c) resolves with dlopen,
- * so the daemon, libzeus and the tests run unchanged on a machine without
- * GPUs: `zeusd serve --simulate` and the integration tests load it instead
- * of libnvidia-ml.so.1. docs/simulator.md is the user-facing version of
- * this comment.
+ * Built as build/libnvml-sim.so, it exports the NVML symbols that the NVML
+ * backend (src/devices/nvml.c) resolves with dlopen, and those that NVML's
+ * Python binding (nvidia-ml-py) and tools built on it call on start-up and
+ * for power and energy work, with the signatures and struct layouts of
+ * NVIDIA's nvml.h (declared in src/devices/nvml_api.h, which this file is
+ * compiled against). So the daemon, libzeus, the tests and NVML-based tools
+ * run unchanged on a machine without GPUs. docs/simulator.md is the
+ * user-facing version of this comment.
  *
- * What it simulates, per GPU: a name and PCI address; power that follows a
- * 20 s idle/busy cycle with a wobble and noise, limited by the power limit
- * (never above it) and lowered by locked GPU/memory clocks; an energy
- * counter (mJ) that integrates that power over CLOCK_MONOTONIC time and
- * never decreases; the power limit (default 400 W, constraints 100..400 W,
- * writes outside them fail with NVML_ERROR_INVALID_ARGUMENT as the driver
- * does); persistence mode; locked clocks (min > max is invalid).
+ * What it simulates, per GPU: a model (a profile: V100-, A100-, H100-,
+ * H200-, P100- or RTX 4090-like, chosen by ZEUS_SIM_PROFILE) with its name,
+ * architecture, power limits, clock tables, memory and the operations it
+ * does not support; a PCI address and UUID; power that follows a 20 s
+ * idle/busy cycle with a wobble and noise, limited by the power limit and
+ * lowered by locked GPU/memory clocks; an energy counter (mJ) that
+ * integrates that power over CLOCK_MONOTONIC time and never decreases; the
+ * power limit (writes outside the constraints fail with
+ * NVML_ERROR_INVALID_ARGUMENT as the driver does); persistence mode; locked
+ * clocks (min > max is invalid); current clocks, utilization, temperature
+ * and memory use that follow the load.
  *
- * Environment, read by the first nvmlInit_v2 (and again by an init that
- * follows a full shutdown):
- *   ZEUS_SIM_GPUS      number of GPUs, 0..64, default 4
- *   ZEUS_SIM_GPU_NAME  model name, default "NVIDIA A100-SXM4-80GB"
+ * Build variants stand for drivers: -DNVML_SIM_LEGACY leaves out every
+ * entry point an old driver may lack (the versioned names, so only the
+ * older ones remain, memory locked clocks, field values, the energy
+ * counter, the architecture query, nvmlInitWithFlags), since what dlsym
+ * finds cannot change at run time; -DNVML_SIM_OMIT_SETMEMCLOCKS leaves out
+ * nvmlDeviceSetMemoryLockedClocks alone.
+ *
+ * Environment, read by the first init (and again by an init that follows a
+ * full shutdown):
+ *   ZEUS_SIM_PROFILE   a profile, a comma-separated list of them (GPU i
+ *                      gets entry i modulo the length) or "mixed"; default
+ *                      a100
+ *   ZEUS_SIM_GPUS      number of GPUs, 0..64; default the list's length
+ *                      when it has more than one entry, else 4
+ *   ZEUS_SIM_GPU_NAME  model name of every GPU, instead of the profile's
  *   ZEUS_SIM_PCI       comma-separated PCI addresses "DDDD:BB:DD.F" (hex)
  *                      for GPUs 0, 1, ...; missing ones default to
  *                      0000:<index+1>:00.0 (bus 01, 02, ...)
+ *   ZEUS_SIM_DRIVER_VERSION  what nvmlSystemGetDriverVersion answers
  *   ZEUS_SIM_FAULTS    fault rules (format below) separated by ';', fixed
  *                      for the life of the process (e.g. a pre-Volta GPU)
  *   ZEUS_SIM_CONTROL   path of a control file with fault rules, one per
@@ -32,26 +51,27 @@
  *                      a change is never missed. A missing file means no
  *                      rules from it.
  *   ZEUS_SIM_LOG       path of a call log to append to (format below)
- * A malformed setting makes nvmlInit_v2 fail with
- * NVML_ERROR_INVALID_ARGUMENT after one explanatory line on stderr.
+ * A malformed setting makes init fail with NVML_ERROR_INVALID_ARGUMENT
+ * after one explanatory line on stderr.
  *
  * Fault rules ('#' starts a comment line; blank lines are ignored):
  *   fail  <function|*> <gpu|*> <code>   the call returns <code>
  *   delay <function|*> <gpu|*> <ms>     the call sleeps <ms> (0..600000)
  * <function> is an NVML symbol name as exported (nvmlDeviceGetCount_v2);
  * <gpu> is a decimal index; `*` matches anything. Calls that take no GPU
- * (nvmlInit_v2, nvmlShutdown, nvmlDeviceGetCount_v2) match only `*` rules;
- * nvmlDeviceGetHandleByIndex_v2 matches its index argument. <code> is an
+ * (the inits, nvmlShutdown, the counts, the system queries) match only `*`
+ * rules; the handle lookups match their index argument. <code> is an
  * nvmlReturn_t name with or without its NVML_ERROR_ prefix (NO_PERMISSION,
  * NOT_SUPPORTED, GPU_IS_LOST, ..., SUCCESS) or a decimal number. Control-file
  * rules are checked before ZEUS_SIM_FAULTS rules and the first matching
  * `fail` rule wins, so `fail <f> <gpu> SUCCESS` in the control file lifts a
- * fault set in the environment; likewise for `delay`. For
- * nvmlDeviceGetFieldValues an injected NOT_SUPPORTED is reported in every
- * field's nvmlReturn while the call succeeds, which is how the driver
- * reports a field it does not support; other codes fail the call. Delays
- * are slept without holding any lock, so a slow call on one GPU does not
- * hold up calls on other GPUs.
+ * fault set in the environment; likewise for `delay`. A profile's
+ * unsupported operations answer NOT_SUPPORTED unless a rule says
+ * otherwise. For nvmlDeviceGetFieldValues an injected NOT_SUPPORTED is
+ * reported in every field's nvmlReturn while the call succeeds, which is
+ * how the driver reports a field it does not support; other codes fail the
+ * call. Delays are slept without holding any lock, so a slow call on one
+ * GPU does not hold up calls on other GPUs.
  *
  * Call log: one line per call (nvmlErrorString excepted), written with a
  * single write() to an O_APPEND descriptor when the call returns:
@@ -70,6 +90,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,21 +104,16 @@
 #define SIM_MAX_GPUS 64
 #define SIM_DEFAULT_GPUS 4
 #define SIM_NAME_MAX NVML_DEVICE_NAME_V2_BUFFER_SIZE
-#define SIM_DEFAULT_NAME "NVIDIA A100-SXM4-80GB"
 #define SIM_MAX_RULES 256
 #define SIM_LINE_MAX 512
 #define SIM_CONTROL_MAX (64 * 1024)
 #define SIM_MAX_DELAY_MS 600000u
 #define SIM_MAX_FIELDS 1024
 
-/* Power model (milliwatts) and clocks (MHz) of an A100-like part. */
-#define SIM_TDP_MW 400000u
-#define SIM_MIN_LIMIT_MW 100000u
-#define SIM_IDLE_MW 55000u
-#define SIM_GPU_CLK_MIN 210u
-#define SIM_GPU_CLK_MAX 1410u
-#define SIM_MEM_CLK_MIN 405u
-#define SIM_MEM_CLK_MAX 1593u
+#define SIM_MAX_PROFILES 16		/* entries of a ZEUS_SIM_PROFILE list */
+#define SIM_MAX_CLOCKS 256		/* graphics clock table entries */
+
+/* Power model and clocks. */
 #define SIM_CYCLE_MS 20000u		/* idle + busy period */
 #define SIM_IDLE_MS 4000u		/* idle part of each cycle */
 #define SIM_NOISE_SLOT_NS 25000000u	/* noise changes every 25 ms */
@@ -105,26 +121,53 @@
 #define SIM_MAX_STEPS 100000u
 
 enum sim_fn {
-	FN_INIT, FN_SHUTDOWN, FN_GET_COUNT, FN_GET_HANDLE, FN_GET_NAME,
-	FN_GET_PCI, FN_GET_FIELDS, FN_GET_POWER_USAGE, FN_GET_ENERGY,
-	FN_GET_LIMIT, FN_GET_CONSTRAINTS, FN_GET_PERSISTENCE, FN_SET_LIMIT,
+	FN_INIT, FN_INIT_V1, FN_INIT_FLAGS, FN_SHUTDOWN, FN_DRIVER_VERSION,
+	FN_NVML_VERSION, FN_GET_COUNT, FN_GET_COUNT_V1, FN_GET_HANDLE,
+	FN_GET_HANDLE_V1, FN_GET_NAME, FN_GET_UUID, FN_GET_PCI, FN_GET_PCI_V2,
+	FN_GET_PCI_V1, FN_GET_ARCH, FN_GET_FIELDS, FN_GET_POWER_USAGE,
+	FN_GET_ENERGY, FN_GET_LIMIT, FN_GET_CONSTRAINTS, FN_GET_DEFAULT_LIMIT,
+	FN_GET_ENFORCED_LIMIT, FN_GET_PERSISTENCE, FN_GET_CLOCK,
+	FN_GET_MAX_CLOCK, FN_GET_MEM_CLOCKS, FN_GET_GFX_CLOCKS, FN_GET_MEMORY,
+	FN_GET_MEMORY_V2, FN_GET_UTILIZATION, FN_GET_TEMPERATURE, FN_SET_LIMIT,
 	FN_SET_PERSISTENCE, FN_SET_GPU_CLOCKS, FN_RESET_GPU_CLOCKS,
 	FN_SET_MEM_CLOCKS, FN_RESET_MEM_CLOCKS, FN_COUNT
 };
 
+_Static_assert(FN_COUNT <= 64, "sim_profile.unsupported is a 64-bit mask");
+
 static const char *const sim_fn_names[FN_COUNT] = {
 	[FN_INIT] = "nvmlInit_v2",
+	[FN_INIT_V1] = "nvmlInit",
+	[FN_INIT_FLAGS] = "nvmlInitWithFlags",
 	[FN_SHUTDOWN] = "nvmlShutdown",
+	[FN_DRIVER_VERSION] = "nvmlSystemGetDriverVersion",
+	[FN_NVML_VERSION] = "nvmlSystemGetNVMLVersion",
 	[FN_GET_COUNT] = "nvmlDeviceGetCount_v2",
+	[FN_GET_COUNT_V1] = "nvmlDeviceGetCount",
 	[FN_GET_HANDLE] = "nvmlDeviceGetHandleByIndex_v2",
+	[FN_GET_HANDLE_V1] = "nvmlDeviceGetHandleByIndex",
 	[FN_GET_NAME] = "nvmlDeviceGetName",
+	[FN_GET_UUID] = "nvmlDeviceGetUUID",
 	[FN_GET_PCI] = "nvmlDeviceGetPciInfo_v3",
+	[FN_GET_PCI_V2] = "nvmlDeviceGetPciInfo_v2",
+	[FN_GET_PCI_V1] = "nvmlDeviceGetPciInfo",
+	[FN_GET_ARCH] = "nvmlDeviceGetArchitecture",
 	[FN_GET_FIELDS] = "nvmlDeviceGetFieldValues",
 	[FN_GET_POWER_USAGE] = "nvmlDeviceGetPowerUsage",
 	[FN_GET_ENERGY] = "nvmlDeviceGetTotalEnergyConsumption",
 	[FN_GET_LIMIT] = "nvmlDeviceGetPowerManagementLimit",
 	[FN_GET_CONSTRAINTS] = "nvmlDeviceGetPowerManagementLimitConstraints",
+	[FN_GET_DEFAULT_LIMIT] = "nvmlDeviceGetPowerManagementDefaultLimit",
+	[FN_GET_ENFORCED_LIMIT] = "nvmlDeviceGetEnforcedPowerLimit",
 	[FN_GET_PERSISTENCE] = "nvmlDeviceGetPersistenceMode",
+	[FN_GET_CLOCK] = "nvmlDeviceGetClockInfo",
+	[FN_GET_MAX_CLOCK] = "nvmlDeviceGetMaxClockInfo",
+	[FN_GET_MEM_CLOCKS] = "nvmlDeviceGetSupportedMemoryClocks",
+	[FN_GET_GFX_CLOCKS] = "nvmlDeviceGetSupportedGraphicsClocks",
+	[FN_GET_MEMORY] = "nvmlDeviceGetMemoryInfo",
+	[FN_GET_MEMORY_V2] = "nvmlDeviceGetMemoryInfo_v2",
+	[FN_GET_UTILIZATION] = "nvmlDeviceGetUtilizationRates",
+	[FN_GET_TEMPERATURE] = "nvmlDeviceGetTemperature",
 	[FN_SET_LIMIT] = "nvmlDeviceSetPowerManagementLimit",
 	[FN_SET_PERSISTENCE] = "nvmlDeviceSetPersistenceMode",
 	[FN_SET_GPU_CLOCKS] = "nvmlDeviceSetGpuLockedClocks",
@@ -132,6 +175,68 @@ static const char *const sim_fn_names[FN_COUNT] = {
 	[FN_SET_MEM_CLOCKS] = "nvmlDeviceSetMemoryLockedClocks",
 	[FN_RESET_MEM_CLOCKS] = "nvmlDeviceResetMemoryLockedClocks",
 };
+
+#define SIM_BIT(fn) (UINT64_C(1) << (fn))
+
+/*
+ * A GPU model. Values are plausible for the part, not its datasheet: the
+ * point is the shape (which limits, which clocks, what is supported) that
+ * code above NVML has to cope with.
+ */
+struct sim_profile {
+	const char *key;		/* ZEUS_SIM_PROFILE name */
+	const char *name;		/* nvmlDeviceGetName */
+	nvmlDeviceArchitecture_t arch;
+	unsigned pci_id;		/* pciDeviceId: device << 16 | 0x10de */
+	unsigned tdp_mw;		/* default limit; busy draw at full clocks */
+	unsigned min_limit_mw, max_limit_mw;
+	unsigned idle_mw;
+	unsigned gpu_clk_min, gpu_clk_max, gpu_clk_step;	/* MHz */
+	unsigned mem_clks[6];		/* supported, descending, 0-ended */
+	unsigned video_clk;
+	unsigned mem_gib;
+	uint64_t unsupported;		/* SIM_BIT(FN_*): NOT_SUPPORTED */
+	bool no_instant_power;		/* field 186 not supported */
+};
+
+/* Locked clocks need Volta; memory locked clocks Ampere (NVML's docs). */
+#define SIM_NO_MEM_LOCK (SIM_BIT(FN_SET_MEM_CLOCKS) | \
+	SIM_BIT(FN_RESET_MEM_CLOCKS))
+#define SIM_NO_GPU_LOCK (SIM_BIT(FN_SET_GPU_CLOCKS) | \
+	SIM_BIT(FN_RESET_GPU_CLOCKS))
+
+static const struct sim_profile sim_profiles[] = {
+	{ "a100", "NVIDIA A100-SXM4-80GB", NVML_DEVICE_ARCH_AMPERE,
+	    0x20b510de, 400000, 100000, 400000, 55000, 210, 1410, 15,
+	    { 1593, 1512, 810, 405 }, 1275, 80, 0, false },
+	{ "v100", "Tesla V100-SXM2-32GB", NVML_DEVICE_ARCH_VOLTA,
+	    0x1db510de, 300000, 150000, 300000, 40000, 135, 1530, 15,
+	    { 877 }, 1372, 32, SIM_NO_MEM_LOCK, false },
+	{ "h100", "NVIDIA H100 80GB HBM3", NVML_DEVICE_ARCH_HOPPER,
+	    0x233010de, 700000, 200000, 700000, 70000, 345, 1980, 15,
+	    { 2619 }, 1755, 80, 0, false },
+	{ "h200", "NVIDIA H200", NVML_DEVICE_ARCH_HOPPER,
+	    0x233510de, 700000, 200000, 700000, 75000, 345, 1980, 15,
+	    { 3201 }, 1755, 141, 0, false },
+	{ "rtx4090", "NVIDIA GeForce RTX 4090", NVML_DEVICE_ARCH_ADA,
+	    0x268410de, 450000, 150000, 600000, 20000, 210, 3105, 15,
+	    { 10501, 10251, 5001, 810, 405 }, 1965, 24, 0, true },
+	{ "p100", "Tesla P100-PCIE-16GB", NVML_DEVICE_ARCH_PASCAL,
+	    0x15f810de, 250000, 125000, 250000, 30000, 545, 1325, 15,
+	    { 715 }, 1240, 16, SIM_BIT(FN_GET_ENERGY) | SIM_NO_GPU_LOCK |
+	    SIM_NO_MEM_LOCK, true },
+};
+
+#define SIM_NPROFILES (sizeof(sim_profiles) / sizeof(sim_profiles[0]))
+#define SIM_MIXED "v100,a100,h100,rtx4090"
+
+#ifdef NVML_SIM_LEGACY
+#define SIM_DRIVER_VERSION "450.80.02"
+#define SIM_NVML_VERSION "11.450.80.02"
+#else
+#define SIM_DRIVER_VERSION "570.124.06"
+#define SIM_NVML_VERSION "12.570.124.06"
+#endif
 
 /* Return codes: the name used in rules and logs, and the driver's text. */
 struct sim_code {
@@ -194,7 +299,9 @@ static const struct sim_code sim_codes[] = {
 /* One simulated GPU; the handle NVML hands out points at it. */
 struct nvmlDevice_st {
 	unsigned index;
+	const struct sim_profile *prof;
 	char name[SIM_NAME_MAX];
+	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
 	unsigned domain, bus, device;
 	/* Mutable state, guarded by sim.lock. */
 	unsigned limit_mw;
@@ -238,6 +345,7 @@ static struct {
 	char control_path[PATH_MAX];
 	struct sim_stamp stamp;
 	int log_fd;
+	char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
 } sim = { .lock = PTHREAD_MUTEX_INITIALIZER, .log_fd = -1 };
 
 /* One call in flight: what the log line needs. */
@@ -246,6 +354,7 @@ struct sim_call {
 	int gpu;			/* -1: none */
 	uint64_t start_ns;
 	int log_fd;
+	bool ruled;			/* a `fail` rule decided rc */
 	char args[96];
 };
 
@@ -459,14 +568,77 @@ sim_configure_pci(const char *list)
 	return 0;
 }
 
+/*
+ * Parses ZEUS_SIM_PROFILE ("a100", "v100,h100", "mixed") into `out`;
+ * returns the number of entries, or 0 after a line on stderr.
+ */
+static unsigned
+sim_parse_profiles(const char *list, const struct sim_profile **out)
+{
+	unsigned n = 0;
+
+	if (list == NULL || *list == '\0')
+		list = "a100";
+	if (strcmp(list, "mixed") == 0)
+		list = SIM_MIXED;
+	while (*list != '\0') {
+		size_t len = strcspn(list, ",");
+		size_t k;
+
+		for (k = 0; k < SIM_NPROFILES; k++)
+			if (strlen(sim_profiles[k].key) == len &&
+			    strncmp(sim_profiles[k].key, list, len) == 0)
+				break;
+		if (k == SIM_NPROFILES || n == SIM_MAX_PROFILES) {
+			fprintf(stderr, "nvml-sim: bad ZEUS_SIM_PROFILE entry "
+			    "%.*s (want at most %d of mixed, a100, v100, h100, "
+			    "h200, rtx4090, p100)\n", (int)(len < 40 ? len : 40),
+			    list, SIM_MAX_PROFILES);
+			return 0;
+		}
+		out[n++] = &sim_profiles[k];
+		list += len;
+		if (*list == ',' && *++list == '\0') {
+			fprintf(stderr, "nvml-sim: ZEUS_SIM_PROFILE ends with "
+			    "a comma\n");
+			return 0;
+		}
+	}
+	return n;
+}
+
+/* A stable, unique "GPU-8-4-4-4-12" UUID from the GPU's place. */
+static void
+sim_make_uuid(struct nvmlDevice_st *g)
+{
+	uint64_t a = 0x5a3e0000u + g->index, b;
+
+	a = (a ^ ((uint64_t)g->domain << 32) ^ ((uint64_t)g->bus << 8)) *
+	    0x9e3779b97f4a7c15ULL;
+	a ^= a >> 29;
+	b = (a ^ g->prof->pci_id) * 0xbf58476d1ce4e5b9ULL;
+	b ^= b >> 31;
+	snprintf(g->uuid, sizeof(g->uuid), "GPU-%08x-%04x-%04x-%04x-%012llx",
+	    (unsigned)(a >> 32), (unsigned)(a >> 16) & 0xffffu,
+	    (unsigned)a & 0xffffu, (unsigned)(b >> 48),
+	    (unsigned long long)(b & 0xffffffffffffULL));
+}
+
 /* Resets every GPU to its power-on state from the environment. */
 static int
 sim_configure(void)
 {
-	const char *s;
+	const struct sim_profile *profs[SIM_MAX_PROFILES];
+	const char *s, *name;
 	unsigned long n = SIM_DEFAULT_GPUS;
+	unsigned nprof;
 	uint64_t now = sim_now_ns();
 
+	if ((nprof = sim_parse_profiles(getenv("ZEUS_SIM_PROFILE"),
+	    profs)) == 0)
+		return -1;
+	if (nprof > 1)
+		n = nprof;
 	s = getenv("ZEUS_SIM_GPUS");
 	if (s != NULL && !sim_parse_uint(s, 10, SIM_MAX_GPUS, &n)) {
 		fprintf(stderr, "nvml-sim: ZEUS_SIM_GPUS must be 0..%d\n",
@@ -474,23 +646,28 @@ sim_configure(void)
 		return -1;
 	}
 	sim.count = (unsigned)n;
-	s = getenv("ZEUS_SIM_GPU_NAME");
-	if (s == NULL || *s == '\0')
-		s = SIM_DEFAULT_NAME;
+	name = getenv("ZEUS_SIM_GPU_NAME");
 	for (unsigned i = 0; i < SIM_MAX_GPUS; i++) {
 		struct nvmlDevice_st *g = &sim.gpus[i];
 
 		memset(g, 0, sizeof(*g));
 		g->index = i;
-		snprintf(g->name, sizeof(g->name), "%s", s);
+		g->prof = profs[i % nprof];
+		snprintf(g->name, sizeof(g->name), "%s",
+		    name != NULL && *name != '\0' ? name : g->prof->name);
 		g->bus = (i + 1) & 0xff;
-		g->limit_mw = SIM_TDP_MW;
+		g->limit_mw = g->prof->tdp_mw;
 		/* The counter counts since driver load: start it somewhere. */
 		g->energy_mj = (double)(i + 1) * 3600000000.0;
 		g->energy_ns = now;
 	}
+	s = getenv("ZEUS_SIM_DRIVER_VERSION");
+	snprintf(sim.driver_version, sizeof(sim.driver_version), "%s",
+	    s != NULL && *s != '\0' ? s : SIM_DRIVER_VERSION);
 	if (sim_configure_pci(getenv("ZEUS_SIM_PCI")) != 0)
 		return -1;
+	for (unsigned i = 0; i < SIM_MAX_GPUS; i++)
+		sim_make_uuid(&sim.gpus[i]);
 
 	s = getenv("ZEUS_SIM_FAULTS");
 	if (sim_parse_rules(s != NULL ? s : "", ";\n", true,
@@ -610,6 +787,7 @@ sim_begin(struct sim_call *c, enum sim_fn fn, int gpu)
 	c->gpu = gpu;
 	c->start_ns = sim_now_ns();
 	c->log_fd = -1;
+	c->ruled = false;
 	c->args[0] = '\0';
 	pthread_mutex_lock(&sim.lock);
 	if (sim.refs == 0) {
@@ -618,8 +796,10 @@ sim_begin(struct sim_call *c, enum sim_fn fn, int gpu)
 	}
 	c->log_fd = sim.log_fd;
 	sim_control_refresh();
-	if ((r = sim_rule_match(SIM_FAIL, fn, gpu)) != NULL)
+	if ((r = sim_rule_match(SIM_FAIL, fn, gpu)) != NULL) {
 		rc = r->code;
+		c->ruled = true;
+	}
 	if ((r = sim_rule_match(SIM_DELAY, fn, gpu)) != NULL)
 		delay_ms = r->delay_ms;
 	pthread_mutex_unlock(&sim.lock);
@@ -690,7 +870,8 @@ sim_gpu_index(nvmlDevice_t device)
 
 /*
  * Starts a call on a device: an unknown handle is INVALID_ARGUMENT, as is
- * a handle past the current count (after a reconfiguration).
+ * a handle past the current count (after a reconfiguration); an operation
+ * the GPU's profile lacks is NOT_SUPPORTED unless a rule decided.
  */
 static nvmlReturn_t
 sim_begin_dev(struct sim_call *c, enum sim_fn fn, nvmlDevice_t device)
@@ -700,6 +881,9 @@ sim_begin_dev(struct sim_call *c, enum sim_fn fn, nvmlDevice_t device)
 
 	if (rc == NVML_SUCCESS && (gpu < 0 || (unsigned)gpu >= sim.count))
 		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS && !c->ruled &&
+	    (device->prof->unsupported & SIM_BIT(fn)))
+		rc = NVML_ERROR_NOT_SUPPORTED;
 	return rc;
 }
 
@@ -734,40 +918,80 @@ sim_clamp(unsigned v, unsigned lo, unsigned hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Power in mW at monotonic time t_ns. Called with sim.lock held. */
+/* The lowest and highest supported memory clock of a profile. */
 static unsigned
-sim_power_at(const struct nvmlDevice_st *g, uint64_t t_ns)
+sim_mem_clk_max(const struct sim_profile *p)
+{
+	return p->mem_clks[0];
+}
+
+static unsigned
+sim_mem_clk_min(const struct sim_profile *p)
+{
+	unsigned i = 0;
+
+	while (i + 1 < sizeof(p->mem_clks) / sizeof(p->mem_clks[0]) &&
+	    p->mem_clks[i + 1] != 0)
+		i++;
+	return p->mem_clks[i];
+}
+
+/* Load in [0, 1] at monotonic time t_ns: the idle/busy cycle. */
+static double
+sim_load_at(const struct nvmlDevice_st *g, uint64_t t_ns)
 {
 	/* Stagger the GPUs so they do not move in lockstep. */
 	uint64_t ms = t_ns / 1000000u + (uint64_t)g->index * 2750u;
 	unsigned in_cycle = (unsigned)(ms % SIM_CYCLE_MS);
-	unsigned gclk = SIM_GPU_CLK_MAX, mclk = SIM_MEM_CLK_MAX;
-	double load, fclk, fmem, idle, p, noise;
 
 	if (in_cycle < SIM_IDLE_MS)
-		load = 0.03;
-	else
-		load = 0.80 + 0.12 * sim_wave((double)(ms % 3000u) / 3000.0);
+		return 0.03;
+	return 0.80 + 0.12 * sim_wave((double)(ms % 3000u) / 3000.0);
+}
+
+/* The GPU clock ceiling in force: the locked maximum, clamped. */
+static unsigned
+sim_gpu_clk(const struct nvmlDevice_st *g)
+{
+	const struct sim_profile *p = g->prof;
+
+	if (g->gpu_lock_max == 0)
+		return p->gpu_clk_max;
+	return sim_clamp(g->gpu_lock_max, p->gpu_clk_min, p->gpu_clk_max);
+}
+
+static unsigned
+sim_mem_clk(const struct nvmlDevice_st *g)
+{
+	const struct sim_profile *p = g->prof;
+
+	if (g->mem_lock_max == 0)
+		return sim_mem_clk_max(p);
+	return sim_clamp(g->mem_lock_max, sim_mem_clk_min(p),
+	    sim_mem_clk_max(p));
+}
+
+/* Power in mW at monotonic time t_ns. Called with sim.lock held. */
+static unsigned
+sim_power_at(const struct nvmlDevice_st *g, uint64_t t_ns)
+{
+	const struct sim_profile *pr = g->prof;
+	double load = sim_load_at(g, t_ns), fclk, fmem, idle, p, noise;
+
 	/* Locked clocks: dynamic power falls with the clock ceiling. */
-	if (g->gpu_lock_max != 0)
-		gclk = sim_clamp(g->gpu_lock_max, SIM_GPU_CLK_MIN,
-		    SIM_GPU_CLK_MAX);
-	if (g->mem_lock_max != 0)
-		mclk = sim_clamp(g->mem_lock_max, SIM_MEM_CLK_MIN,
-		    SIM_MEM_CLK_MAX);
-	fclk = (double)gclk / SIM_GPU_CLK_MAX;
+	fclk = (double)sim_gpu_clk(g) / pr->gpu_clk_max;
 	fclk *= fclk;
-	fmem = 0.8 + 0.2 * (double)mclk / SIM_MEM_CLK_MAX;
-	idle = SIM_IDLE_MW + 1500.0 * (g->index % 4);
+	fmem = 0.8 + 0.2 * (double)sim_mem_clk(g) / sim_mem_clk_max(pr);
+	idle = pr->idle_mw + 1500.0 * (g->index % 4);
 	/* A high locked minimum clock keeps an idle GPU warmer. */
 	if (g->gpu_lock_min != 0) {
 		double fmin = (double)sim_clamp(g->gpu_lock_min,
-		    SIM_GPU_CLK_MIN, SIM_GPU_CLK_MAX) / SIM_GPU_CLK_MAX;
+		    pr->gpu_clk_min, pr->gpu_clk_max) / pr->gpu_clk_max;
 
 		idle += 30000.0 * fmin * fmin;
 	}
 	noise = sim_noise(g->index, t_ns / SIM_NOISE_SLOT_NS);
-	p = idle + (SIM_TDP_MW - idle) * load * fclk * fmem;
+	p = idle + (pr->tdp_mw - idle) * load * fclk * fmem;
 	p *= 1.0 + 0.02 * noise;
 	/* The power limit caps power; capped GPUs hover just below it. */
 	if (p > g->limit_mw)
@@ -819,8 +1043,9 @@ sim_energy_advance(struct nvmlDevice_st *g, uint64_t now)
  * The NVML API.
  */
 
-nvmlReturn_t
-nvmlInit_v2(void)
+/* Every init: the first (after a full shutdown) reads the environment. */
+static nvmlReturn_t
+sim_init(enum sim_fn fn, const char *args)
 {
 	struct sim_call c;
 	nvmlReturn_t rc;
@@ -836,7 +1061,9 @@ nvmlInit_v2(void)
 	sim.refs++;
 	pthread_mutex_unlock(&sim.lock);
 
-	rc = sim_begin(&c, FN_INIT, -1);
+	rc = sim_begin(&c, fn, -1);
+	if (args != NULL)
+		sim_args(&c, "%s", args);
 	sim_end(&c, rc);
 	if (rc != NVML_SUCCESS) {
 		/* An injected failure: undo the reference. */
@@ -849,6 +1076,30 @@ nvmlInit_v2(void)
 	}
 	return rc;
 }
+
+nvmlReturn_t
+nvmlInit(void)
+{
+	return sim_init(FN_INIT_V1, NULL);
+}
+
+#ifndef NVML_SIM_LEGACY
+nvmlReturn_t
+nvmlInit_v2(void)
+{
+	return sim_init(FN_INIT, NULL);
+}
+
+/* NO_GPUS and NO_ATTACH change nothing here: there is always a "driver". */
+nvmlReturn_t
+nvmlInitWithFlags(unsigned int flags)
+{
+	char args[16];
+
+	snprintf(args, sizeof(args), "%u", flags);
+	return sim_init(FN_INIT_FLAGS, args);
+}
+#endif
 
 nvmlReturn_t
 nvmlShutdown(void)
@@ -876,11 +1127,50 @@ nvmlErrorString(nvmlReturn_t result)
 	return code != NULL ? code->text : "Unknown Error";
 }
 
+/* Copies a string reply, or says how short the caller's buffer is. */
+static nvmlReturn_t
+sim_string(nvmlReturn_t rc, char *buf, unsigned int length, const char *s)
+{
+	if (rc == NVML_SUCCESS && buf == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS && strlen(s) >= length)
+		rc = NVML_ERROR_INSUFFICIENT_SIZE;
+	if (rc == NVML_SUCCESS)
+		memcpy(buf, s, strlen(s) + 1);
+	return rc;
+}
+
 nvmlReturn_t
-nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
 	struct sim_call c;
-	nvmlReturn_t rc = sim_begin(&c, FN_GET_COUNT, -1);
+	nvmlReturn_t rc = sim_begin(&c, FN_DRIVER_VERSION, -1);
+
+	if (rc == NVML_SUCCESS) {
+		char v[sizeof(sim.driver_version)];
+
+		pthread_mutex_lock(&sim.lock);
+		memcpy(v, sim.driver_version, sizeof(v));
+		pthread_mutex_unlock(&sim.lock);
+		rc = sim_string(rc, version, length, v);
+	}
+	return sim_end(&c, rc);
+}
+
+nvmlReturn_t
+nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin(&c, FN_NVML_VERSION, -1);
+
+	return sim_end(&c, sim_string(rc, version, length, SIM_NVML_VERSION));
+}
+
+static nvmlReturn_t
+sim_get_count(enum sim_fn fn, unsigned int *deviceCount)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin(&c, fn, -1);
 
 	if (rc == NVML_SUCCESS && deviceCount == NULL)
 		rc = NVML_ERROR_INVALID_ARGUMENT;
@@ -890,11 +1180,17 @@ nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 }
 
 nvmlReturn_t
-nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+nvmlDeviceGetCount(unsigned int *deviceCount)
+{
+	return sim_get_count(FN_GET_COUNT_V1, deviceCount);
+}
+
+static nvmlReturn_t
+sim_get_handle(enum sim_fn fn, unsigned int index, nvmlDevice_t *device)
 {
 	struct sim_call c;
 	int gpu = index < SIM_MAX_GPUS ? (int)index : -1;
-	nvmlReturn_t rc = sim_begin(&c, FN_GET_HANDLE, gpu);
+	nvmlReturn_t rc = sim_begin(&c, fn, gpu);
 
 	sim_args(&c, "%u", index);
 	if (rc == NVML_SUCCESS && (index >= sim.count || device == NULL))
@@ -905,44 +1201,110 @@ nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 }
 
 nvmlReturn_t
+nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+	return sim_get_handle(FN_GET_HANDLE_V1, index, device);
+}
+
+#ifndef NVML_SIM_LEGACY
+nvmlReturn_t
+nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+	return sim_get_count(FN_GET_COUNT, deviceCount);
+}
+
+nvmlReturn_t
+nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+	return sim_get_handle(FN_GET_HANDLE, index, device);
+}
+#endif
+
+nvmlReturn_t
 nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
 	struct sim_call c;
 	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_NAME, device);
 
-	if (rc == NVML_SUCCESS && name == NULL)
-		rc = NVML_ERROR_INVALID_ARGUMENT;
-	if (rc == NVML_SUCCESS && strlen(device->name) >= length)
-		rc = NVML_ERROR_INSUFFICIENT_SIZE;
-	if (rc == NVML_SUCCESS)
-		strcpy(name, device->name);
-	return sim_end(&c, rc);
+	return sim_end(&c, sim_string(rc, name, length,
+	    rc == NVML_SUCCESS ? device->name : ""));
 }
 
 nvmlReturn_t
-nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
 	struct sim_call c;
-	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_PCI, device);
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_UUID, device);
+
+	return sim_end(&c, sim_string(rc, uuid, length,
+	    rc == NVML_SUCCESS ? device->uuid : ""));
+}
+
+/*
+ * The PCI facts, in the layout each name fills: the oldest writes only
+ * busId[16], the five ids and four reserved words (52 bytes, so a caller
+ * with the old struct is not overrun); the newer ones the whole current
+ * struct. The driver's own strings: upper-case, 4- and 8-digit domains.
+ */
+static nvmlReturn_t
+sim_get_pci(enum sim_fn fn, nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, fn, device);
+	size_t old = offsetof(nvmlPciInfo_t, busId) + 4 * sizeof(unsigned);
 
 	if (rc == NVML_SUCCESS && pci == NULL)
 		rc = NVML_ERROR_INVALID_ARGUMENT;
 	if (rc != NVML_SUCCESS)
 		return sim_end(&c, rc);
-	memset(pci, 0, sizeof(*pci));
+	memset(pci, 0, fn == FN_GET_PCI_V1 ? old : sizeof(*pci));
 	pci->domain = device->domain;
 	pci->bus = device->bus;
 	pci->device = device->device;
-	pci->pciDeviceId = 0x20b510de;		/* A100 80GB, NVIDIA */
+	pci->pciDeviceId = device->prof->pci_id;
 	pci->pciSubSystemId = 0x154710de;
-	/* The driver's own strings: upper-case, 4- and 8-digit domains. */
 	snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.0",
 	    device->domain & 0xffffu, device->bus, device->device);
-	snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.0",
-	    device->domain, device->bus, device->device);
+	if (fn != FN_GET_PCI_V1)
+		snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.0",
+		    device->domain, device->bus, device->device);
 	return sim_end(&c, rc);
 }
 
+nvmlReturn_t
+nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+	return sim_get_pci(FN_GET_PCI_V1, device, pci);
+}
+
+#ifndef NVML_SIM_LEGACY
+nvmlReturn_t
+nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+	return sim_get_pci(FN_GET_PCI_V2, device, pci);
+}
+
+nvmlReturn_t
+nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+	return sim_get_pci(FN_GET_PCI, device, pci);
+}
+
+nvmlReturn_t
+nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t *arch)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_ARCH, device);
+
+	if (rc == NVML_SUCCESS && arch == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS)
+		*arch = device->prof->arch;
+	return sim_end(&c, rc);
+}
+#endif
+
+#ifndef NVML_SIM_LEGACY
 static long long
 sim_realtime_us(void)
 {
@@ -985,7 +1347,8 @@ nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
 		v->nvmlReturn = per_field;
 		if (per_field != NVML_SUCCESS)
 			continue;
-		if (v->fieldId == NVML_FI_DEV_POWER_INSTANT)
+		if (v->fieldId == NVML_FI_DEV_POWER_INSTANT &&
+		    !device->prof->no_instant_power)
 			v->value.uiVal = sim_power_at(device, now);
 		else if (v->fieldId == NVML_FI_DEV_POWER_AVERAGE)
 			v->value.uiVal = sim_power_avg(device, now);
@@ -995,6 +1358,7 @@ nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
 	pthread_mutex_unlock(&sim.lock);
 	return sim_end(&c, rc);
 }
+#endif
 
 nvmlReturn_t
 nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
@@ -1012,6 +1376,7 @@ nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 	return sim_end(&c, rc);
 }
 
+#ifndef NVML_SIM_LEGACY
 nvmlReturn_t
 nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
     unsigned long long *energy)
@@ -1029,6 +1394,8 @@ nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
 	}
 	return sim_end(&c, rc);
 }
+
+#endif
 
 nvmlReturn_t
 nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
@@ -1056,8 +1423,8 @@ nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device,
 	if (rc == NVML_SUCCESS && (minLimit == NULL || maxLimit == NULL))
 		rc = NVML_ERROR_INVALID_ARGUMENT;
 	if (rc == NVML_SUCCESS) {
-		*minLimit = SIM_MIN_LIMIT_MW;
-		*maxLimit = SIM_TDP_MW;
+		*minLimit = device->prof->min_limit_mw;
+		*maxLimit = device->prof->max_limit_mw;
 	}
 	return sim_end(&c, rc);
 }
@@ -1087,7 +1454,8 @@ nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit)
 
 	sim_args(&c, "%u", limit);
 	if (rc == NVML_SUCCESS &&
-	    (limit < SIM_MIN_LIMIT_MW || limit > SIM_TDP_MW))
+	    (limit < device->prof->min_limit_mw ||
+	    limit > device->prof->max_limit_mw))
 		rc = NVML_ERROR_INVALID_ARGUMENT;
 	if (rc == NVML_SUCCESS) {
 		pthread_mutex_lock(&sim.lock);
@@ -1151,8 +1519,8 @@ nvmlDeviceSetGpuLockedClocks(nvmlDevice_t device, unsigned int minGpuClockMHz,
 	    maxGpuClockMHz, false);
 }
 
-#ifndef NVML_SIM_OMIT_SETMEMCLOCKS
-/* Left out of a test build to check that the loader names what is missing. */
+#if !defined(NVML_SIM_OMIT_SETMEMCLOCKS) && !defined(NVML_SIM_LEGACY)
+/* Left out of test builds: a driver without memory locked clocks. */
 nvmlReturn_t
 nvmlDeviceSetMemoryLockedClocks(nvmlDevice_t device,
     unsigned int minMemClockMHz, unsigned int maxMemClockMHz)
@@ -1186,8 +1554,265 @@ nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device)
 	return sim_reset_clocks(FN_RESET_GPU_CLOCKS, device, false);
 }
 
+#ifndef NVML_SIM_LEGACY
 nvmlReturn_t
 nvmlDeviceResetMemoryLockedClocks(nvmlDevice_t device)
 {
 	return sim_reset_clocks(FN_RESET_MEM_CLOCKS, device, true);
+}
+#endif
+
+nvmlReturn_t
+nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
+    unsigned int *defaultLimit)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_DEFAULT_LIMIT, device);
+
+	if (rc == NVML_SUCCESS && defaultLimit == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS)
+		*defaultLimit = device->prof->tdp_mw;
+	return sim_end(&c, rc);
+}
+
+/* The limit in force: with one limit source, the power limit itself. */
+nvmlReturn_t
+nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_ENFORCED_LIMIT, device);
+
+	if (rc == NVML_SUCCESS && limit == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS) {
+		pthread_mutex_lock(&sim.lock);
+		*limit = device->limit_mw;
+		pthread_mutex_unlock(&sim.lock);
+	}
+	return sim_end(&c, rc);
+}
+
+/*
+ * Current clocks: busy GPUs run at their ceiling (the locked maximum), idle
+ * ones at the floor (the locked minimum, else the lowest clock).
+ */
+nvmlReturn_t
+nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+    unsigned int *clock)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_CLOCK, device);
+
+	sim_args(&c, "%d", (int)type);
+	if (rc == NVML_SUCCESS && (clock == NULL || (unsigned)type >
+	    NVML_CLOCK_VIDEO))
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc != NVML_SUCCESS)
+		return sim_end(&c, rc);
+	pthread_mutex_lock(&sim.lock);
+	if (type == NVML_CLOCK_MEM) {
+		*clock = sim_mem_clk(device);
+	} else if (sim_load_at(device, sim_now_ns()) > 0.5) {
+		*clock = sim_gpu_clk(device);
+		if (type == NVML_CLOCK_VIDEO)
+			*clock = device->prof->video_clk;
+	} else {
+		*clock = device->gpu_lock_min != 0 ? sim_clamp(
+		    device->gpu_lock_min, device->prof->gpu_clk_min,
+		    sim_gpu_clk(device)) : device->prof->gpu_clk_min;
+		if (type == NVML_CLOCK_VIDEO)
+			*clock = device->prof->gpu_clk_min;
+	}
+	pthread_mutex_unlock(&sim.lock);
+	return sim_end(&c, rc);
+}
+
+nvmlReturn_t
+nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+    unsigned int *clock)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_MAX_CLOCK, device);
+
+	sim_args(&c, "%d", (int)type);
+	if (rc == NVML_SUCCESS && (clock == NULL || (unsigned)type >
+	    NVML_CLOCK_VIDEO))
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS)
+		*clock = type == NVML_CLOCK_MEM ?
+		    sim_mem_clk_max(device->prof) : type == NVML_CLOCK_VIDEO ?
+		    device->prof->video_clk : device->prof->gpu_clk_max;
+	return sim_end(&c, rc);
+}
+
+/*
+ * A clock table, as NVML hands them out: descending; a *count too small
+ * (NULL clocks with *count 0 is the usual first call) is answered with
+ * INSUFFICIENT_SIZE and the count needed.
+ */
+static nvmlReturn_t
+sim_clock_table(nvmlReturn_t rc, const unsigned *table, unsigned n,
+    unsigned int *count, unsigned int *clocksMHz)
+{
+	if (rc == NVML_SUCCESS && count == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (*count < n || clocksMHz == NULL) {
+		*count = n;
+		return n == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	memcpy(clocksMHz, table, n * sizeof(table[0]));
+	*count = n;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t
+nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, unsigned int *count,
+    unsigned int *clocksMHz)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_MEM_CLOCKS, device);
+	unsigned n = 0;
+
+	if (rc == NVML_SUCCESS)
+		while (n < sizeof(device->prof->mem_clks) /
+		    sizeof(device->prof->mem_clks[0]) &&
+		    device->prof->mem_clks[n] != 0)
+			n++;
+	return sim_end(&c, sim_clock_table(rc, rc == NVML_SUCCESS ?
+	    device->prof->mem_clks : NULL, n, count, clocksMHz));
+}
+
+/* The graphics clocks that go with a supported memory clock. */
+nvmlReturn_t
+nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device,
+    unsigned int memoryClockMHz, unsigned int *count,
+    unsigned int *clocksMHz)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_GFX_CLOCKS, device);
+	unsigned table[SIM_MAX_CLOCKS], n = 0;
+
+	sim_args(&c, "%u", memoryClockMHz);
+	if (rc == NVML_SUCCESS) {
+		const struct sim_profile *p = device->prof;
+		unsigned k = 0;
+
+		while (k < sizeof(p->mem_clks) / sizeof(p->mem_clks[0]) &&
+		    p->mem_clks[k] != 0 && p->mem_clks[k] != memoryClockMHz)
+			k++;
+		if (k == sizeof(p->mem_clks) / sizeof(p->mem_clks[0]) ||
+		    p->mem_clks[k] == 0)
+			rc = NVML_ERROR_NOT_FOUND;
+		/* f > max: the subtraction wrapped below zero */
+		for (unsigned f = p->gpu_clk_max; rc == NVML_SUCCESS &&
+		    f >= p->gpu_clk_min && f <= p->gpu_clk_max &&
+		    n < SIM_MAX_CLOCKS; f -= p->gpu_clk_step)
+			table[n++] = f;
+	}
+	return sim_end(&c, sim_clock_table(rc, table, n, count, clocksMHz));
+}
+
+/* Memory use that follows the load: a reserve, plus half when busy. */
+static void
+sim_memory(const struct nvmlDevice_st *g, unsigned long long *total,
+    unsigned long long *reserved, unsigned long long *used)
+{
+	double load;
+
+	pthread_mutex_lock(&sim.lock);
+	load = sim_load_at(g, sim_now_ns());
+	pthread_mutex_unlock(&sim.lock);
+	*total = (unsigned long long)g->prof->mem_gib << 30;
+	*reserved = *total / 64;
+	*used = (unsigned long long)((double)(*total / 2) * load) + (1u << 28);
+}
+
+nvmlReturn_t
+nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_MEMORY, device);
+	unsigned long long total, reserved, used;
+
+	if (rc == NVML_SUCCESS && memory == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS) {
+		/* v1 counts the driver's reserve as used. */
+		sim_memory(device, &total, &reserved, &used);
+		memory->total = total;
+		memory->used = used + reserved;
+		memory->free = total - memory->used;
+	}
+	return sim_end(&c, rc);
+}
+
+#ifndef NVML_SIM_LEGACY
+nvmlReturn_t
+nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_MEMORY_V2, device);
+	unsigned long long total, reserved, used;
+
+	if (rc == NVML_SUCCESS && memory == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS && memory->version != nvmlMemory_v2)
+		rc = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	if (rc == NVML_SUCCESS) {
+		sim_memory(device, &total, &reserved, &used);
+		memory->total = total;
+		memory->reserved = reserved;
+		memory->used = used;
+		memory->free = total - reserved - used;
+	}
+	return sim_end(&c, rc);
+}
+#endif
+
+nvmlReturn_t
+nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+    nvmlUtilization_t *utilization)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_UTILIZATION, device);
+	double load;
+
+	if (rc == NVML_SUCCESS && utilization == NULL)
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS) {
+		pthread_mutex_lock(&sim.lock);
+		load = sim_load_at(device, sim_now_ns());
+		pthread_mutex_unlock(&sim.lock);
+		utilization->gpu = (unsigned)(load * 100.0 + 0.5);
+		utilization->memory = (unsigned)(load * 60.0 + 0.5);
+	}
+	return sim_end(&c, rc);
+}
+
+/* Degrees C: 30 at idle, warming with the power drawn above idle. */
+nvmlReturn_t
+nvmlDeviceGetTemperature(nvmlDevice_t device,
+    nvmlTemperatureSensors_t sensorType, unsigned int *temp)
+{
+	struct sim_call c;
+	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_TEMPERATURE, device);
+	double p, idle, span;
+
+	sim_args(&c, "%d", (int)sensorType);
+	if (rc == NVML_SUCCESS && (temp == NULL ||
+	    sensorType != NVML_TEMPERATURE_GPU))
+		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS) {
+		pthread_mutex_lock(&sim.lock);
+		p = sim_power_at(device, sim_now_ns());
+		pthread_mutex_unlock(&sim.lock);
+		idle = device->prof->idle_mw;
+		span = device->prof->tdp_mw - idle;
+		*temp = 30u + (unsigned)(p > idle ? 50.0 * (p - idle) / span :
+		    0.0);
+	}
+	return sim_end(&c, rc);
 }

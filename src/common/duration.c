@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * duration.c - parser for human durations (see duration.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * duration.h - human durations for the command line ("90m", "1h 30m", "7d").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * err.c - the error type and the single kind -> HTTP status mapping.
  */
@@ -44,6 +45,7 @@ zerr_http_status(enum zerr_kind kind)
 	case ZERR_METHOD:
 		return 405;
 	case ZERR_BUSY:
+	case ZERR_UNAVAILABLE:
 		return 503;
 	case ZERR_INTERNAL:
 		break;
@@ -68,6 +70,7 @@ zerr_kind_from_status(unsigned status)
 	case 405:
 		return ZERR_METHOD;
 	case 503:
+		/* ZERR_UNAVAILABLE shares it; either kind gives 503 back. */
 		return ZERR_BUSY;
 	default:
 		return ZERR_INTERNAL;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * err.h - the one error type of the project.
  *
@@ -20,6 +21,7 @@ enum zerr_kind {
 	ZERR_METHOD,		/* wrong method for a known path: 405 */
 	ZERR_INTERNAL,		/* daemon-side failure: 500 */
 	ZERR_BUSY,		/* a device queue is full, retry later: 503 */
+	ZERR_UNAVAILABLE,	/* the device is gone (GPU lost): 503 */
 };
 
 #define ZERR_MSG_MAX 2048

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fileio.h - reading a whole small file (a key, a config) from an fd.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hex.h - the value of one hexadecimal digit, for the project's hand-written
  * parsers (percent-decoding, TOML \u escapes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c - key=value line logger (see log.h).
  *
@@ -11,12 +12,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static _Atomic int zlog_min_level = ZLOG_INFO;
 
+static _Atomic bool zlog_journal;
+
+static _Atomic(zlog_sink_fn) zlog_sink;
+
 static const char *const zlog_names[] = { "debug", "info", "warn", "error" };
+
+/* syslog(3) priorities: LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR. */
+static const int zlog_priorities[] = { 7, 6, 4, 3 };
 
 int
 zlog_init_from_env(void)
@@ -26,12 +36,28 @@ zlog_init_from_env(void)
 	if (v == NULL || *v == '\0')
 		return 0;
 	for (int i = ZLOG_DEBUG; i <= ZLOG_ERROR; i++) {
-		if (strcmp(v, zlog_names[i]) == 0) {
+		if (strcasecmp(v, zlog_names[i]) == 0) {
 			zlog_min_level = i;
 			return 0;
 		}
 	}
 	return -1;
+}
+
+bool
+zlog_detect_journal(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char tail;
+
+	if (v == NULL || sscanf(v, "%llu:%llu%c", &dev, &ino, &tail) != 2 ||
+	    fstat(STDERR_FILENO, &st) != 0)
+		return false;
+	zlog_journal = (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino;
+	return zlog_journal;
 }
 
 void
@@ -40,15 +66,22 @@ zlog_set_level(enum zlog_level level)
 	zlog_min_level = level;
 }
 
+void
+zlog_set_sink(zlog_sink_fn fn)
+{
+	zlog_sink = fn;
+}
+
 bool
 zlog_enabled(enum zlog_level level)
 {
-	return (int)level >= zlog_min_level;
+	return zlog_sink != NULL || (int)level >= zlog_min_level;
 }
 
 void
 zlog(enum zlog_level level, const char *event, const char *fmt, ...)
 {
+	zlog_sink_fn sink = zlog_sink;
 	char line[4096];
 	struct timespec ts;
 	struct tm tm;
@@ -57,13 +90,28 @@ zlog(enum zlog_level level, const char *event, const char *fmt, ...)
 
 	if (!zlog_enabled(level))
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line),
-	    "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s event=%s",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L,
-	    zlog_names[level], event);
+	if (sink != NULL) {
+		line[0] = '\0';
+		if (fmt != NULL && *fmt != '\0') {
+			va_start(ap, fmt);
+			vsnprintf(line, sizeof(line), fmt, ap);
+			va_end(ap);
+		}
+		sink(level, event, line);
+		return;
+	}
+	if (zlog_journal) {
+		/* journald parses "<P>" and keeps its own timestamp */
+		n = snprintf(line, sizeof(line), "<%d>level=%s event=%s",
+		    zlog_priorities[level], zlog_names[level], event);
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:"
+		    "%02d.%03ldZ level=%s event=%s", tm.tm_year + 1900,
+		    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		    tm.tm_sec, ts.tv_nsec / 1000000L, zlog_names[level], event);
+	}
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof(line) - 2)

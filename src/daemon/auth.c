@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.c - HS256 JWTs: key file, verification, signing, Bearer header.
  *
@@ -19,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +39,20 @@
 /* Base64url of a 32-byte HMAC-SHA256, without padding. */
 #define AUTH_SIG_B64_LEN 43
 
+/*
+ * The key bytes can be replaced while the HTTP thread verifies tokens
+ * (SIGHUP, auth_key_replace), so they sit behind a pointer and a
+ * read-write lock. Readers hold it only for hmac_sha256_set_key, which
+ * copies everything derived from the key into the caller's context;
+ * auth_key_replace swaps the pointer under the write lock and wipes the old
+ * bytes after it, when no reader can still hold them. The struct itself
+ * never moves, so every `struct auth_key *` (srv->key) stays valid and
+ * non-NULL: auth is never switched on or off by a reload.
+ */
 struct auth_key {
+	pthread_rwlock_t lock;
 	size_t len;
-	unsigned char bytes[];
+	unsigned char *bytes;
 };
 
 /* ---- key --------------------------------------------------------------- */
@@ -55,11 +68,15 @@ auth_key_from_bytes(const void *bytes, size_t len, struct auth_key **out,
 	if (len > AUTH_KEY_MAX)
 		return zerr_set(err, ZERR_INVALID,
 		    "signing key is larger than %d bytes", AUTH_KEY_MAX);
-	k = malloc(sizeof(*k) + len);
-	if (k == NULL)
+	if ((k = malloc(sizeof(*k))) == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	if ((k->bytes = malloc(len)) == NULL) {
+		free(k);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
 	k->len = len;
 	memcpy(k->bytes, bytes, len);
+	pthread_rwlock_init(&k->lock, NULL);
 	*out = k;
 	return 0;
 }
@@ -70,7 +87,32 @@ auth_key_free(struct auth_key *key)
 	if (key == NULL)
 		return;
 	explicit_bzero(key->bytes, key->len);
+	free(key->bytes);
+	pthread_rwlock_destroy(&key->lock);
 	free(key);
+}
+
+bool
+auth_key_replace(struct auth_key *key, struct auth_key *fresh)
+{
+	unsigned char *old;
+	size_t old_len;
+	bool changed;
+
+	pthread_rwlock_wrlock(&key->lock);
+	old = key->bytes;
+	old_len = key->len;
+	changed = old_len != fresh->len ||
+	    !memeql_sec(old, fresh->bytes, old_len);
+	key->bytes = fresh->bytes;
+	key->len = fresh->len;
+	pthread_rwlock_unlock(&key->lock);
+	/* no reader can hold `old` now: it took the lock to see it */
+	explicit_bzero(old, old_len);
+	free(old);
+	pthread_rwlock_destroy(&fresh->lock);
+	free(fresh);
+	return changed;
 }
 
 static void
@@ -237,7 +279,10 @@ auth_mac(const struct auth_key *key, const char *data, size_t len,
 	struct hmac_sha256_ctx hctx;
 	uint8_t mac[SHA256_DIGEST_SIZE];
 
+	/* const: the lock is the only thing written, see struct auth_key */
+	pthread_rwlock_rdlock((pthread_rwlock_t *)&key->lock);
 	hmac_sha256_set_key(&hctx, key->len, key->bytes);
+	pthread_rwlock_unlock((pthread_rwlock_t *)&key->lock);
 	hmac_sha256_update(&hctx, len, (const uint8_t *)data);
 	hmac_sha256_digest(&hctx, sizeof(mac), mac);
 	auth_b64url_encode(mac, sizeof(mac), sig);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.h - JWT authentication: the signing key, token verification and
  * issuing, and the Authorization header.
@@ -54,6 +55,14 @@ int auth_key_from_bytes(const void *bytes, size_t len, struct auth_key **out,
 
 /* Wipes and frees; NULL is fine. */
 void auth_key_free(struct auth_key *key);
+
+/*
+ * Moves `fresh`'s bytes into `key` (SIGHUP reload) and frees `fresh`; safe
+ * while other threads verify or sign with `key`: each of them uses either
+ * the old bytes or the new ones, never a mix, and the old bytes are wiped
+ * once none can use them. Returns whether the bytes differ.
+ */
+bool auth_key_replace(struct auth_key *key, struct auth_key *fresh);
 
 /*
  * Verifies `token` (len bytes, need not be NUL-terminated) against `key` at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_gate.c - bearer token -> claims -> scope decision (see auth_gate.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_gate.h - applies API.md's authentication order to one request, using
  * the route the router already chose (so routing and scope can never

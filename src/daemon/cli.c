@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.c - `zeusd serve` flags (API.md's table plus --nvml-library,
  * --rapl-dir and --simulate), validated here so that a bad value is one
@@ -7,6 +8,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -42,6 +45,8 @@ cli_print_usage(FILE *out)
 	    "Commands:\n"
 	    "  serve          run the daemon (zeusd serve --help)\n"
 	    "  token issue    print a signed JWT (zeusd token issue --help)\n"
+	    "  token verify   check a JWT read from stdin and print its claims\n"
+	    "                 (zeusd token verify --help)\n"
 	    "\n"
 	    "Options:\n"
 	    "  -h, --help     show this help\n"
@@ -57,7 +62,9 @@ cli_print_serve_usage(FILE *out)
 	    "  --mode uds|tcp                 transport (default uds)\n"
 	    "  --socket-path PATH             UDS path (default " ZEUSD_DEFAULT_SOCKET ")\n"
 	    "  --socket-permissions OCTAL     socket file mode (default 666)\n"
-	    "  --socket-uid N, --socket-gid N owner of the socket file\n"
+	    "  --socket-uid USER, --socket-gid GROUP\n"
+	    "                                 owner of the socket file (a name\n"
+	    "                                 or a number)\n"
 	    "  --tcp-bind-address HOST:PORT   TCP address (default " ZEUSD_DEFAULT_TCP ";\n"
 	    "                                 IPv6 as [::1]:4938)\n"
 	    "  --num-workers N                accepted for compatibility; zeusd\n"
@@ -83,7 +90,10 @@ cli_print_serve_usage(FILE *out)
 	    "                                 this key\n"
 	    "  -h, --help                     show this help\n"
 	    "\n"
-	    "Environment: ZEUSD_LOG=debug|info|warn|error sets the log level.\n",
+	    "Environment: ZEUSD_LOG=debug|info|warn|error sets the log level;\n"
+	    "ZEUSD_IDLE_TIMEOUT_S, ZEUSD_REQUEST_TIMEOUT_S, ZEUSD_MAX_CONNS_PER_PEER,\n"
+	    "ZEUSD_DEVICE_QUEUE_MAX and ZEUSD_SSE_KEEPALIVE_MS tune limits\n"
+	    "(docs/configuration.md).\n",
 	    out);
 }
 
@@ -106,6 +116,60 @@ bad:
 	return zerr_set(err, ZERR_INVALID,
 	    "invalid value '%.64s' for %s: expected an integer from %llu to %llu",
 	    s, what, (unsigned long long)min, (unsigned long long)max);
+}
+
+int
+cli_parse_owner(const char *s, bool user, uint64_t *out, struct zerr *err)
+{
+	const char *what = user ? "--socket-uid" : "--socket-gid";
+	size_t size = 16384;
+	char *buf = NULL;
+	int rc;
+
+	if (s[0] >= '0' && s[0] <= '9')
+		return cli_parse_uint(s, 0, UINT32_MAX - 1, out, what, err);
+	if (s[0] == '\0' || strlen(s) > 256)
+		return zerr_set(err, ZERR_INVALID, "invalid %s: expected a %s "
+		    "name or a number", what, user ? "user" : "group");
+	/* the NSS buffer grows on ERANGE, up to 1 MiB (huge group lists) */
+	for (;;) {
+		char *nbuf = realloc(buf, size);
+
+		if (nbuf == NULL) {
+			free(buf);
+			return zerr_set(err, ZERR_INTERNAL, "out of memory");
+		}
+		buf = nbuf;
+		if (user) {
+			struct passwd pw, *res = NULL;
+
+			rc = getpwnam_r(s, &pw, buf, size, &res);
+			if (rc == 0 && res != NULL)
+				*out = res->pw_uid;
+			else if (rc == 0)
+				rc = ENOENT;
+		} else {
+			struct group gr, *res = NULL;
+
+			rc = getgrnam_r(s, &gr, buf, size, &res);
+			if (rc == 0 && res != NULL)
+				*out = res->gr_gid;
+			else if (rc == 0)
+				rc = ENOENT;
+		}
+		if (rc != ERANGE || size >= 1024 * 1024)
+			break;
+		size *= 2;
+	}
+	free(buf);
+	if (rc == ENOENT)
+		return zerr_set(err, ZERR_INVALID, "invalid %s '%.64s': no such "
+		    "%s", what, s, user ? "user" : "group");
+	if (rc != 0)
+		return zerr_set(err, ZERR_INTERNAL, "cannot look up %s '%.64s' "
+		    "for %s: %s", user ? "user" : "group", s, what,
+		    strerror(rc));
+	return 0;
 }
 
 int
@@ -207,8 +271,7 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 		return cli_parse_permissions(arg, &cfg->socket_permissions, err);
 	case OPT_SOCKET_UID:
 	case OPT_SOCKET_GID:
-		if (cli_parse_uint(arg, 0, UINT32_MAX - 1, &v, opt ==
-		    OPT_SOCKET_UID ? "--socket-uid" : "--socket-gid", err) != 0)
+		if (cli_parse_owner(arg, opt == OPT_SOCKET_UID, &v, err) != 0)
 			return -1;
 		if (opt == OPT_SOCKET_UID) {
 			cfg->socket_uid = (uid_t)v;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h - command-line parsing for `zeusd serve` and value parsers shared
  * with other subcommands.
@@ -30,6 +31,12 @@ void cli_print_serve_usage(FILE *out);
 int cli_parse_permissions(const char *s, unsigned *out, struct zerr *err);
 
 /* Decimal unsigned integer in [min, max]; `what` names the flag in errors. */
+/*
+ * A socket owner: a decimal id, or a user (`user`) or group name looked up
+ * through NSS. Unknown names are refused.
+ */
+int cli_parse_owner(const char *s, bool user, uint64_t *out, struct zerr *err);
+
 int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out,
     const char *what, struct zerr *err);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * deadline.c - the request-deadline thread (see deadline.h).
  */

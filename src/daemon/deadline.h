@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * deadline.h - a whole-request deadline for every connection.
  *

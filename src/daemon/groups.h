@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * groups.h - the API groups a route belongs to, and scope names.
  *

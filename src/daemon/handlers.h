@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers.h - the route handlers, one function per endpoint. Each parses
  * its query with query_parse(), builds device commands (never calling a

@@ -1,6 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_basic.c - /discover, /time and /auth/whoami: the endpoints that
  * need no device command.
+ *
+ * /discover keeps the upstream daemon's four GPU fields exactly as they
+ * were and adds, after them, what zeusd learned when it opened the GPU
+ * (UUID, architecture, supported operations and ranges) and whether the
+ * driver reports it lost now; none of it asks the driver.
  */
 #include <time.h>
 
@@ -29,10 +35,53 @@ handlers_no_query(struct request *req)
 	return 0;
 }
 
+/* A probed value; 0 means it could not be read. */
+static json_t *
+discover_u32(uint32_t v)
+{
+	return v != 0 ? json_integer(v) : json_null();
+}
+
+static json_t *
+discover_range(uint32_t lo, uint32_t hi)
+{
+	return json_pack("{s:o,s:o}", "min", discover_u32(lo), "max",
+	    discover_u32(hi));
+}
+
+static json_t *
+discover_gpu(struct node *node, unsigned i)
+{
+	const struct gpu_info *g = &node->gpu_info[i];
+	const struct gpu_caps *k = &g->caps;
+	json_t *o;
+
+	o = json_pack("{s:I,s:s,s:s,s:b}", "id", (json_int_t)i, "name",
+	    g->name, "pci_address", g->pci_address,
+	    "cumulative_energy_available", g->energy_available);
+	json_object_set_new(o, "uuid", g->uuid[0] != '\0' ?
+	    json_string(g->uuid) : json_null());
+	json_object_set_new(o, "architecture", json_string(g->architecture));
+	json_object_set_new(o, "lost", json_boolean(node_gpu_lost(node, i)));
+	json_object_set_new(o, "supports", json_pack("{s:b,s:b,s:b,s:b}",
+	    "power_limit", k->power_limit, "persistence_mode",
+	    k->persistence_mode, "gpu_locked_clocks", k->gpu_locked_clocks,
+	    "mem_locked_clocks", k->mem_locked_clocks));
+	json_object_set_new(o, "power_limit_range_mw", json_pack(
+	    "{s:o,s:o,s:o}", "min", discover_u32(k->limit_min_mw), "max",
+	    discover_u32(k->limit_max_mw), "default",
+	    discover_u32(k->limit_default_mw)));
+	json_object_set_new(o, "clock_range_mhz", json_pack("{s:o,s:o}",
+	    "gpu", discover_range(k->gpu_clock_min_mhz, k->gpu_clock_max_mhz),
+	    "mem", discover_range(k->mem_clock_min_mhz,
+	    k->mem_clock_max_mhz)));
+	return o;
+}
+
 void
 handle_discover(struct request *req)
 {
-	const struct node *node = req->srv->node;
+	struct node *node = req->srv->node;
 	json_t *gpus = json_array(), *cpus = json_array(), *groups = json_array();
 
 	if (handlers_no_query(req) != 0) {
@@ -42,11 +91,7 @@ handle_discover(struct request *req)
 		return;
 	}
 	for (unsigned i = 0; i < node->ngpu; i++)
-		json_array_append_new(gpus, json_pack("{s:I,s:s,s:s,s:b}",
-		    "id", (json_int_t)i, "name", node->gpu_info[i].name,
-		    "pci_address", node->gpu_info[i].pci_address,
-		    "cumulative_energy_available",
-		    node->gpu_info[i].energy_available));
+		json_array_append_new(gpus, discover_gpu(node, i));
 	for (unsigned i = 0; i < node->ncpu; i++)
 		json_array_append_new(cpus, json_pack("{s:I,s:b}", "id",
 		    (json_int_t)rapl_package_id(node->rapl, i), "dram_available",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_cpu.c - /cpu/get_cumulative_energy and /cpu/get_power.
  *

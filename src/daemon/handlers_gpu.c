@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_gpu.c - the /gpu/... reads and writes of API.md (streams live in
  * their own module).
@@ -17,7 +18,10 @@
  * Device queues are bounded (node.h): room for every command of a request
  * is reserved before any is queued, and when one queue is full the whole
  * request is answered 503 with Retry-After before anything runs (not as a
- * per-GPU entry of {"errors": ...}).
+ * per-GPU entry of {"errors": ...}). Likewise an operation the GPU driver
+ * has no entry point for is refused whole, with 400, before anything is
+ * queued: it would fail on every GPU, and a block=false write would
+ * otherwise answer 200 for nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,12 +264,15 @@ handle_gpu_write(struct request *req)
 {
 	const enum gpu_write_op op = (enum gpu_write_op)req->route->op;
 	const struct query_spec *spec = gpu_write_specs[op];
+	struct node *node = req->srv->node;
 	struct query_values qv;
 	struct gpu_write w;
 	struct id_list ids;
 
 	if (handlers_parse(req, spec, &qv) != 0 ||
-	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0)
+	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0 ||
+	    (ids.n > 0 && handlers_gpu_lacks(req, gpu_write_op_name(op),
+	    node->gpu.ops->write_lacks(&node->gpu, op)) != 0))
 		return;
 	memset(&w, 0, sizeof(w));
 	w.op = op;
@@ -287,11 +294,16 @@ void
 handle_gpu_read(struct request *req)
 {
 	const enum gpu_cmd_op op = (enum gpu_cmd_op)req->route->op;
+	const int rop = gpu_cmd_read_op(op);
+	struct node *node = req->srv->node;
 	struct query_values qv;
 	struct id_list ids;
 
 	if (handlers_parse(req, spec_read, &qv) != 0 ||
-	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0)
+	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0 ||
+	    (ids.n > 0 && rop >= 0 && handlers_gpu_lacks(req,
+	    gpu_read_op_name((enum gpu_read_op)rop),
+	    node->gpu.ops->read_lacks(&node->gpu, (enum gpu_read_op)rop)) != 0))
 		return;
 	gpu_batch_submit(req, &ids, op, NULL, gpu_read_finish);
 }

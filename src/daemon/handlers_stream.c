@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_stream.c - GET /gpu/stream_power and GET /cpu/stream_power.
  *

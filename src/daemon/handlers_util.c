@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_util.c - shared handler pieces (see handlers_util.h).
  */
@@ -107,6 +108,19 @@ handlers_pick_cpus(struct request *req, const struct query_value *v,
 	for (unsigned i = 0; i < n; i++)
 		avail[i] = rapl_package_id(node->rapl, i);
 	return handlers_pick(req, v, avail, n, "CPU", out);
+}
+
+int
+handlers_gpu_lacks(struct request *req, const char *op, const char *lacks)
+{
+	struct zerr err;
+
+	if (lacks == NULL)
+		return 0;
+	zerr_set(&err, ZERR_INVALID, "%s is not supported by this NVIDIA "
+	    "driver (NVML lacks %s)", op, lacks);
+	request_reply_error(req, &err);
+	return -1;
 }
 
 void

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_util.h - pieces every device handler shares: query parsing that
  * answers 400 itself, id validation against the devices present, and the
@@ -30,6 +31,15 @@ int handlers_pick_gpus(struct request *req, const struct query_value *v,
     struct id_list *out);
 int handlers_pick_cpus(struct request *req, const struct query_value *v,
     struct id_list *out);
+
+/*
+ * Refuses a GPU operation that the driver lacks an entry point for
+ * (`lacks`, from gpu_backend_ops.read_lacks / write_lacks; NULL: it has
+ * it): answers 400 for the whole request, before anything is queued, and
+ * returns -1. Returns 0 when `lacks` is NULL.
+ */
+int handlers_gpu_lacks(struct request *req, const char *op,
+    const char *lacks);
 
 struct handlers_errors {
 	json_t *map;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * listen.c - creating the listening socket (see listen.h).
  *
@@ -624,6 +625,87 @@ listen_remove_socket(void)
 	}
 	close(listen_own.dirfd);
 	listen_own.dirfd = -1;
+}
+
+/* SD_LISTEN_FDS_START: systemd passes sockets from fd 3 on. */
+#define LISTEN_FDS_START 3
+
+static const char *
+listen_family_name(int family)
+{
+	switch (family) {
+	case AF_UNIX:
+		return "AF_UNIX";
+	case AF_INET:
+		return "AF_INET";
+	case AF_INET6:
+		return "AF_INET6";
+	default:
+		return "another family";
+	}
+}
+
+int
+listen_from_systemd(const struct zeusd_config *cfg, int *out,
+    struct zerr *err)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	const int fd = LISTEN_FDS_START;
+	int family = -1, type = -1, acc = 0, fl;
+	socklen_t len;
+	long long p, n;
+	char *end;
+	bool ok;
+
+	/* LISTEN_PID for another pid: a parent's, inherited through exec. */
+	ok = false;
+	n = 0;
+	if (pid != NULL && fds != NULL) {
+		p = strtoll(pid, &end, 10);
+		ok = end != pid && *end == '\0' && p == (long long)getpid();
+	}
+	if (ok) {
+		n = strtoll(fds, &end, 10);
+		if (end == fds || *end != '\0')
+			n = -1;
+	}
+	(void)unsetenv("LISTEN_PID");
+	(void)unsetenv("LISTEN_FDS");
+	(void)unsetenv("LISTEN_FDNAMES");
+	if (!ok || n == 0)
+		return 0;
+	if (n != 1)
+		return zerr_set(err, ZERR_INVALID, "systemd passed %s sockets "
+		    "(LISTEN_FDS=%.20s); zeusd serves exactly one: give its "
+		    ".socket unit a single ListenStream=", n < 0 ? "invalid" :
+		    "several", fds);
+	len = sizeof(family);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) != 0)
+		return zerr_set(err, ZERR_INVALID, "fd %d from systemd "
+		    "(LISTEN_FDS) is not a socket: %s", fd, strerror(errno));
+	len = sizeof(type);
+	(void)getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+	len = sizeof(acc);
+	(void)getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len);
+	if (type != SOCK_STREAM || !acc)
+		return zerr_set(err, ZERR_INVALID, "the socket from systemd "
+		    "(fd %d) is not a listening stream socket; use "
+		    "ListenStream= and Accept=no in the .socket unit", fd);
+	if (cfg->mode == MODE_UDS ? family != AF_UNIX :
+	    family != AF_INET && family != AF_INET6)
+		return zerr_set(err, ZERR_INVALID, "the socket from systemd "
+		    "(fd %d) is %s but zeusd runs with --mode %s, which needs "
+		    "%s; use zeusd.socket with --mode uds, or zeusd-tcp.socket "
+		    "with --mode tcp", fd, listen_family_name(family),
+		    cfg->mode == MODE_UDS ? "uds" : "tcp",
+		    cfg->mode == MODE_UDS ? "AF_UNIX" : "AF_INET or AF_INET6");
+	if ((fl = fcntl(fd, F_GETFL)) < 0 ||
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+		return zerr_set(err, ZERR_INTERNAL, "cannot set up the socket "
+		    "from systemd: %s", strerror(errno));
+	*out = fd;
+	return 1;
 }
 
 int

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * listen.h - the listening socket: a Unix domain socket with zeusd's safety
  * rules, or a TCP socket on an IPv4/IPv6 literal.
@@ -26,6 +27,22 @@ int listen_parse_tcp(const char *s, struct sockaddr_storage *ss,
  * open for listen_remove_socket.
  */
 int listen_open(const struct zeusd_config *cfg, struct zerr *err);
+
+/*
+ * Socket activation (zeusd.socket, zeusd-tcp.socket): sd_listen_fds(3)'s
+ * rules without libsystemd. When $LISTEN_PID is this process and
+ * $LISTEN_FDS is 1, takes fd 3 as the listening socket: it must be a
+ * listening SOCK_STREAM socket of the configured mode's family (AF_UNIX for
+ * uds, AF_INET or AF_INET6 for tcp), else startup fails naming what was
+ * passed. The fd is made non-blocking and close-on-exec; the variables are
+ * unset either way (override commands must not see them). Returns 1 with
+ * *fd set, 0 when nothing was passed (then listen_open makes the socket as
+ * before), -1 with `err`. The socket file, its mode and owner belong to the
+ * .socket unit: listen_remove_socket leaves it alone.
+ * Call before any thread exists (unsetenv).
+ */
+int listen_from_systemd(const struct zeusd_config *cfg, int *fd,
+    struct zerr *err);
 
 /*
  * Removes the socket file listen_open created, if the path still holds that

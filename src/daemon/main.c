@@ -1,11 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - zeusd's entry point: subcommand dispatch, the startup checks of
  * API.md, and the signal-driven shutdown.
  *
- * Startup order: parse flags, load overrides and signing key, refuse
+ * Startup order: block the signals handled here (so that no thread, not
+ * even one libmicrohttpd or a device library starts, can take one), parse
+ * flags, read the systemd environment (notify socket, watchdog, a socket
+ * passed by socket activation), load overrides and signing key, refuse
  * root-only groups without root, become a child subreaper, open devices,
- * open the socket, serve. A failure at any step prints one line and exits
- * non-zero before a socket is left behind.
+ * open the socket (or take systemd's), serve, and only then tell systemd
+ * READY=1. A failure at any step prints one line and exits non-zero before
+ * a socket is left behind.
+ *
+ * Signals, all taken by sigwait(2) on this thread: SIGTERM and SIGINT stop
+ * the daemon; SIGHUP reloads the signing key and the overrides file
+ * (reload.c); SIGUSR1 and SIGUSR2 are logged and otherwise ignored, and
+ * SIGPIPE is ignored, so none of them can kill a daemon by accident.
  *
  * Shutdown order: stop the override commands first (reaper.h: SIGTERM,
  * SIGKILL after a grace), so a worker blocked in one returns at once and
@@ -29,9 +39,12 @@
 #include "cli.h"
 #include "listen.h"
 #include "node.h"
+#include "notify.h"
+#include "reload.h"
 #include "server.h"
 #include "streams.h"
 #include "token.h"
+#include "watchdog.h"
 
 #define SHUTDOWN_GRACE_MS 5000	/* in-flight requests finish */
 #define SHUTDOWN_STUCK_MS 30000	/* then device commands, at most */
@@ -100,9 +113,18 @@ serve_main(int argc, char **argv)
 	struct node node;
 	struct zerr err;
 	sigset_t sigs;
-	char where[160];
-	int fd, sig, rc;
+	char where[160], groups[80];
+	int fd = -1, sig, rc;
 
+	/* Every thread created from here on inherits this mask. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	rc = cli_parse_serve(argc, argv, &cfg, stdout, &err);
 	if (rc == 1)
 		return 0;
@@ -112,6 +134,13 @@ serve_main(int argc, char **argv)
 	}
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = &cfg;
+	/* every configuration error stops startup before anything is opened */
+	if (server_configure(&srv, &err) != 0 || streams_check_env(&err) != 0)
+		return serve_fail(&err);
+	/* Before any thread: both unset environment variables. */
+	notify_init();
+	if (listen_from_systemd(&cfg, &fd, &err) < 0)
+		return serve_fail(&err);
 	if (cfg.gpu_command_overrides != NULL) {
 		if (!(cfg.enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
 			zlog(ZLOG_WARN, "overrides_ignored",
@@ -135,12 +164,6 @@ serve_main(int argc, char **argv)
 		    "--signing-key-path: anyone who can reach the port can use "
 		    "every enabled API group\"");
 
-	/* Every thread created from here on inherits this mask. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	serve_raise_fd_limit();
 	/* Before any device thread exists, so no override can run first. */
 	if (reaper_enable(&err) != 0) {
@@ -161,8 +184,13 @@ serve_main(int argc, char **argv)
 		auth_key_free(srv.key);
 		return serve_fail(&err);
 	}
-	if ((fd = listen_open(&cfg, &err)) < 0 ||
-	    server_start(&srv, fd, &err) != 0) {
+	if (fd >= 0)
+		zlog(ZLOG_INFO, "socket_activated", "fd=%d msg=\"listening "
+		    "socket passed by systemd; its path, mode and owner come "
+		    "from the .socket unit\"", fd);
+	else
+		fd = listen_open(&cfg, &err);
+	if (fd < 0 || server_start(&srv, fd, &err) != 0) {
 		if (fd >= 0)
 			close(fd);
 		listen_remove_socket();	/* only the socket file we created */
@@ -173,19 +201,44 @@ serve_main(int argc, char **argv)
 		return serve_fail(&err);
 	}
 	listen_describe(fd, where, sizeof(where));
-	{
-		char groups[80];
+	group_set_format(cfg.enabled, groups, sizeof(groups));
+	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
+	    "groups=\"%s\" auth=%s simulate=%s version=%s", where,
+	    node.ngpu, node.ncpu, groups, srv.key ? "on" : "off",
+	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
+	/* devices open, socket accepting: systemd may start dependents */
+	notify_send("READY=1");
+	notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, auth %s",
+	    where, node.ngpu, node.ncpu, groups, srv.key ? "on" : "off");
+	if (watchdog_start(&srv, &err) != 0)
+		zlog(ZLOG_WARN, "watchdog_not_started", "error=\"%s\"",
+		    err.msg);
 
-		group_set_format(cfg.enabled, groups, sizeof(groups));
-		zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
-		    "groups=\"%s\" auth=%s simulate=%s version=%s", where,
-		    node.ngpu, node.ncpu, groups, srv.key ? "on" : "off",
-		    cfg.simulate ? "true" : "false", ZEUS_VERSION);
+	for (;;) {
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
+			notify_send("RELOADING=1");
+			notify_status("Reloading the signing key and overrides");
+			rc = reload_run(&cfg, &srv, &node);
+			notify_send("READY=1");
+			notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, "
+			    "auth %s%s", where, node.ngpu, node.ncpu, groups,
+			    srv.key ? "on" : "off", rc > 0 ? " (last reload "
+			    "failed, see the log)" : "");
+			continue;
+		}
+		if (sig == SIGUSR1 || sig == SIGUSR2) {
+			zlog(ZLOG_INFO, "signal_ignored", "signal=%s",
+			    sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+			continue;
+		}
+		break;
 	}
-
-	while (sigwait(&sigs, &sig) != 0)
-		;
 	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
+	notify_send("STOPPING=1");
+	notify_status("Stopping (signal %d)", sig);
+	watchdog_stop();	/* the loop is about to stop answering */
 	/*
 	 * Overrides first: a request blocked in one gets its (failed)
 	 * answer within the grace instead of holding shutdown until the
@@ -215,10 +268,11 @@ serve_main(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+	(void)zlog_detect_journal();
 	if (zlog_init_from_env() != 0) {
 		fprintf(stderr, "zeusd: invalid ZEUSD_LOG (expected debug, "
-		    "info, warn or error)\n");
-		return 2;
+		    "info, warn or error, in any case)\n");
+		return 1;
 	}
 	if (argc < 2) {
 		cli_print_usage(stderr);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node.c - opening this node's devices for the daemon (see node.h).
  *
@@ -254,6 +255,14 @@ node_cpu_reserve(struct node *node, struct worker_batch *batch,
 		return node_full("CPU", shared ? "energy reader" : NULL,
 		    rapl_package_id(node->rapl, cmd->pkg), wk, err);
 	return 0;
+}
+
+bool
+node_gpu_lost(const struct node *node, unsigned gpu)
+{
+	struct gpu_backend b = node->gpu;	/* ops take it non-const */
+
+	return b.ops != NULL && gpu < node->ngpu && b.ops->lost(&b, gpu);
 }
 
 void

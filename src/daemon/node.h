@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node.h - the devices of this node as the daemon sees them: the GPU backend
  * (NVML, possibly wrapped by command overrides) with one worker per GPU, and
@@ -74,6 +75,12 @@ int node_gpu_reserve(struct node *node, struct worker_batch *batch,
     struct gpu_cmd *cmd, struct zerr *err);
 int node_cpu_reserve(struct node *node, struct worker_batch *batch,
     struct cpu_cmd *cmd, struct zerr *err);
+
+/*
+ * True while the driver reports GPU `gpu` lost (/discover, /metrics). Any
+ * thread; asks the backend's flag, not the driver.
+ */
+bool node_gpu_lost(const struct node *node, unsigned gpu);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

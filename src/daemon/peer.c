@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer.c - identifying a connection's peer (see peer.h).
  */

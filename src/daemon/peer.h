@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer.h - who is on the other end of a connection, as far as the kernel
  * can tell: the uid/gid/pid of a Unix-socket peer (SO_PEERCRED, taken at

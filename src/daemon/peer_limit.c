@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_limit.c - per-peer connection counts (see peer_limit.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_limit.h - how many connections each peer holds, and a cap on it.
  *

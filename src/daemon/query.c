@@ -1,15 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * query.c - strict query-string parsing (see query.h).
  *
  * Hand-written because the rules are ours (strictness, repeated parameters,
  * error messages); it has a fuzz target (fuzz/fuzz_query.c).
+ *
+ * Refusals use the phrases of the upstream Rust daemon's query decoder
+ * ("unknown field `x`", "missing field `x`", "duplicate field `x`",
+ * "invalid value ... not `true` or `false`", "... expected u32"), which Zeus's
+ * clients and tests look for, after our "Invalid query: " and always with the
+ * parameter's name. Echoed input is shown printable-ASCII only (see
+ * query_show): the message goes into a JSON string, which must be UTF-8.
  */
 #include "query.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/hex.h"
+
+/* How much of a refused name or value a message quotes. */
+#define QUERY_SHOW_MAX 40
 
 long
 query_unescape(const char *s, size_t len, bool plus_space, char *out,
@@ -44,6 +56,37 @@ query_unescape(const char *s, size_t len, bool plus_space, char *out,
 	return (long)o;
 }
 
+/*
+ * Writes [s, s+len) for a message: printable ASCII as is, any other byte
+ * (and the backtick that quotes it) as \xNN, cut at QUERY_SHOW_MAX bytes
+ * with "...". `out` holds at least QUERY_SHOW_MAX * 4 + 4 bytes.
+ */
+static const char *
+query_show(const char *s, size_t len, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && i < QUERY_SHOW_MAX; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '`') {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	if (len > QUERY_SHOW_MAX) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+	return out;
+}
+
 static int
 query_cmp_u32(const void *a, const void *b)
 {
@@ -75,6 +118,7 @@ int
 query_parse_ids(const char *s, size_t len, struct id_list *out,
     const char *what, struct zerr *err)
 {
+	char shown[QUERY_SHOW_MAX * 4 + 4];
 	size_t i = 0;
 
 	out->n = 0;
@@ -91,17 +135,17 @@ query_parse_ids(const char *s, size_t len, struct id_list *out,
 			end--;
 		if (start == end)
 			return zerr_set(err, ZERR_INVALID,
-			    "Invalid %s: empty element in '%.*s'", what,
-			    (int)(len > 64 ? 64 : len), s);
+			    "Invalid query: invalid value `%s` for field `%s`: "
+			    "empty element", query_show(s, len, shown), what);
 		if (query_u32(s + start, end - start, &id) != 0)
 			return zerr_set(err, ZERR_INVALID,
-			    "Invalid %s: '%.*s' is not a non-negative integer",
-			    what, (int)(end - start > 32 ? 32 : end - start),
-			    s + start);
+			    "Invalid query: invalid value `%s` in field `%s`: "
+			    "not a non-negative integer (expected u32)",
+			    query_show(s + start, end - start, shown), what);
 		if (out->n == QUERY_MAX_IDS)
 			return zerr_set(err, ZERR_INVALID,
-			    "Invalid %s: more than %d elements", what,
-			    QUERY_MAX_IDS);
+			    "Invalid query: invalid value for field `%s`: "
+			    "more than %d elements", what, QUERY_MAX_IDS);
 		out->ids[out->n++] = id;
 		if (i == len)
 			break;
@@ -120,6 +164,8 @@ static int
 query_value_set(const struct query_spec *sp, struct query_value *qv,
     struct id_list *store, const char *val, size_t vlen, struct zerr *err)
 {
+	char shown[QUERY_SHOW_MAX * 4 + 4];
+
 	switch (sp->type) {
 	case Q_BOOL:
 		if (vlen == 4 && memcmp(val, "true", 4) == 0)
@@ -128,14 +174,17 @@ query_value_set(const struct query_spec *sp, struct query_value *qv,
 			qv->b = false;
 		else
 			return zerr_set(err, ZERR_INVALID,
-			    "Invalid value for parameter '%s': expected true "
-			    "or false", sp->name);
+			    "Invalid query: invalid value `%s` for field `%s`: "
+			    "not `true` or `false`",
+			    query_show(val, vlen, shown), sp->name);
 		return 0;
 	case Q_U32:
 		if (query_u32(val, vlen, &qv->u32) != 0)
 			return zerr_set(err, ZERR_INVALID,
-			    "Invalid value for parameter '%s': expected an "
-			    "integer from 0 to 4294967295", sp->name);
+			    "Invalid query: invalid value `%s` for field `%s`: "
+			    "expected u32 (a decimal integer from 0 to "
+			    "4294967295)", query_show(val, vlen, shown),
+			    sp->name);
 		return 0;
 	case Q_IDS:
 		qv->ids = store;
@@ -144,11 +193,37 @@ query_value_set(const struct query_spec *sp, struct query_value *qv,
 	return zerr_set(err, ZERR_INTERNAL, "internal: bad query spec");
 }
 
+/* "unknown field `x`, expected one of `a`, `b`" (or what fits). */
+static int
+query_unknown(const char *name, size_t nlen, const struct query_spec *spec,
+    unsigned nspec, struct zerr *err)
+{
+	char shown[QUERY_SHOW_MAX * 4 + 4], list[512];
+	size_t o = 0;
+
+	list[0] = '\0';
+	for (unsigned k = 0; k < nspec; k++) {
+		int w = snprintf(list + o, sizeof(list) - o, "%s`%s`",
+		    k ? ", " : "", spec[k].name);
+
+		if (w < 0 || (size_t)w >= sizeof(list) - o)
+			break;
+		o += (size_t)w;
+	}
+	query_show(name, nlen, shown);
+	if (nspec == 0)
+		return zerr_set(err, ZERR_INVALID, "Invalid query: unknown "
+		    "field `%s`: this endpoint takes no parameters", shown);
+	return zerr_set(err, ZERR_INVALID, "Invalid query: unknown field "
+	    "`%s`, expected %s%s", shown, nspec > 1 ? "one of " : "", list);
+}
+
 int
 query_parse(const char *raw, size_t len, const struct query_spec *spec,
     struct query_values *values, struct zerr *err)
 {
-	char name[64], val[QUERY_MAX_LEN + 1];
+	char name[QUERY_MAX_LEN + 1], val[QUERY_MAX_LEN + 1];
+	char shown[QUERY_SHOW_MAX * 4 + 4];
 	unsigned nspec = 0, nstore = 0;
 	size_t i = 0;
 
@@ -156,7 +231,8 @@ query_parse(const char *raw, size_t len, const struct query_spec *spec,
 	while (spec[nspec].name != NULL)
 		nspec++;
 	if (len > QUERY_MAX_LEN)
-		return zerr_set(err, ZERR_INVALID, "Query string too long");
+		return zerr_set(err, ZERR_INVALID, "Invalid query: query "
+		    "string longer than %d bytes", QUERY_MAX_LEN);
 	while (i < len) {
 		size_t start = i, eq, end;
 		long nlen, vlen;
@@ -173,26 +249,26 @@ query_parse(const char *raw, size_t len, const struct query_spec *spec,
 		    sizeof(name));
 		if (nlen <= 0)
 			return zerr_set(err, ZERR_INVALID,
-			    "Malformed query parameter name");
+			    "Invalid query: malformed parameter name `%s`",
+			    query_show(raw + start, eq - start, shown));
 		for (k = 0; k < nspec; k++)
 			if (strcmp(spec[k].name, name) == 0)
 				break;
 		if (k == nspec)
-			return zerr_set(err, ZERR_INVALID,
-			    "Unknown query parameter '%.48s'", name);
+			return query_unknown(name, (size_t)nlen, spec, nspec,
+			    err);
 		if (values->v[k].present)
 			return zerr_set(err, ZERR_INVALID,
-			    "Query parameter '%s' given more than once",
+			    "Invalid query: duplicate field `%s`",
 			    spec[k].name);
-		if (eq == end)
-			return zerr_set(err, ZERR_INVALID,
-			    "Query parameter '%s' has no value", spec[k].name);
-		vlen = query_unescape(raw + eq + 1, end - eq - 1, true, val,
-		    sizeof(val));
+		/* "block" without "=" is "block=": refused by its type. */
+		vlen = eq == end ? 0 : query_unescape(raw + eq + 1,
+		    end - eq - 1, true, val, sizeof(val));
 		if (vlen < 0)
 			return zerr_set(err, ZERR_INVALID,
-			    "Malformed value for query parameter '%s'",
-			    spec[k].name);
+			    "Invalid query: invalid value for field `%s`: "
+			    "malformed percent-encoding", spec[k].name);
+		val[vlen] = '\0';
 		if (spec[k].type == Q_IDS && nstore == 2)
 			return zerr_set(err, ZERR_INTERNAL,
 			    "internal: too many id lists in spec");
@@ -205,7 +281,6 @@ query_parse(const char *raw, size_t len, const struct query_spec *spec,
 	for (unsigned k = 0; k < nspec; k++)
 		if (spec[k].required && !values->v[k].present)
 			return zerr_set(err, ZERR_INVALID,
-			    "Missing required query parameter '%s'",
-			    spec[k].name);
+			    "Invalid query: missing field `%s`", spec[k].name);
 	return 0;
 }

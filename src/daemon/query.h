@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * query.h - the one strict query-string parser every handler uses.
  *
@@ -6,7 +7,10 @@
  * 400 naming the parameter: an unknown or repeated parameter, a missing
  * required one, a boolean that is not `true`/`false`, an integer that is not
  * a plain decimal in u32 range, or an id list with an empty or non-integer
- * element.
+ * element. A parameter without "=" has the empty value. The messages read
+ * "Invalid query: unknown field `x`, expected one of ...", "... missing
+ * field `x`", "... duplicate field `x`", "... invalid value `v` for field
+ * `x`: ..." (docs/api.md); echoed input is printable ASCII.
  */
 #ifndef ZEUS_QUERY_H
 #define ZEUS_QUERY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.h - one HTTP request as the handlers see it, and the ways to answer.
  *

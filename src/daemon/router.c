@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * router.c - the route table and path canonicalisation (see router.h).
  */

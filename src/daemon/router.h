@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * router.h - one canonical path decides the route, its method, its API group
  * and the scope a token needs. The same lookup serves routing and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler.c - the timer thread behind stream sampling (see sampler.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler.h - one thread that fires periodic timers on absolute deadlines.
  *

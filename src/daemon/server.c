@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.c - libmicrohttpd glue: request life cycle, dispatch, answers.
  *
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -286,6 +288,7 @@ server_conn_notify(void *cls, struct MHD_Connection *mc,
 	struct server *srv = cls;
 	struct conn *c = *socket_context;
 
+	atomic_fetch_add(&srv->loop_beats, 1);	/* server_loop_alive */
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		server_conn_started(srv, mc, socket_context);
 		return;
@@ -563,21 +566,22 @@ server_mhd_log(void *cls, const char *fmt, va_list ap)
 	zlog(ZLOG_DEBUG, "http_library", "msg=%s", zlog_quote(q, sizeof(q), msg));
 }
 
-/* The environment knobs of the HTTP side (docs/configuration.md). */
-static int
-server_read_env(struct server *srv, uint64_t *idle_s, uint64_t *request_s,
-    struct zerr *err)
+int
+server_configure(struct server *srv, struct zerr *err)
 {
-	uint64_t per_peer;
+	uint64_t idle_s, request_s, per_peer;
 
 	if (cli_env_uint("ZEUSD_IDLE_TIMEOUT_S", 1, 86400, SERVER_IDLE_TIMEOUT_S,
-	    idle_s, err) != 0 ||
+	    &idle_s, err) != 0 ||
 	    cli_env_uint("ZEUSD_REQUEST_TIMEOUT_S", 1, 3600,
-	    SERVER_REQUEST_TIMEOUT_S, request_s, err) != 0 ||
+	    SERVER_REQUEST_TIMEOUT_S, &request_s, err) != 0 ||
 	    cli_env_uint("ZEUSD_MAX_CONNS_PER_PEER", 0, SERVER_CONNECTION_LIMIT,
 	    SERVER_MAX_PER_PEER, &per_peer, err) != 0)
 		return -1;
+	srv->idle_s = (unsigned)idle_s;
+	srv->request_s = (unsigned)request_s;
 	srv->max_per_peer = (unsigned)per_peer;
+	srv->configured = true;
 	return 0;
 }
 
@@ -586,14 +590,12 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 {
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
-	uint64_t idle_s, request_s;
-
-	if (server_read_env(srv, &idle_s, &request_s, err) != 0)
+	if (!srv->configured && server_configure(srv, err) != 0)
 		return -1;
 	if (srv->max_per_peer > 0 &&
 	    peer_limit_create(srv->max_per_peer, &srv->peers, err) != 0)
 		return -1;
-	if (deadline_start((unsigned)request_s * 1000u, &srv->deadlines,
+	if (deadline_start(srv->request_s * 1000u, &srv->deadlines,
 	    err) != 0) {
 		peer_limit_destroy(srv->peers);
 		srv->peers = NULL;
@@ -612,7 +614,7 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	    MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, srv,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle_s,
+	    MHD_OPTION_CONNECTION_TIMEOUT, srv->idle_s,
 	    MHD_OPTION_END);
 	if (srv->mhd == NULL) {
 		deadline_stop(srv->deadlines);
@@ -623,6 +625,28 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 		    "cannot start the HTTP server (libmicrohttpd)");
 	}
 	return 0;
+}
+
+bool
+server_loop_alive(struct server *srv, unsigned timeout_ms)
+{
+	unsigned long before = atomic_load(&srv->loop_beats);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+	    sv) == 0) {
+		/* libmicrohttpd closes sv[0] itself, even when it refuses it */
+		(void)MHD_add_connection(srv->mhd, sv[0],
+		    (const struct sockaddr *)&sun, sizeof(sun));
+		close(sv[1]);	/* the loop reads EOF and closes its end */
+	}
+	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
+		if (atomic_load(&srv->loop_beats) - before >= 2)
+			return true;
+		usleep(5000);
+	}
+	return atomic_load(&srv->loop_beats) - before >= 2;
 }
 
 int

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.h - the HTTP side of zeusd: one libmicrohttpd daemon in epoll mode
  * with its own internal thread, accepting on the fd that listen.c opened.
@@ -6,6 +7,7 @@
 #define ZEUS_SERVER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "../common/err.h"
 #include "config.h"
@@ -30,13 +32,23 @@ struct server {
 	struct stats stats;		/* for /metrics */
 	struct peer_limit *peers;	/* NULL: no per-peer cap */
 	struct deadlines *deadlines;	/* whole-request deadline */
-	unsigned max_per_peer;
+	unsigned max_per_peer;		/* 0: no cap */
+	unsigned idle_s, request_s;	/* timeouts, docs/configuration.md */
+	bool configured;		/* server_configure ran */
 	atomic_ulong conns_refused;	/* over the per-peer cap */
 	atomic_ulong requests_refused;	/* smuggling-shaped headers */
+	atomic_ulong loop_beats;	/* connection events, for the watchdog */
 	struct timespec started;
 };
 
-/* Starts serving on `listen_fd` (the server owns it from then on). */
+/*
+ * Reads and checks the HTTP side's environment knobs (timeouts, per-peer
+ * cap) into `srv`, so a bad value stops startup before anything is opened.
+ */
+int server_configure(struct server *srv, struct zerr *err);
+
+/* Starts serving on `listen_fd` (the server owns it from then on); runs
+ * server_configure first if the caller has not. */
 int server_start(struct server *srv, int listen_fd, struct zerr *err);
 
 /*
@@ -48,5 +60,15 @@ int server_start(struct server *srv, int listen_fd, struct zerr *err);
  * command is still stuck then, 0 otherwise.
  */
 int server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms);
+
+/*
+ * The watchdog's proof that the HTTP loop still turns (watchdog.c): hands
+ * libmicrohttpd one end of a socketpair (MHD_add_connection) and closes the
+ * other. Only the loop's own thread can see that connection open and close
+ * again, and it counts both events in `loop_beats`; returns true once the
+ * count has grown by two (any real connection's events count as well),
+ * false when `timeout_ms` passes first.
+ */
+bool server_loop_alive(struct server *srv, unsigned timeout_ms);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.h - the daemon's own counters for /metrics: requests by route and
  * status. Lock-free (atomics), updated once per finished request.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * streams.c - SSE power streams: subscriber sets, sampling, fan-out (see
  * streams.h for the shape and docs/streams.md for the policies).
@@ -17,6 +18,18 @@
  * reader's suspend are serialised by the subscriber's lock so no wake-up is
  * lost. A suspended connection has no timeout and no disconnect detection,
  * hence the keepalive comment that wakes every subscriber periodically.
+ *
+ * Backpressure: a stale reading is worse than a gap, so nothing may pile up
+ * where skip-oldest cannot reach it. Before copying, the reader asks how
+ * much the socket still holds unsent (SIOCOUTQ, asked only when an upper
+ * bound kept from the writes runs short) and hands at most the stream's
+ * budget, about half of ZEUSD_SSE_MAX_UNSENT_MS at its full rate; the rest
+ * waits in the rings, at most `keep` events per device, and older ones are
+ * skipped, counted and announced with one `: skipped N` comment. A stream
+ * with events but no room is "blocked": it suspends like an idle one and the
+ * sampler wakes it at every tick of its devices to look again; since
+ * libmicrohttpd's idle timeout does not run while suspended, the reader ends
+ * a stream whose socket took nothing for the connection timeout.
  *
  * Locks, always taken in this order, and held for copies only:
  *   st->lock        membership (device member arrays, the all-subscriber
@@ -39,7 +52,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <linux/sockios.h>
 
 #include "../common/log.h"
 #include "../devices/rapl.h"
@@ -52,6 +68,13 @@
 #define STREAMS_BLOCK_SIZE 256		/* libmicrohttpd's advisory block */
 #define STREAMS_KEEPALIVE_TEXT ": keepalive\n\n"
 #define STREAMS_KEEPALIVE_ENV "ZEUSD_SSE_KEEPALIVE_MS"
+#define STREAMS_UNSENT_ENV "ZEUSD_SSE_MAX_UNSENT_MS"
+#define STREAMS_NOTICE_MAX 40		/* ": skipped N\n\n" */
+#define STREAMS_FRAMING 8		/* chunk size line and CRLFs */
+#define STREAMS_GPU_EVENT_EST 72	/* GPU events are ~67 bytes */
+#define STREAMS_CPU_EVENT_EST 96	/* CPU events are ~80-90 bytes */
+#define STREAMS_UNSENT_CAP (64u * 1024)	/* socket budget, SIOCOUTQ units */
+#define STREAMS_SKIP_LOG_NS (10ull * 1000000000ull)
 
 struct streams_event {
 	uint16_t len;
@@ -82,9 +105,13 @@ struct streams_dev {
 	uint64_t last_cpu_mw, last_dram_mw;
 	bool have_prev;
 	struct rapl_sample prev;
+	atomic_uint nblocked;		/* members blocked on a full socket */
+	bool poll;			/* sampler only: wake the blocked */
 	/* ring_lock */
 	pthread_mutex_t ring_lock;
-	uint64_t head;			/* sequence number of the next event */
+	/* next event's sequence number; written under ring_lock, also read
+	 * without it to count skips */
+	atomic_uint_fast64_t head;
 	uint64_t samples;		/* samples that produced a value */
 	bool has_current;
 	struct streams_event current;	/* the latest value, changed or not */
@@ -121,6 +148,21 @@ struct streams_sub {
 	uint64_t sent, skipped;
 	uint16_t carry_len, carry_off;
 	char carry[STREAMS_EVENT_MAX];
+	/*
+	 * Backpressure (lock; see streams_limit): the socket may hold at most
+	 * `budget` unsent (SIOCOUTQ units), each device at most `keep` events
+	 * in the ring; beyond that the oldest are skipped.
+	 */
+	int fd;				/* -1: cannot measure, no budget */
+	bool unix_sock;
+	unsigned keep;
+	uint64_t budget, tick_cost;
+	uint64_t outq_max;		/* upper bound of SIOCOUTQ now */
+	uint64_t stall_ns;		/* the connection timeout; 0: none */
+	uint64_t stall_since, stall_outq;
+	uint64_t unreported;		/* skipped since the last notice */
+	uint64_t unlogged, logged_ns;
+	atomic_bool blocked;		/* also read by the sampler */
 	unsigned ncur;
 	struct streams_cursor cur[];
 };
@@ -131,7 +173,9 @@ struct streams {
 	struct sampler *sampler;
 	atomic_bool closing;
 	atomic_uint_fast64_t ka_gen;	/* bumped at every keepalive tick */
+	atomic_uint_fast64_t skipped[2];	/* by enum streams_kind */
 	uint64_t ka_ns;
+	uint64_t unsent_ms;		/* ZEUSD_SSE_MAX_UNSENT_MS */
 	unsigned ka_timer;
 	unsigned ndev;
 	struct streams_dev *devs;	/* GPUs, then CPU packages */
@@ -143,6 +187,15 @@ struct streams {
 	/* sampler thread only (grown under lock) */
 	struct streams_sub **wake;
 	unsigned wakecap;
+};
+
+/* One reader call's output. */
+struct streams_out {
+	char *buf;
+	size_t n;			/* bytes written */
+	size_t limit;			/* what the socket budget allows */
+	size_t max;			/* what libmicrohttpd's buffer holds */
+	bool starved;			/* something waited for budget */
 };
 
 static const char *
@@ -208,8 +261,11 @@ streams_publish(struct streams_dev *dev, const char *text, int len,
 	dev->has_current = true;
 	dev->samples++;
 	if (changed) {
-		dev->ring[dev->head % STREAMS_RING] = dev->current;
-		dev->head++;
+		uint64_t h = atomic_load_explicit(&dev->head,
+		    memory_order_relaxed);
+
+		dev->ring[h % STREAMS_RING] = dev->current;
+		atomic_store_explicit(&dev->head, h + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&dev->ring_lock);
 	return changed || atomic_load(&dev->nfirst) > 0;
@@ -329,7 +385,9 @@ streams_collect_wakes(struct streams *st, const unsigned *due, unsigned n,
 	/*
 	 * Keepalive: only streams that sent no event since the last tick need
 	 * it (a busy stream notices a dead peer at its next write); waking
-	 * every stream at once would be a burst for nothing.
+	 * every stream at once would be a burst for nothing. The device pass
+	 * runs too when both fall due; wake_tick keeps one entry per
+	 * subscriber (st->wake holds at most nall).
 	 */
 	for (unsigned i = 0; all && i < st->nall; i++) {
 		struct streams_sub *sub = st->all[i];
@@ -340,13 +398,15 @@ streams_collect_wakes(struct streams *st, const unsigned *due, unsigned n,
 			sub->events_at_ka = ev;
 			continue;
 		}
+		sub->wake_tick = st->tick;
 		streams_sub_ref(sub);
 		st->wake[nw++] = sub;
 	}
-	for (unsigned i = 0; !all && i < n; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		struct streams_dev *dev;
 
-		if (due[i] >= st->ndev || !st->devs[due[i]].wake)
+		if (due[i] >= st->ndev || (!st->devs[due[i]].wake &&
+		    !st->devs[due[i]].poll))
 			continue;
 		dev = &st->devs[due[i]];
 		for (unsigned m = 0; m < dev->nmembers; m++) {
@@ -354,6 +414,10 @@ streams_collect_wakes(struct streams *st, const unsigned *due, unsigned n,
 
 			if (sub->wake_tick == st->tick)
 				continue;	/* already in this batch */
+			/* No event: only the blocked look at their socket. */
+			if (!dev->wake && !atomic_load_explicit(&sub->blocked,
+			    memory_order_relaxed))
+				continue;
 			sub->wake_tick = st->tick;
 			streams_sub_ref(sub);
 			st->wake[nw++] = sub;
@@ -381,7 +445,7 @@ streams_on_timers(void *arg, const unsigned *due, unsigned n, uint64_t now)
 			continue;
 		}
 		dev = &st->devs[due[i]];
-		dev->wake = false;
+		dev->wake = dev->poll = false;
 		pthread_mutex_lock(&st->lock);
 		active = dev->nmembers > 0;
 		restart = dev->restart;
@@ -393,7 +457,9 @@ streams_on_timers(void *arg, const unsigned *due, unsigned n, uint64_t now)
 			dev->have_last = dev->have_prev = false;
 		dev->wake = dev->kind == STREAMS_GPU ?
 		    streams_sample_gpu(st, dev) : streams_sample_cpu(st, dev);
-		any |= dev->wake;
+		dev->poll = atomic_load_explicit(&dev->nblocked,
+		    memory_order_relaxed) > 0;
+		any |= dev->wake || dev->poll;
 	}
 	if (!any && !keepalive)
 		return;
@@ -402,6 +468,124 @@ streams_on_timers(void *arg, const unsigned *due, unsigned n, uint64_t now)
 		streams_sub_wake(st->wake[i]);
 		streams_sub_unref(st->wake[i]);
 	}
+}
+
+/* ---- Backpressure (HTTP thread, sub->lock) ------------------------------- */
+
+/*
+ * What the kernel charges one write of `n` bytes, in SIOCOUTQ's units. TCP
+ * counts payload bytes. A Unix socket counts each write's whole buffer: the
+ * data plus the skb's shared info rounded up to the allocator's power-of-two
+ * class, plus the sk_buff itself (Linux 6.x: a 70-byte write costs 768, a
+ * 520-byte one 1,280). Writes over about 3.7 KB go to page fragments and
+ * cost less than this says: the bound then errs on the safe side.
+ */
+static uint64_t
+streams_cost(const struct streams_sub *sub, uint64_t n)
+{
+	uint64_t c = 512;
+
+	if (!sub->unix_sock)
+		return n;
+	while (c < n + 320)
+		c <<= 1;
+	return c + 256;
+}
+
+/* The longest reader output whose write costs at most `room`. */
+static size_t
+streams_fit(const struct streams_sub *sub, uint64_t room)
+{
+	uint64_t c = 512;
+
+	if (!sub->unix_sock)
+		return room > STREAMS_FRAMING ?
+		    (size_t)(room - STREAMS_FRAMING) : 0;
+	if (room < c + 256)
+		return 0;
+	while (2 * c + 256 <= room)
+		c <<= 1;
+	return (size_t)(c - 320 - STREAMS_FRAMING);
+}
+
+/* Asks the kernel what the socket still holds; no answer: no budget. */
+static void
+streams_outq_refresh(struct streams_sub *sub)
+{
+	int q;
+
+	if (ioctl(sub->fd, SIOCOUTQ, &q) != 0 || q < 0) {
+		zlog(ZLOG_DEBUG, "stream_outq_unavailable", "errno=%d", errno);
+		sub->fd = -1;
+		return;
+	}
+	sub->outq_max = (uint64_t)q;
+}
+
+/*
+ * How many bytes this reader call may hand to libmicrohttpd so that the
+ * socket holds at most the stream's budget. libmicrohttpd calls the reader
+ * only once its own write buffer went to the kernel, so the kernel's queue
+ * is all there is to count. `outq_max` is an upper bound kept without a
+ * system call (the last SIOCOUTQ plus what was written since); the kernel is
+ * asked only when that bound leaves less than two ticks of room, so a reader
+ * that keeps up costs one ioctl every few ticks.
+ */
+static size_t
+streams_limit(struct streams_sub *sub, size_t max, bool *fresh)
+{
+	uint64_t room;
+	size_t fit;
+
+	*fresh = false;
+	if (sub->fd < 0)
+		return max;
+	room = sub->outq_max < sub->budget ? sub->budget - sub->outq_max : 0;
+	if (room < 2 * sub->tick_cost) {
+		streams_outq_refresh(sub);
+		if (sub->fd < 0)
+			return max;
+		*fresh = true;
+		room = sub->outq_max < sub->budget ?
+		    sub->budget - sub->outq_max : 0;
+	}
+	fit = streams_fit(sub, room);
+	return fit < max ? fit : max;
+}
+
+/*
+ * A blocked subscriber (events waiting, no room in the socket) is woken at
+ * every tick of its devices even when nothing changed, to look again.
+ */
+static void
+streams_set_blocked(struct streams_sub *sub, bool on)
+{
+	if (atomic_load_explicit(&sub->blocked, memory_order_relaxed) == on)
+		return;
+	atomic_store_explicit(&sub->blocked, on, memory_order_relaxed);
+	for (unsigned i = 0; i < sub->ncur; i++) {
+		if (on)
+			atomic_fetch_add(&sub->cur[i].dev->nblocked, 1);
+		else
+			atomic_fetch_sub(&sub->cur[i].dev->nblocked, 1);
+	}
+}
+
+/* Skips a device's oldest events beyond the `keep` that may wait. */
+static void
+streams_skip(struct streams_sub *sub, struct streams_cursor *c,
+    uint64_t head)
+{
+	uint64_t k;
+
+	if (head - c->next <= sub->keep)
+		return;
+	k = head - sub->keep - c->next;
+	c->next = head - sub->keep;
+	sub->skipped += k;
+	sub->unreported += k;
+	atomic_fetch_add_explicit(&sub->st->skipped[sub->kind], k,
+	    memory_order_relaxed);
 }
 
 /* ---- The content reader (HTTP thread) ------------------------------------ */
@@ -423,6 +607,33 @@ streams_put(struct streams_sub *sub, char *buf, size_t max, size_t *n,
 		sub->carry_len = (uint16_t)(len - k);
 		sub->carry_off = 0;
 	}
+}
+
+/*
+ * Puts one event or comment whole if it fits under the call's limit. It
+ * never straddles the socket budget: past it, the event waits whole in the
+ * ring (where skip-oldest applies), so that what finally goes out is fresh
+ * (*starved says so). Only an event larger than libmicrohttpd's entire
+ * buffer is split through the carry, which cannot happen with 192-byte
+ * events in at least a 256-byte block.
+ */
+static bool
+streams_emit(struct streams_sub *sub, struct streams_out *o,
+    const char *text, size_t len)
+{
+	if (len <= o->limit - o->n) {
+		memcpy(o->buf + o->n, text, len);
+		o->n += len;
+		return true;
+	}
+	if (o->limit < o->max) {
+		o->starved = true;
+		return false;
+	}
+	if (o->n > 0)
+		return false;		/* libmicrohttpd's buffer is full */
+	streams_put(sub, o->buf, o->max, &o->n, text, len);
+	return true;
 }
 
 static void
@@ -451,35 +662,83 @@ streams_first_done(struct streams_cursor *c)
 /* Copies the device's events after the cursor. Called with sub->lock. */
 static void
 streams_copy_dev(struct streams_sub *sub, struct streams_cursor *c,
-    char *buf, size_t max, size_t *n)
+    struct streams_out *o)
 {
 	struct streams_dev *dev = c->dev;
+	uint64_t head;
 
 	pthread_mutex_lock(&dev->ring_lock);
-	if (dev->head - c->next > STREAMS_RING) {
-		/* Fell a whole ring behind: skip the oldest events. */
-		sub->skipped += dev->head - STREAMS_RING - c->next;
-		c->next = dev->head - STREAMS_RING;
-	}
-	while (c->next < dev->head && *n < max && sub->carry_len == 0) {
+	head = atomic_load_explicit(&dev->head, memory_order_relaxed);
+	streams_skip(sub, c, head);	/* it may have moved since pass one */
+	while (c->next < head && o->n < o->limit && sub->carry_len == 0) {
 		const struct streams_event *ev =
 		    &dev->ring[c->next % STREAMS_RING];
 
-		streams_put(sub, buf, max, n, ev->text, ev->len);
+		if (!streams_emit(sub, o, ev->text, ev->len))
+			break;
 		c->next++;
 		sub->sent++;
 		streams_first_done(c);
 	}
-	if (c->need_first && c->next == dev->head && dev->has_current &&
-	    dev->samples > c->join_samples && *n < max &&
-	    sub->carry_len == 0) {
+	if (c->need_first && c->next == head && dev->has_current &&
+	    dev->samples > c->join_samples && o->n < o->limit &&
+	    sub->carry_len == 0 &&
+	    streams_emit(sub, o, dev->current.text, dev->current.len)) {
 		/* Unchanged since we joined: the current value, once. */
-		streams_put(sub, buf, max, n, dev->current.text,
-		    dev->current.len);
 		sub->sent++;
 		streams_first_done(c);
 	}
 	pthread_mutex_unlock(&dev->ring_lock);
+}
+
+/*
+ * After skips, one comment before the next event says how many: clients
+ * ignore comments, a person or a careful client can tell a gap from a
+ * quiet device. Returns the count to log (rate-limited per stream), or 0.
+ */
+static uint64_t
+streams_notice(struct streams_sub *sub, struct streams_out *o)
+{
+	char text[STREAMS_NOTICE_MAX];
+	uint64_t now, k;
+	int len;
+
+	len = snprintf(text, sizeof(text), ": skipped %" PRIu64 "\n\n",
+	    sub->unreported);
+	if (len <= 0 || (size_t)len >= sizeof(text) ||
+	    !streams_emit(sub, o, text, (size_t)len))
+		return 0;
+	sub->unlogged += sub->unreported;
+	sub->unreported = 0;
+	now = sampler_now_ns();
+	if (sub->logged_ns != 0 && now - sub->logged_ns < STREAMS_SKIP_LOG_NS)
+		return 0;
+	sub->logged_ns = now;
+	k = sub->unlogged;
+	sub->unlogged = 0;
+	return k;
+}
+
+/*
+ * A blocked stream is suspended, where libmicrohttpd's idle timeout does not
+ * run, so its rule is applied here: a socket that took nothing (its queue
+ * did not shrink) for the connection timeout ends the stream.
+ */
+static bool
+streams_stalled_out(struct streams_sub *sub, bool fresh, uint64_t *ms)
+{
+	uint64_t now = sampler_now_ns();
+
+	if (!fresh && sub->fd >= 0)
+		streams_outq_refresh(sub);
+	if (!atomic_load_explicit(&sub->blocked, memory_order_relaxed) ||
+	    sub->outq_max < sub->stall_outq) {
+		sub->stall_since = now;
+		sub->stall_outq = sub->outq_max;
+	}
+	streams_set_blocked(sub, true);
+	*ms = (now - sub->stall_since) / 1000000;
+	return sub->stall_ns > 0 && now - sub->stall_since >= sub->stall_ns;
 }
 
 static ssize_t
@@ -487,36 +746,67 @@ streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct streams_sub *sub = cls;
 	struct streams *st = sub->st;
+	struct streams_out o = { .buf = buf, .max = max };
+	uint64_t logged = 0, total, stalled_ms = 0;
 	uint_fast64_t ka;
-	size_t n = 0;
+	bool fresh;
+	ssize_t ret;
 
 	pthread_mutex_lock(&sub->lock);
 	if (sub->carry_len > 0)
-		streams_drain_carry(sub, buf, max, &n);
-	if (n == 0 && sub->carry_len == 0 && atomic_load(&st->closing)) {
+		streams_drain_carry(sub, buf, max, &o.n);
+	if (o.n == 0 && sub->carry_len == 0 && atomic_load(&st->closing)) {
 		pthread_mutex_unlock(&sub->lock);
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	}
-	for (unsigned i = 0; i < sub->ncur && n < max && sub->carry_len == 0;
-	    i++)
-		streams_copy_dev(sub, &sub->cur[i], buf, max, &n);
+	o.limit = streams_limit(sub, max, &fresh);
+	if (o.limit < o.n)
+		o.limit = o.n;
+	/* Skips first, so that one notice can precede every event. */
+	for (unsigned i = 0; i < sub->ncur; i++)
+		streams_skip(sub, &sub->cur[i], atomic_load_explicit(
+		    &sub->cur[i].dev->head, memory_order_acquire));
+	if (sub->unreported > 0 && sub->carry_len == 0)
+		logged = streams_notice(sub, &o);
+	for (unsigned i = 0; i < sub->ncur && o.n < o.limit &&
+	    sub->carry_len == 0 && !o.starved; i++)
+		streams_copy_dev(sub, &sub->cur[i], &o);
 	ka = atomic_load(&st->ka_gen);
-	if (n > 0) {
+	if (o.n > 0) {
 		/* events are as good as a keepalive */
 		sub->ka_seen = ka;
 		atomic_fetch_add_explicit(&sub->events, 1, memory_order_relaxed);
-	} else if (ka != sub->ka_seen) {
+	} else if (ka != sub->ka_seen && streams_emit(sub, &o,
+	    STREAMS_KEEPALIVE_TEXT, sizeof(STREAMS_KEEPALIVE_TEXT) - 1)) {
 		sub->ka_seen = ka;
-		streams_put(sub, buf, max, &n, STREAMS_KEEPALIVE_TEXT,
-		    sizeof(STREAMS_KEEPALIVE_TEXT) - 1);
 	}
-	if (n == 0) {
-		/* Nothing to send: sleep until the sampler resumes us. */
+	if (o.n > 0) {
+		sub->outq_max += streams_cost(sub, o.n + STREAMS_FRAMING);
+		streams_set_blocked(sub, false);
+		ret = (ssize_t)o.n;
+	} else if (o.starved && streams_stalled_out(sub, fresh, &stalled_ms)) {
+		streams_set_blocked(sub, false);
+		ret = MHD_CONTENT_READER_END_WITH_ERROR;
+	} else {
+		if (!o.starved)
+			streams_set_blocked(sub, false);
+		/* Sleep until the sampler resumes us (new events, or a tick
+		 * to look at a full socket again). */
 		sub->suspended = true;
 		MHD_suspend_connection(sub->conn);
+		ret = 0;
 	}
+	total = sub->skipped;
 	pthread_mutex_unlock(&sub->lock);
-	return (ssize_t)n;
+	if (logged > 0)
+		zlog(ZLOG_INFO, "stream_skipped", "kind=%s devices=%u skipped=%"
+		    PRIu64 " total=%" PRIu64, streams_kind_name(sub->kind),
+		    sub->ncur, logged, total);
+	if (ret == MHD_CONTENT_READER_END_WITH_ERROR)
+		zlog(ZLOG_INFO, "stream_dropped", "kind=%s devices=%u "
+		    "reason=no_progress stalled_ms=%" PRIu64,
+		    streams_kind_name(sub->kind), sub->ncur, stalled_ms);
+	return ret;
 }
 
 /* ---- Membership (st->lock held) ------------------------------------------ */
@@ -540,7 +830,7 @@ streams_member_add(struct streams *st, struct streams_sub *sub, unsigned ci)
 	c->pos = dev->nmembers;
 	dev->members[dev->nmembers++] = (struct streams_member){ sub, ci };
 	pthread_mutex_lock(&dev->ring_lock);
-	c->next = dev->head;
+	c->next = atomic_load_explicit(&dev->head, memory_order_relaxed);
 	c->join_samples = dev->samples;
 	pthread_mutex_unlock(&dev->ring_lock);
 	c->need_first = true;
@@ -642,6 +932,7 @@ streams_release(void *cls)
 	pthread_mutex_unlock(&st->lock);
 	pthread_mutex_lock(&sub->lock);
 	sub->closed = true;
+	streams_set_blocked(sub, false);
 	for (unsigned i = 0; i < sub->ncur; i++)
 		streams_first_done(&sub->cur[i]);
 	pthread_mutex_unlock(&sub->lock);
@@ -652,6 +943,62 @@ streams_release(void *cls)
 		    sub->sent, sub->skipped,
 		    (sampler_now_ns() - sub->t0_ns) / 1000000, left);
 	streams_sub_unref(sub);
+}
+
+/*
+ * Sizes a new subscriber's backpressure. MAX_UNSENT_MS is split in two
+ * halves: the socket may hold half of it at the stream's full rate (every
+ * device an event per tick), each device's ring the other half; a reader
+ * further behind skips its oldest events. The connection timeout becomes the
+ * blocked stream's no-progress limit (streams_stalled_out).
+ */
+static void
+streams_size_budget(struct streams *st, struct streams_sub *sub)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	uint64_t hz, ticks, per_tick, cap;
+
+	hz = sub->kind == STREAMS_GPU ? st->cfg->gpu_power_poll_hz :
+	    st->cfg->cpu_power_poll_hz;
+	if (hz == 0)
+		hz = 1;
+	ticks = hz * st->unsent_ms / 2000;
+	sub->keep = (unsigned)((hz * st->unsent_ms + 1999) / 2000);
+	if (sub->keep > STREAMS_RING)
+		sub->keep = STREAMS_RING;
+	sub->fd = -1;
+	ci = MHD_get_connection_info(sub->conn,
+	    MHD_CONNECTION_INFO_CONNECTION_TIMEOUT);
+	if (ci != NULL)
+		sub->stall_ns = ci->connection_timeout * 1000000000ull;
+	ci = MHD_get_connection_info(sub->conn,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL)
+		return;
+	sub->fd = ci->connect_fd;
+	sub->unix_sock = getsockname(sub->fd, (struct sockaddr *)&ss,
+	    &sl) == 0 && ss.ss_family == AF_UNIX;
+	per_tick = sub->ncur > 0 ? sub->ncur * (uint64_t)(sub->kind ==
+	    STREAMS_GPU ? STREAMS_GPU_EVENT_EST : STREAMS_CPU_EVENT_EST) :
+	    sizeof(STREAMS_KEEPALIVE_TEXT) - 1;
+	sub->tick_cost = streams_cost(sub, per_tick + STREAMS_FRAMING);
+	sub->budget = (ticks < 2 ? 2 : ticks) * sub->tick_cost;
+	cap = STREAMS_UNSENT_CAP > 2 * sub->tick_cost ? STREAMS_UNSENT_CAP :
+	    2 * sub->tick_cost;
+	if (sub->budget > cap)
+		sub->budget = cap;
+	sub->outq_max = sub->budget;	/* unknown: ask at the first call */
+}
+
+uint64_t
+streams_skipped_total(struct streams *st, enum streams_kind kind)
+{
+	if (st == NULL)
+		return 0;
+	return atomic_load_explicit(&st->skipped[kind == STREAMS_CPU],
+	    memory_order_relaxed);
 }
 
 /* ---- Public API ---------------------------------------------------------- */
@@ -681,9 +1028,11 @@ streams_subscribe(struct streams *st, enum streams_kind kind,
 	sub->ncur = n;
 	sub->t0_ns = sampler_now_ns();
 	atomic_init(&sub->refs, 1);	/* the response's */
+	atomic_init(&sub->blocked, false);
 	pthread_mutex_init(&sub->lock, NULL);
 	for (unsigned i = 0; i < n; i++)
 		sub->cur[i].dev = &st->devs[base + idx[i]];
+	streams_size_budget(st, sub);
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
 	    STREAMS_BLOCK_SIZE, streams_reader, sub, streams_release);
 	if (resp == NULL) {
@@ -742,15 +1091,33 @@ streams_end_all(struct streams *st)
 	free(snap);
 }
 
+/* Both knobs, read and range-checked; see streams.h. */
+static int
+streams_read_env(uint64_t *ka_ms, uint64_t *unsent_ms, struct zerr *err)
+{
+	return cli_env_uint(STREAMS_KEEPALIVE_ENV, STREAMS_KEEPALIVE_MIN_MS,
+	    STREAMS_KEEPALIVE_MAX_MS, STREAMS_KEEPALIVE_MS, ka_ms, err) != 0 ||
+	    cli_env_uint(STREAMS_UNSENT_ENV, STREAMS_UNSENT_MIN_MS,
+	    STREAMS_UNSENT_MAX_MS, STREAMS_UNSENT_MS, unsent_ms, err) != 0 ?
+	    -1 : 0;
+}
+
+int
+streams_check_env(struct zerr *err)
+{
+	uint64_t ka_ms, unsent_ms;
+
+	return streams_read_env(&ka_ms, &unsent_ms, err);
+}
+
 int
 streams_create(const struct zeusd_config *cfg, struct node *node,
     struct streams **out, struct zerr *err)
 {
 	struct streams *st;
-	uint64_t ka_ms;
+	uint64_t ka_ms, unsent_ms;
 
-	if (cli_env_uint(STREAMS_KEEPALIVE_ENV, STREAMS_KEEPALIVE_MIN_MS,
-	    STREAMS_KEEPALIVE_MAX_MS, STREAMS_KEEPALIVE_MS, &ka_ms, err) != 0)
+	if (streams_read_env(&ka_ms, &unsent_ms, err) != 0)
 		return -1;
 	st = calloc(1, sizeof(*st));
 	if (st == NULL)
@@ -760,6 +1127,7 @@ streams_create(const struct zeusd_config *cfg, struct node *node,
 	st->ndev = node->ngpu + node->ncpu;
 	st->ka_timer = st->ndev;
 	st->ka_ns = (uint64_t)ka_ms * 1000000ull;
+	st->unsent_ms = unsent_ms;
 	pthread_mutex_init(&st->lock, NULL);
 	st->devs = calloc(st->ndev ? st->ndev : 1, sizeof(*st->devs));
 	if (st->devs == NULL) {

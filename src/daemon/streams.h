@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * streams.h - power streams over Server-Sent Events: per-device subscriber
  * sets, demand-driven sampling and fan-out of encoded events.
@@ -13,9 +14,10 @@
  * recent events; each subscriber only holds a cursor per device into those
  * rings, so fan-out is "wake the subscriber", and libmicrohttpd's content
  * reader copies the shared bytes into the connection. A subscriber that
- * falls more than a ring behind skips the oldest events (see
- * docs/streams.md for the whole policy, the keepalive comment and what a new
- * subscriber gets first).
+ * falls behind by more than about ZEUSD_SSE_MAX_UNSENT_MS (half of it
+ * waiting in its socket, half in the rings) skips its oldest events and is
+ * told so in a `: skipped N` comment (see docs/streams.md for the whole
+ * policy, the keepalive comment and what a new subscriber gets first).
  *
  * Threading: streams_subscribe and the readers run on the HTTP thread; the
  * sampler thread samples and wakes. streams_end_all (shutdown) runs on the
@@ -46,12 +48,25 @@ enum streams_kind { STREAMS_GPU, STREAMS_CPU };
 #define STREAMS_RING 64u
 
 /*
+ * How far behind a reader may fall, about: half of it may wait in the
+ * socket, half in the rings (at most STREAMS_RING events per device); the
+ * rest is skipped. ZEUSD_SSE_MAX_UNSENT_MS overrides the default.
+ */
+#define STREAMS_UNSENT_MS 1000u
+#define STREAMS_UNSENT_MIN_MS 100u
+#define STREAMS_UNSENT_MAX_MS 60000u
+
+/*
  * Creates the stream devices for `node` (which must outlive the streams)
  * and starts the sampler thread. Reads ZEUSD_SSE_KEEPALIVE_MS (milliseconds,
- * STREAMS_KEEPALIVE_MIN_MS..MAX); an invalid value is an error.
+ * STREAMS_KEEPALIVE_MIN_MS..MAX) and ZEUSD_SSE_MAX_UNSENT_MS
+ * (STREAMS_UNSENT_MIN_MS..MAX); an invalid value is an error.
  */
 int streams_create(const struct zeusd_config *cfg, struct node *node,
     struct streams **out, struct zerr *err);
+
+/* Checks those two knobs only, so startup can refuse before opening. */
+int streams_check_env(struct zerr *err);
 
 /*
  * Subscribes connection `conn` to devices `idx[0..n-1]` of `kind` (GPU
@@ -77,5 +92,8 @@ void streams_destroy(struct streams *st);
 
 /* Open subscriptions right now (for logs and tests). */
 unsigned streams_subscribers(struct streams *st);
+
+/* Events skipped by readers that fell behind, since startup (NULL: 0). */
+uint64_t streams_skipped_total(struct streams *st, enum streams_kind kind);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token.c - `zeusd token issue` and `zeusd token verify` (see token.h).
  *
@@ -47,8 +48,9 @@ static const char token_issue_usage[] =
     "                           key (a trailing newline is part of it)\n"
     "  --user NAME              the token's subject (sub), 1-256 bytes\n"
     "  --scope LIST             comma-separated API groups: gpu-control,\n"
-    "                           gpu-read, cpu-read; '' for no scopes (the\n"
-    "                           token then only passes /auth/whoami)\n"
+    "                           gpu-read, cpu-read, metrics; '' for no\n"
+    "                           scopes (the token then only passes\n"
+    "                           /auth/whoami)\n"
     "  --expires DUR            lifetime: 90m, 1h, 7d, 1h 30m, ... (units s,\n"
     "                           m, h, d, w), or 'never' / '0' for no expiry\n"
     "  -h, --help               this text\n"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token.h - the `zeusd token` subcommand: issue and verify JWTs offline.
  *

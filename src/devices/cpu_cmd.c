@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_cmd.c - executing RAPL commands on a package's worker thread.
  *

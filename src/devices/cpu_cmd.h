@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_cmd.h - a RAPL package command as plain data (the CPU twin of
  * gpu_cmd.h): read the cumulative counters, or measure average power over

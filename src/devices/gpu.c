@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gpu.c - names of the GPU write operations (shared by router, overrides and
- * logs, so every place spells them the same way).
+ * gpu.c - names of the GPU operations (shared by router, overrides, the
+ * backends' messages and logs, so every place spells them the same way).
  */
 #include "gpu.h"
 
@@ -18,4 +19,18 @@ const char *
 gpu_write_op_name(enum gpu_write_op op)
 {
 	return (unsigned)op < GPU_WRITE_OP_COUNT ? gpu_write_names[op] : "?";
+}
+
+static const char *const gpu_read_names[GPU_READ_OP_COUNT] = {
+	[GPU_GET_POWER] = "get_power",
+	[GPU_GET_CUMULATIVE_ENERGY] = "get_cumulative_energy",
+	[GPU_GET_POWER_LIMIT] = "get_power_limit",
+	[GPU_GET_POWER_LIMIT_CONSTRAINTS] = "get_power_limit_constraints",
+	[GPU_GET_PERSISTENCE_MODE] = "get_persistence_mode",
+};
+
+const char *
+gpu_read_op_name(enum gpu_read_op op)
+{
+	return (unsigned)op < GPU_READ_OP_COUNT ? gpu_read_names[op] : "?";
 }

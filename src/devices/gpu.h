@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu.h - the GPU backend interface.
  *
@@ -9,8 +10,18 @@
  * Every call addresses a GPU by its index (0..count-1) and reports failures
  * through `struct zerr` with the kind already mapped from the driver's error
  * (no permission -> ZERR_FORBIDDEN, invalid argument / not supported ->
- * ZERR_INVALID, anything else -> ZERR_INTERNAL) and a message that names the
- * GPU and carries the driver's error string.
+ * ZERR_INVALID, GPU lost -> ZERR_UNAVAILABLE, anything else ->
+ * ZERR_INTERNAL) and a message that names the GPU and the operation and
+ * carries the driver's error string, followed by what it means where that
+ * is not obvious (which privilege is missing, that the GPU fell off the
+ * bus).
+ *
+ * Drivers differ in what they can do at all (an old NVML lacks entry
+ * points) and GPUs in what they support. The first is known without
+ * asking a GPU (read_lacks / write_lacks), so a request for an operation
+ * the driver cannot do is refused before anything is queued; the second is
+ * probed once at open (struct gpu_caps) and otherwise left to the driver,
+ * which is the authority: a GPU that says "not supported" gets a 400.
  *
  * Threading: the daemon calls writes and reads of one GPU from that GPU's
  * worker thread only, and power reads for streams from a sampler thread.
@@ -50,11 +61,44 @@ struct gpu_write {
 /* The API name of an operation ("set_power_limit", ...). */
 const char *gpu_write_op_name(enum gpu_write_op op);
 
+/* The five reads of the API, in API.md's order. */
+enum gpu_read_op {
+	GPU_GET_POWER,
+	GPU_GET_CUMULATIVE_ENERGY,
+	GPU_GET_POWER_LIMIT,
+	GPU_GET_POWER_LIMIT_CONSTRAINTS,
+	GPU_GET_PERSISTENCE_MODE,
+	GPU_READ_OP_COUNT
+};
+
+/* The API name of a read ("get_power", ...). */
+const char *gpu_read_op_name(enum gpu_read_op op);
+
+/*
+ * What one GPU supports, probed once at open without changing anything.
+ * A bool is true when the driver has the entry points and nothing read
+ * from the GPU says it cannot (its architecture, a "not supported" from a
+ * related read); the driver still has the last word when the operation
+ * runs. A value of 0 is "could not be read".
+ */
+struct gpu_caps {
+	bool power_limit;		/* set_power_limit */
+	bool persistence_mode;		/* set_persistence_mode */
+	bool gpu_locked_clocks;		/* set/reset_gpu_locked_clocks */
+	bool mem_locked_clocks;		/* set/reset_mem_locked_clocks */
+	uint32_t limit_min_mw, limit_max_mw, limit_default_mw;
+	uint32_t gpu_clock_min_mhz, gpu_clock_max_mhz;	/* graphics clocks */
+	uint32_t mem_clock_min_mhz, mem_clock_max_mhz;
+};
+
 /* Static facts about one GPU, gathered once at startup. */
 struct gpu_info {
 	char name[96];			/* "NVIDIA A40" */
 	char pci_address[32];		/* "0000:01:00.0", lower-case hex */
+	char uuid[96];			/* "GPU-8-4-4-4-12 hex"; "" unknown */
+	char architecture[16];		/* "ampere", ...; "unknown" */
 	bool energy_available;		/* cumulative energy counter works */
+	struct gpu_caps caps;
 };
 
 struct gpu_backend;
@@ -81,6 +125,19 @@ struct gpu_backend_ops {
 	 */
 	int (*write)(struct gpu_backend *b, unsigned gpu,
 	    const struct gpu_write *w, struct zerr *err);
+	/*
+	 * The driver entry point an operation needs and this backend lacks,
+	 * whatever the GPU ("nvmlDeviceSetMemoryLockedClocks"); NULL when the
+	 * operation can be tried. Any thread, no driver call.
+	 */
+	const char *(*read_lacks)(struct gpu_backend *b, enum gpu_read_op op);
+	const char *(*write_lacks)(struct gpu_backend *b, enum gpu_write_op op);
+	/*
+	 * True while the driver says the GPU is lost: its last call answered
+	 * "GPU is lost" (calls still go to the driver, and the first that
+	 * succeeds clears it). Any thread, no driver call.
+	 */
+	bool (*lost)(struct gpu_backend *b, unsigned gpu);
 	void (*destroy)(struct gpu_backend *b);
 };
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_cmd.c - executing GPU commands on the worker thread (see gpu_cmd.h).
  */
@@ -25,6 +26,27 @@ static const char *const gpu_cmd_read_names[] = {
 	[GPU_CMD_GET_PERSISTENCE] = "get_persistence_mode",
 	[GPU_CMD_SNAPSHOT] = "snapshot",
 };
+
+int
+gpu_cmd_read_op(enum gpu_cmd_op op)
+{
+	switch (op) {
+	case GPU_CMD_GET_POWER:
+		return GPU_GET_POWER;
+	case GPU_CMD_GET_ENERGY:
+		return GPU_GET_CUMULATIVE_ENERGY;
+	case GPU_CMD_GET_POWER_LIMIT:
+		return GPU_GET_POWER_LIMIT;
+	case GPU_CMD_GET_CONSTRAINTS:
+		return GPU_GET_POWER_LIMIT_CONSTRAINTS;
+	case GPU_CMD_GET_PERSISTENCE:
+		return GPU_GET_PERSISTENCE_MODE;
+	case GPU_CMD_WRITE:
+	case GPU_CMD_SNAPSHOT:
+		break;
+	}
+	return -1;
+}
 
 const char *
 gpu_cmd_name(const struct gpu_cmd *cmd)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_cmd.h - a GPU device command as plain data: an operation, its
  * arguments, a result slot and a completion callback. Handlers build these
@@ -98,6 +99,12 @@ void gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 void gpu_cmd_set_write(struct gpu_cmd *cmd, const struct gpu_write *w,
     void (*dropped)(struct gpu_cmd *cmd, void *arg));
 
+
+/*
+ * The API read a read command is (enum gpu_read_op), or -1 for a write and
+ * the /metrics snapshot: what to ask gpu_backend_ops.read_lacks.
+ */
+int gpu_cmd_read_op(enum gpu_cmd_op op);
 
 /* Name of the operation for logs ("get_power", "set_power_limit", ...). */
 const char *gpu_cmd_name(const struct gpu_cmd *cmd);

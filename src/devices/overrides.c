@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * overrides.c - GPU command overrides: load, validate, run, wrap (see
  * overrides.h; user documentation in docs/overrides.md).
@@ -17,6 +18,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pcre2.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +52,7 @@ struct ov_op {
 
 struct overrides {
 	struct ov_op ops[GPU_WRITE_OP_COUNT];
+	atomic_uint refs;	/* overrides_free drops one; see ov_acquire */
 };
 
 /* ---- placeholders ---------------------------------------------------- */
@@ -391,6 +395,8 @@ overrides_parse(const char *text, size_t len, const char *name,
 	if (toml_parse(text, len, &doc, &terr) < 0)
 		return zerr_set(err, terr.kind, "%s: %s", name, terr.msg);
 	ov = calloc(1, sizeof(*ov));
+	if (ov != NULL)
+		atomic_init(&ov->refs, 1);
 	if (ov == NULL) {
 		toml_free(doc);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
@@ -519,7 +525,7 @@ overrides_count(const struct overrides *ov)
 void
 overrides_free(struct overrides *ov)
 {
-	if (ov == NULL)
+	if (ov == NULL || atomic_fetch_sub(&ov->refs, 1) != 1)
 		return;
 	for (int op = 0; op < GPU_WRITE_OP_COUNT; op++) {
 		struct ov_op *o = &ov->ops[op];
@@ -822,10 +828,31 @@ overrides_run(const struct overrides *ov, unsigned gpu,
 
 /* ---- the backend wrapper --------------------------------------------- */
 
+/*
+ * `ov` can be swapped by a reload (overrides_swap) while GPU workers run
+ * writes, some of them for a command's whole timeout. So a write takes its
+ * own reference under `lock` (ov_acquire) and drops it when done; the swap
+ * replaces the pointer under the same lock and drops the backend's
+ * reference; the last of them frees the old file's overrides. A write runs
+ * wholly with the file it started with.
+ */
 struct ov_backend {
+	pthread_mutex_t lock;
 	struct overrides *ov;
 	struct gpu_backend inner;
 };
+
+static struct overrides *
+ov_acquire(struct ov_backend *ob)
+{
+	struct overrides *ov;
+
+	pthread_mutex_lock(&ob->lock);
+	ov = ob->ov;
+	atomic_fetch_add(&ov->refs, 1);
+	pthread_mutex_unlock(&ob->lock);
+	return ov;
+}
 
 static struct gpu_backend *
 ov_inner(struct gpu_backend *b)
@@ -850,14 +877,58 @@ ov_count(struct gpu_backend *b)
 	return in != NULL ? in->ops->count(in) : 0;
 }
 
+/* What the GPU supports, counting the writes an override runs instead. */
 static int
 ov_info(struct gpu_backend *b, unsigned gpu, struct gpu_info *out,
     struct zerr *err)
 {
+	struct ov_backend *ob = b->ctx;
 	struct gpu_backend *in = ov_inner(b);
 
-	return in != NULL ? in->ops->info(in, gpu, out, err) :
-	    ov_no_driver(gpu, err);
+	if (in == NULL)
+		return ov_no_driver(gpu, err);
+	if (in->ops->info(in, gpu, out, err) != 0)
+		return -1;
+	out->caps.power_limit |= overrides_has(ob->ov, GPU_SET_POWER_LIMIT);
+	out->caps.persistence_mode |= overrides_has(ob->ov,
+	    GPU_SET_PERSISTENCE_MODE);
+	out->caps.gpu_locked_clocks |= overrides_has(ob->ov,
+	    GPU_SET_GPU_LOCKED_CLOCKS);
+	out->caps.mem_locked_clocks |= overrides_has(ob->ov,
+	    GPU_SET_MEM_LOCKED_CLOCKS);
+	return 0;
+}
+
+static const char *
+ov_read_lacks(struct gpu_backend *b, enum gpu_read_op op)
+{
+	struct gpu_backend *in = ov_inner(b);
+
+	return in != NULL ? in->ops->read_lacks(in, op) : NULL;
+}
+
+/* An overridden write needs nothing from the driver. */
+static const char *
+ov_write_lacks(struct gpu_backend *b, enum gpu_write_op op)
+{
+	struct ov_backend *ob = b->ctx;
+	struct gpu_backend *in = ov_inner(b);
+
+	if (overrides_has(ob->ov, op) || in == NULL)
+		return NULL;
+	if (op == GPU_RESET_LOCKED_CLOCKS &&
+	    (overrides_has(ob->ov, GPU_RESET_GPU_LOCKED_CLOCKS) ||
+	    overrides_has(ob->ov, GPU_RESET_MEM_LOCKED_CLOCKS)))
+		return NULL;
+	return in->ops->write_lacks(in, op);
+}
+
+static bool
+ov_lost(struct gpu_backend *b, unsigned gpu)
+{
+	struct gpu_backend *in = ov_inner(b);
+
+	return in != NULL && in->ops->lost(in, gpu);
 }
 
 static int
@@ -912,14 +983,13 @@ ov_get_persistence_mode(struct gpu_backend *b, unsigned gpu, bool *enabled,
 
 /* One write through its override, or through the inner backend. */
 static int
-ov_write_one(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
-    struct zerr *err)
+ov_write_one(struct gpu_backend *b, const struct overrides *ov, unsigned gpu,
+    const struct gpu_write *w, struct zerr *err)
 {
-	struct ov_backend *ob = b->ctx;
 	struct gpu_backend *in = ov_inner(b);
 
-	if (overrides_has(ob->ov, w->op))
-		return overrides_run(ob->ov, gpu, w, err);
+	if (overrides_has(ov, w->op))
+		return overrides_run(ov, gpu, w, err);
 	return in != NULL ? in->ops->write(in, gpu, w, err) :
 	    ov_no_driver(gpu, err);
 }
@@ -928,18 +998,22 @@ static int
 ov_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
     struct zerr *err)
 {
-	struct ov_backend *ob = b->ctx;
+	struct overrides *ov = ov_acquire(b->ctx);
 	struct gpu_write g = { .op = GPU_RESET_GPU_LOCKED_CLOCKS };
 	struct gpu_write m = { .op = GPU_RESET_MEM_LOCKED_CLOCKS };
 	struct zerr second;
 	int rg, rm;
 
-	if (w->op != GPU_RESET_LOCKED_CLOCKS || overrides_has(ob->ov, w->op) ||
-	    (!overrides_has(ob->ov, g.op) && !overrides_has(ob->ov, m.op)))
-		return ov_write_one(b, gpu, w, err);
+	if (w->op != GPU_RESET_LOCKED_CLOCKS || overrides_has(ov, w->op) ||
+	    (!overrides_has(ov, g.op) && !overrides_has(ov, m.op))) {
+		rg = ov_write_one(b, ov, gpu, w, err);
+		overrides_free(ov);
+		return rg;
+	}
 	/* Both domains, each its own way; the first error wins. */
-	rg = ov_write_one(b, gpu, &g, err);
-	rm = ov_write_one(b, gpu, &m, rg < 0 ? &second : err);
+	rg = ov_write_one(b, ov, gpu, &g, err);
+	rm = ov_write_one(b, ov, gpu, &m, rg < 0 ? &second : err);
+	overrides_free(ov);
 	return rg < 0 || rm < 0 ? -1 : 0;
 }
 
@@ -953,6 +1027,7 @@ ov_destroy(struct gpu_backend *b)
 	if (ob->inner.ops != NULL && ob->inner.ops->destroy != NULL)
 		ob->inner.ops->destroy(&ob->inner);
 	overrides_free(ob->ov);
+	pthread_mutex_destroy(&ob->lock);
 	free(ob);
 	b->ctx = NULL;
 }
@@ -967,6 +1042,9 @@ static const struct gpu_backend_ops ov_ops = {
 	.get_power_limit_constraints = ov_get_power_limit_constraints,
 	.get_persistence_mode = ov_get_persistence_mode,
 	.write = ov_write,
+	.read_lacks = ov_read_lacks,
+	.write_lacks = ov_write_lacks,
+	.lost = ov_lost,
 	.destroy = ov_destroy,
 };
 
@@ -978,9 +1056,26 @@ overrides_wrap(struct overrides *ov, struct gpu_backend inner,
 
 	if (ob == NULL)
 		return -1;
+	pthread_mutex_init(&ob->lock, NULL);
 	ob->ov = ov;
 	ob->inner = inner;
 	out->ops = &ov_ops;
 	out->ctx = ob;
+	return 0;
+}
+
+int
+overrides_swap(struct gpu_backend *b, struct overrides *ov,
+    struct overrides **old)
+{
+	struct ov_backend *ob;
+
+	if (b->ops != &ov_ops)
+		return -1;
+	ob = b->ctx;
+	pthread_mutex_lock(&ob->lock);
+	*old = ob->ov;
+	ob->ov = ov;
+	pthread_mutex_unlock(&ob->lock);
 	return 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * overrides.h - GPU command overrides (`--gpu-command-overrides FILE`).
  *
@@ -13,7 +14,8 @@
  * security rules) is docs/overrides.md.
  *
  * The loaded `struct overrides` is immutable, so it is safe to use from
- * every GPU worker thread at once.
+ * every GPU worker thread at once. It is reference-counted so that a reload
+ * (overrides_swap, on SIGHUP) can replace it under running writes.
  */
 #ifndef ZEUS_OVERRIDES_H
 #define ZEUS_OVERRIDES_H
@@ -77,6 +79,17 @@ int overrides_run(const struct overrides *ov, unsigned gpu,
 int overrides_wrap(struct overrides *ov, struct gpu_backend inner,
     struct gpu_backend *out);
 
+/*
+ * Replaces the overrides inside `b` (a backend made by overrides_wrap) with
+ * `ov`, taking it over, and hands the previous ones back in *old: the
+ * caller's reference, to look at and then overrides_free. A write running
+ * meanwhile finishes with the overrides it started with (it holds its own
+ * reference). Returns -1, taking nothing, when `b` is not such a backend.
+ */
+int overrides_swap(struct gpu_backend *b, struct overrides *ov,
+    struct overrides **old);
+
+/* Drops a reference; the last one frees. NULL is fine. */
 void overrides_free(struct overrides *ov);
 
 #endif

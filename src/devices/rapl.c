@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rapl.c - RAPL packages: wraparound compensation, keepalive, and the
  * powercap sysfs source.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rapl.h - CPU package and DRAM energy from RAPL counters.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rapl_sim.c - simulated RAPL packages (see rapl_sim.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rapl_sim.h - simulated RAPL packages for `zeusd serve --simulate`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reaper.c - the registry of running override commands, the subreaper and
  * the sweep of escaped descendants (see reaper.h for the rules).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reaper.h - zeusd's child processes: which ones are running override
  * commands, and what becomes of every other one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spawn.c - run one external command safely and capture its output (see
  * spawn.h for the rules).

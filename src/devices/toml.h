@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * toml.h - a small, strict parser for the TOML subset of the override file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * words.c - shell-style word splitting without any expansion (see words.h).
  *

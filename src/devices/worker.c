@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker.c - per-device command threads and their bounded queues (see
  * worker.h).

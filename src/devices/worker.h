@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker.h - one thread per device that runs queued work items, one at a
  * time. The hardware is serial anyway; a per-device thread means a slow

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client_calls.c - calls every function of include/zeus/client.h once
  * against a running zeusd and checks that the answers make sense: writes

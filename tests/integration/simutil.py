@@ -4,7 +4,8 @@ SimLog reads the simulator's call log (ZEUS_SIM_LOG): one line per NVML
 call, `<start_ns> <function> <gpu|-> [args...] rc=<CODE> end_ns=<end_ns>`,
 with CLOCK_MONOTONIC timestamps, the same clock as time.monotonic_ns().
 write_control() replaces the control file (ZEUS_SIM_CONTROL) the way the
-simulator wants it changed: a new file renamed over the old one.
+simulator wants it changed: a new file renamed over the old one. PROFILES
+are the simulated GPU models (ZEUS_SIM_PROFILE) with the facts tests check.
 """
 import os
 import time
@@ -12,6 +13,28 @@ from collections import namedtuple
 from pathlib import Path
 
 Call = namedtuple("Call", "start_ns fn gpu args rc end_ns")
+
+# A simulated GPU model: limits in mW, clocks in MHz (sim/nvml_sim.c).
+Profile = namedtuple("Profile", "key name arch default_limit min_limit "
+                     "max_limit gpu_clocks mem_clocks energy gpu_locked "
+                     "mem_locked")
+
+PROFILES = {p.key: p for p in (
+    Profile("a100", "NVIDIA A100-SXM4-80GB", "ampere", 400_000, 100_000,
+            400_000, (210, 1410), (405, 1593), True, True, True),
+    Profile("v100", "Tesla V100-SXM2-32GB", "volta", 300_000, 150_000,
+            300_000, (135, 1530), (877, 877), True, True, False),
+    Profile("h100", "NVIDIA H100 80GB HBM3", "hopper", 700_000, 200_000,
+            700_000, (345, 1980), (2619, 2619), True, True, True),
+    Profile("h200", "NVIDIA H200", "hopper", 700_000, 200_000, 700_000,
+            (345, 1980), (3201, 3201), True, True, True),
+    Profile("rtx4090", "NVIDIA GeForce RTX 4090", "ada", 450_000, 150_000,
+            600_000, (210, 3105), (405, 10501), True, True, True),
+    Profile("p100", "Tesla P100-PCIE-16GB", "pascal", 250_000, 125_000,
+            250_000, (545, 1325), (715, 715), False, False, False),
+)}
+# ZEUS_SIM_PROFILE=mixed
+MIXED = ("v100", "a100", "h100", "rtx4090")
 
 # Every NVML function that changes a GPU's state.
 WRITE_FNS = frozenset({

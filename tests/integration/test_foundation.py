@@ -33,6 +33,17 @@ def test_help(args):
     assert "Usage" in r.stdout or "usage" in r.stdout
 
 
+def test_help_names_every_command_and_scope():
+    assert "token verify" in run_zeusd("--help").stdout
+    usage = run_zeusd("token", "issue", "--help").stdout
+    for scope in ("gpu-control", "gpu-read", "cpu-read", "metrics"):
+        assert scope in usage
+    serve = run_zeusd("serve", "--help").stdout
+    for knob in ("ZEUSD_REQUEST_TIMEOUT_S", "ZEUSD_MAX_CONNS_PER_PEER",
+                 "ZEUSD_DEVICE_QUEUE_MAX"):
+        assert knob in serve
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--socket-permissions", "888"], "--socket-permissions"),
     (["--socket-permissions", "17777"], "--socket-permissions"),
@@ -70,7 +81,33 @@ def test_unknown_command():
 
 def test_bad_log_level():
     r = run_zeusd("serve", "--simulate", env={"ZEUSD_LOG": "loud"})
-    assert r.returncode == 2 and "ZEUSD_LOG" in r.stderr
+    assert r.returncode == 1 and "ZEUSD_LOG" in r.stderr
+
+
+@pytest.mark.parametrize("level", ["DEBUG", "Warn", "error"])
+def test_log_level_any_case(start, level):
+    d = start("uds", env={"ZEUSD_LOG": level})
+    assert d.get("/time").status_code == 200
+    logs = d.logs()
+    assert ("event=request" in logs) == (level.lower() == "debug")
+
+
+@pytest.mark.parametrize("knob,value", [
+    ("ZEUSD_IDLE_TIMEOUT_S", "0"), ("ZEUSD_REQUEST_TIMEOUT_S", "x"),
+    ("ZEUSD_MAX_CONNS_PER_PEER", "-1"), ("ZEUSD_DEVICE_QUEUE_MAX", "0"),
+    ("ZEUSD_SSE_KEEPALIVE_MS", "1"), ("ZEUSD_SSE_MAX_UNSENT_MS", "99"),
+    ("ZEUSD_LOG", "loud"),
+])
+def test_config_error_exits_1_before_opening_devices(tmp_path, knob, value):
+    log = tmp_path / "sim.log"
+    sock = tmp_path / "run" / "s.sock"
+    r = run_zeusd("serve", "--simulate", "--socket-path", str(sock),
+                  env={knob: value, "ZEUS_SIM_LOG": str(log)})
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and knob in lines[0], r.stderr
+    assert not log.exists() or log.read_text() == ""   # NVML never touched
+    assert not sock.exists()
 
 
 def test_amdsmi_not_supported(tmp_path):
@@ -95,8 +132,14 @@ def test_discover_shape(daemon):
     assert body["auth_required"] is False
     assert [g["id"] for g in body["gpus"]] == list(range(len(body["gpus"])))
     for g in body["gpus"]:
+        # the upstream daemon's four fields first, unchanged, then what
+        # zeusd adds (docs/api.md)
+        assert list(g)[:4] == ["id", "name", "pci_address",
+                               "cumulative_energy_available"]
         assert set(g) == {"id", "name", "pci_address",
-                          "cumulative_energy_available"}
+                          "cumulative_energy_available", "uuid",
+                          "architecture", "lost", "supports",
+                          "power_limit_range_mw", "clock_range_mhz"}
         assert re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]",
                             g["pci_address"])
     for c in body["cpus"]:
@@ -192,7 +235,7 @@ def test_write_query_refusals(daemon, query, needle):
 
 def test_query_on_time_refused(daemon):
     r = daemon.get("/time?x=1")
-    assert r.status_code == 400 and "'x'" in r.json()["error"]
+    assert r.status_code == 400 and "unknown field `x`" in r.json()["error"]
 
 
 def test_disabled_group_404(start, mode):
@@ -253,6 +296,25 @@ def test_uds_owner(start):
     d = start(args=["--socket-uid", "65534", "--socket-gid", "65534"])
     st = os.stat(d.sock)
     assert (st.st_uid, st.st_gid) == (65534, 65534)
+
+
+def test_uds_owner_by_name(start):
+    import grp
+    import pwd
+    group = grp.getgrgid(65534).gr_name
+    d = start(args=["--socket-uid", pwd.getpwuid(65534).pw_name,
+                    "--socket-gid", group])
+    st = os.stat(d.sock)
+    assert (st.st_uid, st.st_gid) == (65534, 65534)
+
+
+@pytest.mark.parametrize("flag", ["--socket-uid", "--socket-gid"])
+def test_uds_owner_unknown_name(tmp_path, flag):
+    r = run_zeusd("serve", "--simulate", "--socket-path",
+                  str(tmp_path / "s.sock"), flag, "no-such-name-zeusd")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and flag in lines[0] and "no such" in lines[0]
 
 
 def test_uds_refuses_non_socket(tmp_path):

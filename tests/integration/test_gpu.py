@@ -1,6 +1,11 @@
 """Black-box tests of the GPU half of API.md (everything but streaming),
 against the real zeusd on the NVML simulator, over UDS and TCP.
 
+The suite runs on two simulated GPU models without doubling its time: the
+UDS daemons simulate A100-like GPUs and the TCP daemons H100-like ones
+(ZEUS_SIM_PROFILE, docs/simulator.md), so limits and names come from the
+daemon's profile (Sim.default_limit, ...), never from constants.
+
 The simulator's call log shows what the daemon asked the "hardware" to do,
 and its control file injects driver errors and delays while the daemon
 runs (see simutil.py and docs/simulator.md). Timing checks use generous
@@ -8,6 +13,7 @@ bounds: the file also runs under ASan.
 """
 import itertools
 import json
+import os
 import re
 import signal
 import socket
@@ -17,11 +23,12 @@ import time
 import pytest
 
 from conftest import SIM, Zeusd, raw_request, run_zeusd
-from simutil import SimLog, write_control
+from simutil import PROFILES, SimLog, write_control
 
 NGPU = 4                    # the simulator's default
-DEFAULT_LIMIT = 400_000     # its default power limit and constraints
-MIN_LIMIT = 100_000
+A100_LIMIT = PROFILES["a100"].default_limit   # the default profile's
+# The profile each transport's daemons simulate.
+MODE_PROFILE = {"uds": PROFILES["a100"], "tcp": PROFILES["h100"]}
 
 READS = ["get_power", "get_cumulative_energy", "get_power_limit",
          "get_power_limit_constraints", "get_persistence_mode"]
@@ -53,12 +60,18 @@ _seq = itertools.count()
 
 
 class Sim:
-    """A daemon on the simulator with its call log and control file."""
+    """A daemon on the simulator with its call log and control file, and
+    the simulated GPU model's facts (simutil.Profile)."""
 
-    def __init__(self, d, log, ctl):
+    def __init__(self, d, log, ctl, profile):
         self.d = d
         self.log = log
         self.ctl = ctl
+        self.profile = profile
+        self.name = profile.name
+        self.default_limit = profile.default_limit
+        self.min_limit = profile.min_limit
+        self.max_limit = profile.max_limit
 
     def control(self, *rules):
         write_control(self.ctl, *rules)
@@ -86,9 +99,12 @@ def sim_start(start, mode, tmp_path):
         n = next(_seq)
         log = tmp_path / f"sim-{n}.log"
         ctl = tmp_path / f"sim-{n}.ctl"
-        e = {"ZEUS_SIM_LOG": str(log), "ZEUS_SIM_CONTROL": str(ctl)}
+        prof = MODE_PROFILE[mode]
+        e = {"ZEUS_SIM_LOG": str(log), "ZEUS_SIM_CONTROL": str(ctl),
+             "ZEUS_SIM_PROFILE": prof.key}
         e.update(env or {})
-        return Sim(start(mode, args=args, env=e, **kw), SimLog(log), ctl)
+        return Sim(start(mode, args=args, env=e, **kw), SimLog(log), ctl,
+                   prof)
     return _start
 
 
@@ -137,7 +153,7 @@ def test_get_power_shape(sim):
     assert before - 5 <= body["timestamp_ms"] <= after + 5
     assert keys(r.text, "power_mw") == ["0", "1", "2", "3"]
     for mw in body["power_mw"].values():
-        assert isinstance(mw, int) and 0 < mw <= DEFAULT_LIMIT
+        assert isinstance(mw, int) and 0 < mw <= sim.default_limit
     # The instantaneous field, not the averaged call.
     assert sim.log.calls("nvmlDeviceGetFieldValues", 0)[-1].args == ["186"]
 
@@ -150,12 +166,12 @@ def test_read_shapes(sim):
         assert v["energy_mj"] > 0
     r = sim.get("/gpu/get_power_limit")
     assert r.status_code == 200
-    assert r.json() == {str(i): {"power_limit_mw": DEFAULT_LIMIT}
+    assert r.json() == {str(i): {"power_limit_mw": sim.default_limit}
                         for i in range(NGPU)}
     r = sim.get("/gpu/get_power_limit_constraints")
     assert r.status_code == 200
-    assert r.json() == {str(i): {"min_power_limit_mw": MIN_LIMIT,
-                                 "max_power_limit_mw": DEFAULT_LIMIT}
+    assert r.json() == {str(i): {"min_power_limit_mw": sim.min_limit,
+                                 "max_power_limit_mw": sim.max_limit}
                         for i in range(NGPU)}
     r = sim.get("/gpu/get_persistence_mode")
     assert r.status_code == 200
@@ -183,7 +199,7 @@ def test_discover_gpus(sim):
     gpus = sim.get("/discover").json()["gpus"]
     assert [g["id"] for g in gpus] == list(range(NGPU))
     for i, g in enumerate(gpus):
-        assert g["name"] == "NVIDIA A100-SXM4-80GB"
+        assert g["name"] == sim.name
         assert g["pci_address"] == f"0000:{i + 1:02x}:00.0"
         assert g["cumulative_energy_available"] is True
 
@@ -203,26 +219,26 @@ def test_write_success_shape_and_sim_calls(sim, endpoint):
 
 def test_power_limit_round_trip(sim):
     assert sim.set_limit("1,3", 250_000).status_code == 200
-    assert limits(sim) == {0: DEFAULT_LIMIT, 1: 250_000, 2: DEFAULT_LIMIT,
-                           3: 250_000}
+    d = sim.default_limit
+    assert limits(sim) == {0: d, 1: 250_000, 2: d, 3: 250_000}
     assert sorted(sim.log.writes()) == [
         ("nvmlDeviceSetPowerManagementLimit", 1, ["250000"]),
         ("nvmlDeviceSetPowerManagementLimit", 3, ["250000"])]
     # The boundaries of the constraints are accepted.
     mark = sim.log.mark()
-    assert sim.set_limit("0", MIN_LIMIT).status_code == 200
-    assert sim.set_limit("0", DEFAULT_LIMIT).status_code == 200
+    assert sim.set_limit("0", sim.min_limit).status_code == 200
+    assert sim.set_limit("0", sim.max_limit).status_code == 200
     assert sim.log.writes(since=mark) == [
-        ("nvmlDeviceSetPowerManagementLimit", 0, [str(MIN_LIMIT)]),
-        ("nvmlDeviceSetPowerManagementLimit", 0, [str(DEFAULT_LIMIT)])]
-    assert limits(sim, "0") == {0: DEFAULT_LIMIT}
+        ("nvmlDeviceSetPowerManagementLimit", 0, [str(sim.min_limit)]),
+        ("nvmlDeviceSetPowerManagementLimit", 0, [str(sim.max_limit)])]
+    assert limits(sim, "0") == {0: sim.max_limit}
 
 
 def test_power_limit_caps_power(sim):
-    assert sim.set_limit("0", 120_000).status_code == 200
+    assert sim.set_limit("0", 210_000).status_code == 200
     for _ in range(5):
         assert sim.get("/gpu/get_power?gpu_ids=0").json()["power_mw"]["0"] \
-            <= 120_000
+            <= 210_000
 
 
 def test_persistence_round_trip(sim):
@@ -331,19 +347,18 @@ def test_missing_and_unknown_parameters_400(sim):
         for drop in full:
             q = "&".join(f"{k}={v}" for k, v in full.items() if k != drop)
             r = sim.post(f"/gpu/{endpoint}?{q}")
-            assert_error(r, 400, "Missing required query parameter",
-                         f"'{drop}'")
+            assert_error(r, 400, f"missing field `{drop}`")
         q = "&".join(f"{k}={v}" for k, v in full.items())
         assert_error(sim.post(f"/gpu/{endpoint}?{q}&bogus=1"), 400,
-                     "Unknown query parameter 'bogus'")
+                     "unknown field `bogus`, expected one of `gpu_ids`")
         # Another endpoint's parameter is unknown here.
         other = "enabled=true" if endpoint != "set_persistence_mode" \
             else "power_limit_mw=1"
         assert_error(sim.post(f"/gpu/{endpoint}?{q}&{other}"), 400,
-                     "Unknown query parameter")
+                     "unknown field `" + other.split("=")[0] + "`")
     for endpoint in READS:
         assert_error(sim.get(f"/gpu/{endpoint}?block=true"), 400,
-                     "Unknown query parameter 'block'")
+                     "unknown field `block`")
     assert sim.log.writes() == []
 
 
@@ -364,9 +379,32 @@ def test_bad_values_400(sim, endpoint, query, needle):
     assert sim.log.writes() == []
 
 
-@pytest.mark.parametrize("mw", [0, MIN_LIMIT - 1, DEFAULT_LIMIT + 1,
-                                4294967295])
-def test_power_limit_out_of_range_400(sim, mw):
+# The phrases the upstream daemon's decoder uses, which Zeus's clients and
+# tests match (lower case), next to the parameter's name.
+@pytest.mark.parametrize("endpoint,query,needle", [
+    ("set_persistence_mode", "gpu_ids=0&disabled=false&block=true",
+     "unknown field `disabled`"),
+    ("set_persistence_mode", "gpu_ids=0&enabled=1&block=true",
+     "invalid value `1` for field `enabled`: not `true` or `false`"),
+    ("set_power_limit", "gpu_ids=0&power_limit_wwww=100000&block=true",
+     "unknown field `power_limit_wwww`"),
+    ("set_power_limit", "gpu_ids=0&block=true", "missing field "
+     "`power_limit_mw`"),
+    ("set_gpu_locked_clocks",
+     "gpu_ids=0&min_clock_mhz=1000&max_clock_mhz=abc&block=true",
+     "invalid value `abc` for field `max_clock_mhz`: expected u32"),
+    ("reset_gpu_locked_clocks", "gpu_ids=0&lego=false",
+     "unknown field `lego`"),
+])
+def test_upstream_error_phrases(sim, endpoint, query, needle):
+    assert_error(sim.post(f"/gpu/{endpoint}?{query}"), 400, needle)
+    assert sim.log.writes() == []
+
+
+@pytest.mark.parametrize("which", ["zero", "below_min", "above_max", "u32_max"])
+def test_power_limit_out_of_range_400(sim, which):
+    mw = {"zero": 0, "below_min": sim.min_limit - 1,
+          "above_max": sim.max_limit + 1, "u32_max": 4294967295}[which]
     r = sim.set_limit("0,2", mw)
     assert r.status_code == 400, r.text
     assert r.json() == {"errors": {
@@ -374,7 +412,7 @@ def test_power_limit_out_of_range_400(sim, mw):
         "2": "GPU 2: set_power_limit failed: Invalid Argument"}}
     assert [c.rc for c in sim.log.calls(
         "nvmlDeviceSetPowerManagementLimit")] == ["INVALID_ARGUMENT"] * 2
-    assert limits(sim) == {i: DEFAULT_LIMIT for i in range(NGPU)}
+    assert limits(sim) == {i: sim.default_limit for i in range(NGPU)}
 
 
 @pytest.mark.parametrize("endpoint", ["set_gpu_locked_clocks",
@@ -395,20 +433,22 @@ def test_no_permission_on_one_gpu(sim):
     r = sim.set_limit("0,1,2", 200_000)
     assert r.status_code == 403, r.text
     assert r.json() == {"errors": {
-        "1": "GPU 1: set_power_limit failed: Insufficient Permissions"}}
+        "1": "GPU 1: set_power_limit failed: Insufficient Permissions (the "
+             "NVIDIA driver lets only root change this setting; zeusd runs "
+             f"as uid {os.geteuid()})"}}
     calls = {c.gpu: (c.args, c.rc) for c in
              sim.log.calls("nvmlDeviceSetPowerManagementLimit")}
     assert calls == {0: (["200000"], "SUCCESS"), 1: (["200000"],
                      "NO_PERMISSION"), 2: (["200000"], "SUCCESS")}
-    assert limits(sim) == {0: 200_000, 1: DEFAULT_LIMIT, 2: 200_000,
-                           3: DEFAULT_LIMIT}
+    d = sim.default_limit
+    assert limits(sim) == {0: 200_000, 1: d, 2: 200_000, 3: d}
 
 
 @pytest.mark.parametrize("code,status,text", [
     ("NO_PERMISSION", 403, "Insufficient Permissions"),
-    ("NOT_SUPPORTED", 400, "Not Supported"),
+    ("NOT_SUPPORTED", 400, "Not Supported (not supported by this GPU, "),
     ("INVALID_ARGUMENT", 400, "Invalid Argument"),
-    ("GPU_IS_LOST", 500, "GPU is lost"),
+    ("GPU_IS_LOST", 503, "GPU is lost (it has fallen off the bus"),
     ("UNKNOWN", 500, "Unknown Error"),
     ("DRIVER_NOT_LOADED", 500, ""),
 ])
@@ -472,7 +512,9 @@ def test_read_errors(sim, fn, endpoint):
     assert r.status_code == 500, r.text
     errs = r.json()["errors"]
     assert keys(r.text, "errors") == ["1", "3"]
-    assert errs["1"] == f"GPU 1: {endpoint} failed: Insufficient Permissions"
+    assert errs["1"] == f"GPU 1: {endpoint} failed: Insufficient " \
+        "Permissions (the NVIDIA driver lets only privileged users read " \
+        f"this; zeusd runs as uid {os.geteuid()})"
     assert errs["3"] == f"GPU 3: {endpoint} failed: Unknown Error"
     r = sim.get(f"/gpu/{endpoint}?gpu_ids=1")
     assert r.status_code == 403
@@ -512,7 +554,7 @@ def test_power_falls_back_to_average(sim):
 
 def test_faults_lifted_at_runtime(sim):
     sim.control("fail nvmlDeviceSetPowerManagementLimit * GPU_IS_LOST")
-    assert sim.set_limit("0", 200_000).status_code == 500
+    assert sim.set_limit("0", 200_000).status_code == 503
     sim.control()
     assert sim.set_limit("0", 200_000).status_code == 200
     assert limits(sim, "0") == {0: 200_000}
@@ -530,7 +572,8 @@ def test_gpu_without_energy_counter(sim_start):
     r = s.get("/gpu/get_cumulative_energy")
     assert r.status_code == 400, r.text
     assert r.json() == {"errors": {
-        "3": "GPU 3: get_cumulative_energy failed: Not Supported"}}
+        "3": "GPU 3: get_cumulative_energy failed: Not Supported (not "
+             f"supported by this GPU, {s.name})"}}
     assert s.get("/gpu/get_cumulative_energy?gpu_ids=3").status_code == 400
     r = s.get("/gpu/get_cumulative_energy?gpu_ids=0,1,2")
     assert r.status_code == 200 and keys(r.text) == ["0", "1", "2"]
@@ -544,13 +587,13 @@ def test_gpu_without_energy_counter(sim_start):
 # --- block=false -------------------------------------------------------------
 
 def test_nonblocking_write_takes_effect(sim):
-    r = sim.set_limit("0,2", 150_000, block=False)
+    r = sim.set_limit("0,2", 250_000, block=False)
     assert r.status_code == 200 and r.content == b""
     got = sim.log.wait_for("nvmlDeviceSetPowerManagementLimit", count=2)
     assert sorted((c.gpu, c.args) for c in got) == \
-        [(0, ["150000"]), (2, ["150000"])]
-    assert limits(sim) == {0: 150_000, 1: DEFAULT_LIMIT, 2: 150_000,
-                           3: DEFAULT_LIMIT}
+        [(0, ["250000"]), (2, ["250000"])]
+    d = sim.default_limit
+    assert limits(sim) == {0: 250_000, 1: d, 2: 250_000, 3: d}
     for endpoint, (params, expected) in WRITES.items():
         mark = sim.log.mark()
         assert sim.write(endpoint, "3", False, **params).status_code == 200
@@ -606,7 +649,7 @@ def test_writes_to_different_gpus_run_in_parallel(sim):
 
 def test_writes_to_one_gpu_keep_order(sim):
     sim.control("delay nvmlDeviceSetPowerManagementLimit 2 150")
-    values = [150_000, 390_000, 120_000, 333_000, 275_000]
+    values = [250_000, 390_000, 220_000, 333_000, 275_000]
     for v in values:
         assert sim.set_limit("2", v, block=False).status_code == 200
     # A read queues behind the writes on the same GPU.
@@ -625,14 +668,14 @@ def test_writes_to_one_gpu_keep_order(sim):
 
 def test_slow_gpu_does_not_hold_up_others(sim):
     sim.control("delay nvmlDeviceSetPowerManagementLimit 0 1500")
-    assert sim.set_limit("0", 111_000, block=False).status_code == 200
+    assert sim.set_limit("0", 211_000, block=False).status_code == 200
     t0 = time.monotonic()
     assert sim.set_limit("1", 222_000).status_code == 200
-    assert limits(sim, "1,2,3") == {1: 222_000, 2: DEFAULT_LIMIT,
-                                    3: DEFAULT_LIMIT}
+    assert limits(sim, "1,2,3") == {1: 222_000, 2: sim.default_limit,
+                                    3: sim.default_limit}
     assert time.monotonic() - t0 < 1.0
     # GPU 0's read waits for its queued write.
-    assert limits(sim, "0") == {0: 111_000}
+    assert limits(sim, "0") == {0: 211_000}
 
 
 def test_concurrent_clients(sim):
@@ -643,7 +686,7 @@ def test_concurrent_clients(sim):
         try:
             c = sim.d.make_client()
             for j in range(10):
-                v = MIN_LIMIT + 1000 * (k * 10 + j)
+                v = sim.min_limit + 1000 * (k * 10 + j)
                 r = c.post(f"/gpu/set_power_limit?gpu_ids={k % NGPU},"
                            f"{(k + 1) % NGPU}&block=true&power_limit_mw={v}")
                 assert r.status_code == 200, r.text
@@ -664,39 +707,61 @@ def test_concurrent_clients(sim):
 
 # --- a GPU lost mid-run ------------------------------------------------------
 
+def lost_series(d):
+    """zeusd_gpu_lost per GPU index from a /metrics scrape."""
+    text = d.get("/metrics").text
+    return {int(m.group(1)): int(m.group(2)) for m in re.finditer(
+        r'^zeusd_gpu_lost\{index="(\d+)"\} (\d)$', text, re.M)}
+
+
 def test_gpu_lost_mid_run(sim):
     assert sim.get("/gpu/get_power").status_code == 200
+    assert [g["lost"] for g in sim.get("/discover").json()["gpus"]] == \
+        [False] * NGPU
     sim.control("fail * 2 GPU_IS_LOST")
     for endpoint in READS:
         r = sim.get(f"/gpu/{endpoint}")
-        assert r.status_code == 500, (endpoint, r.text)
+        assert r.status_code == 503, (endpoint, r.text)
         errs = r.json()["errors"]
         assert list(errs) == ["2"], endpoint
-        assert errs["2"] == f"GPU 2: {endpoint} failed: GPU is lost"
+        assert errs["2"] == f"GPU 2: {endpoint} failed: GPU is lost (it " \
+            "has fallen off the bus or is otherwise inaccessible)"
         r = sim.get(f"/gpu/{endpoint}?gpu_ids=0,1,3")
         assert r.status_code == 200, (endpoint, r.text)
+    # Visible where operators look, without asking the GPU again.
+    assert [g["lost"] for g in sim.get("/discover").json()["gpus"]] == \
+        [False, False, True, False]
+    assert lost_series(sim.d) == {0: 0, 1: 0, 2: 1, 3: 0}
+    assert re.search(r"event=gpu_lost gpu=2", sim.d.logs())
     r = sim.set_limit("1,2", 260_000)
-    assert r.status_code == 500
+    assert r.status_code == 503
     assert list(r.json()["errors"]) == ["2"]
     assert limits(sim, "1") == {1: 260_000}
     assert sim.set_limit("2", 260_000, block=False).status_code == 200
+    # Worst status wins, and 503 is above another GPU's 500.
+    sim.control("fail * 2 GPU_IS_LOST",
+                "fail nvmlDeviceGetPowerManagementLimit 0 UNKNOWN")
+    assert sim.get("/gpu/get_power_limit").status_code == 503
     # The rest of the daemon is unaffected.
-    assert sim.get("/discover").status_code == 200
     assert sim.get("/time").status_code == 200
     assert sim.get("/cpu/get_cumulative_energy?cpu=true&dram=true"
                    ).status_code == 200
-    # The GPU comes back.
+    # The GPU comes back: the first call that works clears the flag.
     sim.control()
     assert sim.get("/gpu/get_power").status_code == 200
     assert sim.set_limit("2", 270_000).status_code == 200
-    assert limits(sim) == {0: DEFAULT_LIMIT, 1: 260_000, 2: 270_000,
-                           3: DEFAULT_LIMIT}
+    d = sim.default_limit
+    assert limits(sim) == {0: d, 1: 260_000, 2: 270_000, 3: d}
+    assert [g["lost"] for g in sim.get("/discover").json()["gpus"]] == \
+        [False] * NGPU
+    assert lost_series(sim.d)[2] == 0
+    assert re.search(r"event=gpu_recovered gpu=2", sim.d.logs())
 
 
 def test_client_gone_during_blocking_write(sim):
     sim.control("delay nvmlDeviceSetPowerManagementLimit 0 700")
     target = "/gpu/set_power_limit?gpu_ids=0,1&block=true&power_limit_mw=" \
-             "123000"
+             "223000"
     d = sim.d
     if d.mode == "uds":
         s = socket.socket(socket.AF_UNIX)
@@ -710,7 +775,7 @@ def test_client_gone_during_blocking_write(sim):
                             timeout=5)
     time.sleep(0.1)
     assert sim.get("/time").status_code == 200
-    assert limits(sim, "0,1") == {0: 123_000, 1: 123_000}
+    assert limits(sim, "0,1") == {0: 223_000, 1: 223_000}
 
 
 # --- node configurations -----------------------------------------------------
@@ -793,12 +858,34 @@ def test_bad_simulator_setting_fails_startup(tmp_path):
     assert "nvmlInit_v2 failed: Invalid Argument" in r.stderr
 
 
-def test_gpu_lost_at_startup_fails_clearly(tmp_path):
+def test_gpu_lost_at_startup_others_serve(sim_start):
+    # Lost before zeusd could get a handle: listed, flagged, 503; the rest
+    # of the node serves as usual.
+    s = sim_start(env={"ZEUS_SIM_FAULTS": "fail * 2 GPU_IS_LOST"})
+    gpus = s.get("/discover").json()["gpus"]
+    assert [g["lost"] for g in gpus] == [False, False, True, False]
+    assert gpus[2]["name"] == "" and gpus[2]["uuid"] is None
+    assert gpus[2]["cumulative_energy_available"] is False
+    assert gpus[1]["name"] == s.name
+    for endpoint in READS:
+        r = s.get(f"/gpu/{endpoint}")
+        assert r.status_code == 503, r.text
+        assert r.json()["errors"]["2"].startswith(
+            f"GPU 2: {endpoint} failed: GPU is lost")
+        assert s.get(f"/gpu/{endpoint}?gpu_ids=0,1,3").status_code == 200
+    assert s.set_limit("2", 250_000).status_code == 503
+    assert s.set_limit("3", 250_000).status_code == 200
+    assert lost_series(s.d) == {0: 0, 1: 0, 2: 1, 3: 0}
+    assert re.search(r"event=gpu_lost gpu=2", s.d.logs())
+
+
+def test_gpu_unknown_error_at_startup_fails_clearly(tmp_path):
     r = run_zeusd("serve", "--simulate", "--socket-path",
                   str(tmp_path / "s.sock"),
-                  env={"ZEUS_SIM_FAULTS": "fail * 2 GPU_IS_LOST"})
+                  env={"ZEUS_SIM_FAULTS":
+                       "fail nvmlDeviceGetHandleByIndex_v2 2 UNKNOWN"})
     assert r.returncode == 1
-    assert re.search(r"^zeusd: GPU 2: .*GPU is lost$", r.stderr, re.M), \
+    assert re.search(r"^zeusd: GPU 2: .*Unknown Error$", r.stderr, re.M), \
         r.stderr
 
 
@@ -815,7 +902,7 @@ def test_nvml_backend_on_simulator_library(start, mode, tmp_path):
     assert r.status_code == 200 and keys(r.text, "power_mw") == \
         ["0", "1", "2"]
     assert d.get("/gpu/get_power_limit?gpu_ids=2").json() == \
-        {"2": {"power_limit_mw": DEFAULT_LIMIT}}
+        {"2": {"power_limit_mw": A100_LIMIT}}
     assert f'library="{SIM}"' in d.logs()
     assert SimLog(log).calls("nvmlInit_v2")
 
@@ -829,7 +916,7 @@ def test_shutdown_during_blocking_write(sim):
     def slow():
         c = sim.d.make_client()
         result["r"] = c.post("/gpu/set_power_limit?gpu_ids=2,3&block=true"
-                             "&power_limit_mw=199000")
+                             "&power_limit_mw=299000")
         c.close()
 
     t = threading.Thread(target=slow)

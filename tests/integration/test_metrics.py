@@ -30,6 +30,7 @@ NGPU = 4
 # Every series name zeusd writes, with its type (docs/metrics.md).
 TYPES = {
     "zeusd_gpu_info": "gauge",
+    "zeusd_gpu_lost": "gauge",
     "zeusd_gpu_power_watts": "gauge",
     "zeusd_gpu_energy_joules_total": "counter",
     "zeusd_gpu_power_limit_watts": "gauge",
@@ -43,10 +44,17 @@ TYPES = {
     "zeusd_device_commands_superseded_total": "counter",
     "zeusd_build_info": "gauge",
     "zeusd_uptime_seconds": "gauge",
+    "process_start_time_seconds": "gauge",
+    "process_cpu_seconds_total": "counter",
+    "process_resident_memory_bytes": "gauge",
+    "process_virtual_memory_bytes": "gauge",
+    "process_open_fds": "gauge",
+    "process_max_fds": "gauge",
     "zeusd_connections_refused_total": "counter",
     "zeusd_request_deadline_expired_total": "counter",
     "zeusd_requests_malformed_total": "counter",
     "zeusd_streams_open": "gauge",
+    "zeusd_stream_events_skipped_total": "counter",
     "zeusd_http_requests_total": "counter",
 }
 # Per-GPU series read from the device at each scrape (absent when unread).
@@ -141,7 +149,8 @@ def test_exposition_parses_with_help_and_type(daemon):
     disc = json_get(daemon, "/discover")
     for g in disc["gpus"]:
         assert s.get("zeusd_gpu_info", index=g["id"], name=g["name"],
-                     pci_address=g["pci_address"],
+                     pci_address=g["pci_address"], uuid=g["uuid"],
+                     UUID=g["uuid"],
                      cumulative_energy_available="true") == 1
     assert s.indices("zeusd_cpu_energy_joules_total") == [0, 1]
     assert s.indices("zeusd_dram_energy_joules_total") == [0]
@@ -150,16 +159,75 @@ def test_exposition_parses_with_help_and_type(daemon):
     assert len(s.series("zeusd_build_info")) == 1
 
 
+def proc_status_kib(pid, field):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_process_series_sane(daemon):
+    """The process_* families against what this test sees of the daemon's
+    process from outside (its /proc entry and the clock)."""
+    pid = daemon.proc.pid
+    before = time.time()
+    s1 = scrape(daemon)
+    # a few connections held open show up in the descriptor count
+    extra = [daemon.make_client() for _ in range(3)]
+    try:
+        for c in extra:
+            assert c.get("/discover").status_code == 200
+        s2 = scrape(daemon)
+        nfd = len(os.listdir(f"/proc/{pid}/fd"))
+    finally:
+        for c in extra:
+            c.close()
+    after = time.time()
+
+    start = s2.get("process_start_time_seconds")
+    assert start == pytest.approx(s1.get("process_start_time_seconds"),
+                                  abs=0.05)
+    # started before it began serving, and within this test's lifetime
+    uptime = s2.get("zeusd_uptime_seconds")
+    assert before - 60 < start <= after - uptime + 0.05, (start, uptime)
+
+    cpu1 = s1.get("process_cpu_seconds_total")
+    cpu2 = s2.get("process_cpu_seconds_total")
+    assert 0 <= cpu1 <= cpu2 <= after - start + 1
+
+    rss = s2.get("process_resident_memory_bytes")
+    vm_rss = proc_status_kib(pid, "VmRSS") * 1024
+    assert 1 << 20 <= rss < 2 << 30
+    assert vm_rss / 2 <= rss <= vm_rss * 2, (rss, vm_rss)
+    assert s2.get("process_virtual_memory_bytes") >= rss
+
+    fds1, fds2 = s1.get("process_open_fds"), s2.get("process_open_fds")
+    assert fds2 >= fds1 + 3, (fds1, fds2)
+    assert abs(fds2 - nfd) <= 2, (fds2, nfd)
+    soft = None
+    for line in open(f"/proc/{pid}/limits"):
+        if line.startswith("Max open files"):
+            soft = int(line.split()[3])
+    assert s2.get("process_max_fds") == soft
+    for name in ("process_start_time_seconds", "process_cpu_seconds_total",
+                 "process_resident_memory_bytes",
+                 "process_virtual_memory_bytes", "process_open_fds",
+                 "process_max_fds"):
+        assert list(s2.series(name)) == [()], name
+
+
 def test_label_values_escaped(start, mode):
     name = 'A100 "quoted" back\\slash\\'
     d = start(mode, env={"ZEUS_SIM_GPU_NAME": name, "ZEUS_SIM_GPUS": "2"})
     r = d.get("/metrics")
     assert 'name="A100 \\"quoted\\" back\\\\slash\\\\"' in r.text
     s = Scrape(r.text)
-    assert json_get(d, "/discover")["gpus"][0]["name"] == name
+    gpus = json_get(d, "/discover")["gpus"]
+    assert gpus[0]["name"] == name
     for i in range(2):
         assert s.get("zeusd_gpu_info", index=i, name=name,
                      pci_address=f"0000:0{i + 1}:00.0",
+                     uuid=gpus[i]["uuid"], UUID=gpus[i]["uuid"],
                      cumulative_energy_available="true") == 1
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import selectors
 import socket
+import threading
 import time
 
 import pytest
@@ -49,6 +50,8 @@ class Stream:
         self.head = None
         self.body = b""
         self.events = []        # (arrival monotonic, bytes without \n\n)
+        self.marks = []         # per event: (arrival Unix ms, bytes read)
+        self.nread = 0
         self.ended = False
         self.closed = False
         self.chunked = True
@@ -57,9 +60,11 @@ class Stream:
 
     def feed(self, data):
         now = time.monotonic()
+        wall_ms = time.time() * 1000
         if not data:
             self.closed = True
             return
+        self.nread += len(data)
         self.raw += data
         if self.head is None:
             if b"\r\n\r\n" not in self.raw:
@@ -83,6 +88,7 @@ class Stream:
         while b"\n\n" in self.body:
             ev, _, self.body = self.body.partition(b"\n\n")
             self.events.append((now, ev))
+            self.marks.append((wall_ms, self.nread))
 
     @property
     def status(self):
@@ -116,7 +122,7 @@ class Stream:
         self.sock.close()
 
 
-def pump_all(streams, seconds):
+def pump_all(streams, seconds, bufsize=65536):
     """Reads many non-blocking streams at once for `seconds`."""
     sel = selectors.DefaultSelector()
     for s in streams:
@@ -126,7 +132,7 @@ def pump_all(streams, seconds):
         for key, _ in sel.select(max(0.0, deadline - time.monotonic())):
             s = key.data
             try:
-                s.feed(s.sock.recv(65536))
+                s.feed(s.sock.recv(bufsize))
             except BlockingIOError:
                 continue
             except OSError:
@@ -315,10 +321,18 @@ def test_sampling_never_waits_behind_a_slow_write(simd):
         r = d.post("/gpu/set_power_limit", params={
             "gpu_ids": "0", "power_limit_mw": limit, "block": "false"})
         assert r.status_code == 200
-    # A blocking read queued behind the two writes on the same GPU.
+    # A blocking read queued behind the two writes on the same GPU, sent
+    # from another thread while this one goes on reading the stream (a
+    # reader that stops for seconds skips events: not what this tests).
     s.pump(1.5)
-    r = d.get("/gpu/get_power_limit", params={"gpu_ids": "0"})
-    assert r.status_code == 200
+    got = {}
+    th = threading.Thread(target=lambda: got.update(r=d.get(
+        "/gpu/get_power_limit", params={"gpu_ids": "0"})))
+    th.start()
+    while th.is_alive():
+        s.pump(0.05)
+    th.join()
+    assert got["r"].status_code == 200
     assert time.monotonic() - t >= 3.5      # it did wait behind the writes
     s.pump(0.1)
     s.close()
@@ -326,8 +340,7 @@ def test_sampling_never_waits_behind_a_slow_write(simd):
     window = [c for c in calls if c.start_ns / 1e9 >= t + 0.2 and
               c.start_ns / 1e9 <= t + 3.4]
     assert len(window) >= 0.95 * 3.2 * 20, len(window)
-    # The events' own timestamps: no hole while the writes ran (the client
-    # itself was blocked in the read above, so arrival times say nothing).
+    # The events' own timestamps: no hole while the writes ran.
     ts = [int(GPU_EVENT.fullmatch(e)[1]) for e in s.data()]
     gaps = [b - a for a, b in zip(ts, ts[1:])]
     assert max(gaps) < 300, max(gaps)
@@ -356,6 +369,16 @@ def test_keepalive_env_is_validated(tmp_path, value):
     assert not (tmp_path / "z.sock").exists()
 
 
+@pytest.mark.parametrize("value", ["99", "60001", "1s"])
+def test_max_unsent_env_is_validated(tmp_path, value):
+    r = run_zeusd("serve", "--simulate", "--socket-path",
+                  str(tmp_path / "z.sock"),
+                  env={"ZEUSD_SSE_MAX_UNSENT_MS": value})
+    assert r.returncode != 0
+    assert "invalid" in r.stderr and "ZEUSD_SSE_MAX_UNSENT_MS" in r.stderr
+    assert not (tmp_path / "z.sock").exists()
+
+
 def test_stalled_reader_does_not_stall_others_and_rss_bounded(simd):
     d = simd(args=["--gpu-power-poll-hz", "200"],
              env={"ZEUS_SIM_GPUS": "8"})
@@ -375,16 +398,137 @@ def test_stalled_reader_does_not_stall_others_and_rss_bounded(simd):
     gaps = [b[0] - a[0] for a, b in zip(good.events, good.events[1:])]
     assert max(gaps) < 0.5, max(gaps)
     assert rss1 - rss0 < 4096, (rss0, rss1)
-    # A stalled reader that resumes gets fresh events (it skipped the rest).
+    # A stalled reader that resumes is told it skipped, then gets fresh
+    # events: on a Unix socket the daemon counts everything unread.
     s = stalled[0]
     s.pump(0.5)
     assert s.status == 200 and s.data()
+    assert [e for _, e in s.events if SKIP_NOTICE.fullmatch(e)]
+    assert staleness(s, 0)[-1] < 1000, staleness(s, 0)[-5:]
     for s in stalled:
         s.close()
     good.close()
     assert wait_subscribers(d, 0)
     assert re.search(r"event=stream_closed kind=gpu devices=8 sent=\d+ "
                      r"skipped=[1-9]", d.logs())
+
+
+SKIP_NOTICE = re.compile(rb": skipped ([1-9]\d*)")
+EVENT_TS = re.compile(rb'"timestamp_ms":(\d+)')
+
+
+def staleness(s, after):
+    """(arrival - timestamp) in ms of the data events that ended beyond the
+    first `after` bytes the client read."""
+    return [wall - int(EVENT_TS.search(ev)[1])
+            for (wall, off), (_, ev) in zip(s.marks, s.events)
+            if off > after and ev.startswith(b"data: ")]
+
+
+def closed_line(d, kind):
+    got = re.findall(rf"event=stream_closed kind={kind} .*", d.logs())
+    return got[-1] if got else ""
+
+
+def test_stalled_reader_skips_to_fresh_events_fast_one_loses_nothing(simd):
+    # The scenario of the report: 4 KiB receive buffer, 8 GPUs at 20 Hz
+    # (and both CPU packages at 20 Hz), 20 s without reading, then reading
+    # as fast as it can. What the client's own buffer held is stale by the
+    # whole stall; everything beyond it (the first 16 KiB it reads) must be
+    # fresh, because the daemon keeps about a second of a stream unsent at
+    # most and skips the rest, saying so in a comment. Meanwhile a fast
+    # reader of the same devices gets every sample.
+    stall_s, read_s, window = 20.0, 3.0, 16384
+    d = simd(mode="tcp", args=["--cpu-power-poll-hz", "20"],
+             env={"ZEUS_SIM_GPUS": "8"})
+    clock = time.time() * 1000 - time.monotonic_ns() / 1e6
+    slow = {k: Stream(d, f"/{k}/stream_power", rcvbuf=4096)
+            for k in ("gpu", "cpu")}
+    fast = {k: Stream(d, f"/{k}/stream_power", blocking=False)
+            for k in ("gpu", "cpu")}
+    assert wait_subscribers(d, 4)
+    t0 = time.monotonic()
+    pump_all(list(fast.values()), stall_s)      # the slow ones read nothing
+    t1 = time.monotonic()
+    for s in slow.values():
+        s.sock.setblocking(False)
+    # Small reads, so an event's byte offset is known to within 1 KiB.
+    pump_all(list(slow.values()) + list(fast.values()), read_s, bufsize=1024)
+    report = {}
+    for k, s in slow.items():
+        late = staleness(s, window)
+        stale_at = [off for (wall, off), (_, e) in zip(s.marks, s.events)
+                    if e.startswith(b"data: ") and
+                    wall - int(EVENT_TS.search(e)[1]) >= 2000]
+        report[k] = dict(read=s.nread, late_events=len(late),
+                         stale_bytes=max(stale_at, default=0),
+                         max_stale_ms=max(late, default=None),
+                         notices=[int(m[1]) for _, e in s.events
+                                  if (m := SKIP_NOTICE.fullmatch(e))])
+    print("stalled readers:", report)
+    for k, s in slow.items():
+        r = report[k]
+        assert s.status == 200 and not s.closed, k
+        # It read on into fresh events (20 Hz x devices for read_s) ...
+        assert r["late_events"] >= 0.25 * read_s * 20, (k, r)
+        # ... and none of them was more than 2 s old,
+        assert r["max_stale_ms"] < 2000, (k, r)
+        # after a comment that said how many it skipped.
+        assert r["notices"], (k, r)
+    # The fast readers: no notice, nothing skipped, and (GPUs, against the
+    # simulator's call log) one event per sample taken during the stall.
+    for s in fast.values():
+        assert not [e for _, e in s.events if SKIP_NOTICE.fullmatch(e)]
+    lo, hi = clock + (t0 + 0.5) * 1000, clock + (t1 - 0.5) * 1000
+    for g in range(8):
+        samples = [c for c in d.simlog.calls(FIELD, g)
+                   if lo <= c.end_ns / 1e6 + clock <= hi]
+        got = [e for e in fast["gpu"].data()
+               if f'"gpu_id":{g},'.encode() in e and
+               lo <= int(EVENT_TS.search(e)[1]) <= hi]
+        assert len(samples) >= 0.5 * 20 * (hi - lo) / 1000, (g, len(samples))
+        assert len(got) >= len(samples) - 2, (g, len(got), len(samples))
+    per_pkg = [sum(1 for e in fast["cpu"].data()
+                   if f'"cpu_id":{p},'.encode() in e) for p in (0, 1)]
+    assert min(per_pkg) >= 0.5 * 20 * (t1 - t0), per_pkg
+    # /metrics counts the skips by kind.
+    text = d.get("/metrics").text
+    for k, s in slow.items():
+        m = re.search(rf'zeusd_stream_events_skipped_total{{kind="{k}"}} '
+                      rf'(\d+)', text)
+        assert m and int(m[1]) >= sum(report[k]["notices"]) > 0, (k, text)
+    for n, k in ((3, "gpu"), (2, "cpu")):
+        fast[k].close()
+        assert wait_subscribers(d, n)
+        assert f"kind={k} " in closed_line(d, k)
+        assert " skipped=0 " in closed_line(d, k), closed_line(d, k)
+    for s in slow.values():
+        s.close()
+    assert wait_subscribers(d, 0)
+    assert re.search(r"event=stream_skipped kind=gpu devices=8 skipped=[1-9]",
+                     d.logs())
+
+
+@pytest.mark.parametrize("unsent_ms,skips", [(None, True), ("60000", False)])
+def test_max_unsent_ms_sets_how_far_behind_a_reader_may_fall(simd, unsent_ms,
+                                                             skips):
+    # One GPU at 20 Hz, 3 s without reading: three times the default bound
+    # (1 s: 10 events in the socket, 10 in the ring), well inside 60 s
+    # (where the 64 KiB socket cap holds 85 one-event writes).
+    env = {} if unsent_ms is None else {"ZEUSD_SSE_MAX_UNSENT_MS": unsent_ms}
+    d = simd(env=env)
+    s = Stream(d, "/gpu/stream_power?gpu_ids=0").pump(0.3)
+    assert s.data()
+    time.sleep(3.0)
+    s.pump(0.5)
+    s.close()
+    assert wait_subscribers(d, 0)
+    notices = [e for _, e in s.events if SKIP_NOTICE.fullmatch(e)]
+    line = closed_line(d, "gpu")
+    if skips:
+        assert notices and " skipped=0 " not in line, (notices, line)
+    else:
+        assert not notices and " skipped=0 " in line, (notices, line)
 
 
 def test_500_concurrent_subscribers_all_receive(simd):
@@ -460,9 +604,11 @@ def test_shutdown_ends_open_streams(start):
 
 
 def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
-    # A UDS stream's kernel buffer (the daemon's send buffer) fills within a
-    # second at 8 GPUs x 1 kHz; from then on the connection makes no
-    # progress and the idle timeout drops it, while a reading client stays.
+    # The stream's socket budget fills at once at 8 GPUs x 1 kHz; from then
+    # on it waits, suspended, for room that never comes (its queue does not
+    # shrink), and after the idle timeout it ends itself (libmicrohttpd's
+    # own timeout does not run for a suspended connection), while a reading
+    # client stays.
     d = simd(args=["--gpu-power-poll-hz", "1000"],
              env={"ZEUS_SIM_GPUS": "8", "ZEUSD_IDLE_TIMEOUT_S": "2"})
     stalled = Stream(d, "/gpu/stream_power")
@@ -472,6 +618,8 @@ def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
     while time.monotonic() < deadline and log_subscribers(d) != 1:
         pump_all([good], 0.2)
     assert log_subscribers(d) == 1, d.logs()[-2000:]
+    assert re.search(r"event=stream_dropped kind=gpu devices=8 "
+                     r"reason=no_progress stalled_ms=(\d+)", d.logs())
     before = len(good.events)
     pump_all([good], 0.5)
     assert len(good.events) > before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_auth.c - JWT verification, signing, key loading, Bearer parsing.
  *

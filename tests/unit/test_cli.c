@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cli.c - `zeusd serve` flag parsing: defaults, every flag, every
  * refusal; octal permissions (no setuid/setgid/sticky bits); TCP address

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_conn.c - the connection guards of the HTTP side: peer identity
  * (peer.c), per-peer counting (peer_limit.c) and the whole-request deadline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_duration.c - duration_parse: accepted forms, no-expiry spellings,
  * refusals and overflow.

@@ -1,11 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_nvml.c - the NVML backend against the simulator (build/libnvml-sim.so).
  *
  * Each test configures the simulator through its environment (read at
  * nvmlInit_v2), opens the backend, and observes the simulator through its
  * call log and steers it through its control file, both in a fresh
- * temporary directory. NVML_SIM_PATH and NVML_SIM_NOMEM_PATH come from
- * meson.
+ * temporary directory. NVML_SIM_PATH, NVML_SIM_NOMEM_PATH (no
+ * nvmlDeviceSetMemoryLockedClocks) and NVML_SIM_LEGACY_PATH (an old
+ * driver's entry points) come from meson.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +104,8 @@ setup(void **state)
 	unsetenv("ZEUS_SIM_GPU_NAME");
 	unsetenv("ZEUS_SIM_PCI");
 	unsetenv("ZEUS_SIM_FAULTS");
+	unsetenv("ZEUS_SIM_PROFILE");
+	unsetenv("ZEUS_SIM_DRIVER_VERSION");
 	setenv("ZEUS_SIM_LOG", log_path, 1);
 	setenv("ZEUS_SIM_CONTROL", control_path, 1);
 	*state = NULL;
@@ -381,20 +385,103 @@ test_injected_gpu_lost(void **state)
 	uint64_t mj;
 
 	open_sim(&b);
+	assert_false(b.ops->lost(&b, 2));
 	write_control("fail * 2 GPU_IS_LOST\n");
 	assert_int_equal(b.ops->get_power_mw(&b, 2, &mw, &err), -1);
-	assert_int_equal(err.kind, ZERR_INTERNAL);
+	assert_int_equal(err.kind, ZERR_UNAVAILABLE);
 	assert_non_null(strstr(err.msg, "GPU is lost"));
+	assert_non_null(strstr(err.msg, "fallen off the bus"));
+	assert_true(b.ops->lost(&b, 2));
 	assert_int_equal(b.ops->get_energy_mj(&b, 2, &mj, &err), -1);
-	assert_int_equal(err.kind, ZERR_INTERNAL);
+	assert_int_equal(err.kind, ZERR_UNAVAILABLE);
 	assert_int_equal(b.ops->write(&b, 2, &w, &err), -1);
-	assert_int_equal(err.kind, ZERR_INTERNAL);
-	assert_non_null(strstr(err.msg, "GPU 2"));
+	assert_int_equal(err.kind, ZERR_UNAVAILABLE);
+	assert_non_null(strstr(err.msg, "GPU 2: reset_gpu_locked_clocks"));
 	assert_int_equal(b.ops->get_power_mw(&b, 3, &mw, &err), 0);
+	assert_false(b.ops->lost(&b, 3));
 	/* A lost GPU's failed field read does not switch it to the fallback. */
 	write_control("");
+	assert_true(b.ops->lost(&b, 2));
 	assert_int_equal(b.ops->get_power_mw(&b, 2, &mw, &err), 0);
 	assert_int_equal(log_count("nvmlDeviceGetPowerUsage"), 0);
+	/* The first call that works clears the flag. */
+	assert_false(b.ops->lost(&b, 2));
+	b.ops->destroy(&b);
+}
+
+/* A GPU lost before open got its handle: listed, lost, never asked. */
+static void
+test_gpu_lost_at_open(void **state)
+{
+	struct gpu_backend b;
+	struct gpu_info info;
+	struct zerr err = { 0 };
+	uint32_t mw;
+	unsigned asked;
+
+	setenv("ZEUS_SIM_FAULTS", "fail * 2 GPU_IS_LOST", 1);
+	open_sim(&b);
+	assert_int_equal(b.ops->count(&b), 4);
+	assert_true(b.ops->lost(&b, 2));
+	assert_false(b.ops->lost(&b, 1));
+	assert_int_equal(b.ops->info(&b, 2, &info, &err), 0);
+	assert_string_equal(info.name, "");
+	assert_string_equal(info.uuid, "");
+	assert_false(info.energy_available);
+	assert_false(info.caps.power_limit);
+	asked = log_count(" 2 ");
+	assert_int_equal(b.ops->get_power_mw(&b, 2, &mw, &err), -1);
+	assert_int_equal(err.kind, ZERR_UNAVAILABLE);
+	assert_non_null(strstr(err.msg, "GPU 2: get_power failed: GPU is lost"));
+	assert_int_equal(log_count(" 2 "), asked);
+	assert_int_equal(b.ops->get_power_mw(&b, 3, &mw, &err), 0);
+
+	/*
+	 * Lost during identification: kept, with what could be read; the
+	 * later probes that worked cleared the flag again.
+	 */
+	b.ops->destroy(&b);
+	setenv("ZEUS_SIM_FAULTS", "fail nvmlDeviceGetPciInfo_v3 1 GPU_IS_LOST",
+	    1);
+	open_sim(&b);
+	assert_int_equal(b.ops->info(&b, 1, &info, &err), 0);
+	assert_string_equal(info.name, "NVIDIA A100-SXM4-80GB");
+	assert_string_equal(info.pci_address, "");
+	assert_false(b.ops->lost(&b, 1));
+	assert_int_equal(b.ops->get_power_mw(&b, 1, &mw, &err), 0);
+	b.ops->destroy(&b);
+}
+
+/* The driver's errors become messages that say what they mean. */
+static void
+test_error_messages(void **state)
+{
+	struct gpu_backend b;
+	struct zerr err = { 0 };
+	struct gpu_write w = { .op = GPU_SET_MEM_LOCKED_CLOCKS,
+	    .min_clock_mhz = 405, .max_clock_mhz = 810 };
+	bool on;
+	char want[64];
+
+	open_sim(&b);
+	write_control("fail nvmlDeviceSetMemoryLockedClocks 1 NO_PERMISSION\n"
+	    "fail nvmlDeviceGetPersistenceMode 1 NO_PERMISSION\n"
+	    "fail nvmlDeviceSetMemoryLockedClocks 2 NOT_SUPPORTED\n");
+	assert_int_equal(b.ops->write(&b, 1, &w, &err), -1);
+	assert_int_equal(err.kind, ZERR_FORBIDDEN);
+	snprintf(want, sizeof(want), "zeusd runs as uid %u)",
+	    (unsigned)geteuid());
+	assert_non_null(strstr(err.msg, "GPU 1: set_mem_locked_clocks failed: "
+	    "Insufficient Permissions (the NVIDIA driver lets only root "
+	    "change this setting; "));
+	assert_non_null(strstr(err.msg, want));
+	assert_int_equal(b.ops->get_persistence_mode(&b, 1, &on, &err), -1);
+	assert_int_equal(err.kind, ZERR_FORBIDDEN);
+	assert_non_null(strstr(err.msg, "only privileged users read this"));
+	assert_int_equal(b.ops->write(&b, 2, &w, &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_string_equal(err.msg, "GPU 2: set_mem_locked_clocks failed: Not "
+	    "Supported (not supported by this GPU, NVIDIA A100-SXM4-80GB)");
 	b.ops->destroy(&b);
 }
 
@@ -627,17 +714,157 @@ test_missing_library(void **state)
 	}
 }
 
+/* A driver without one optional entry point: everything else works. */
 static void
 test_missing_symbol(void **state)
 {
 	struct gpu_backend b;
+	struct gpu_info info;
 	struct zerr err = { 0 };
+	struct gpu_write w = { .op = GPU_SET_MEM_LOCKED_CLOCKS,
+	    .min_clock_mhz = 405, .max_clock_mhz = 810 };
+	struct gpu_write r = { .op = GPU_RESET_MEM_LOCKED_CLOCKS };
+	uint32_t mw;
 
-	assert_int_equal(nvml_backend_open(NVML_SIM_NOMEM_PATH, &b, &err), -1);
-	assert_int_equal(err.kind, ZERR_INTERNAL);
-	assert_non_null(strstr(err.msg, "nvmlDeviceSetMemoryLockedClocks"));
-	/* Failed before nvmlInit_v2. */
-	assert_int_equal(log_count("nvmlInit_v2"), 0);
+	if (nvml_backend_open(NVML_SIM_NOMEM_PATH, &b, &err) != 0)
+		fail_msg("open failed: %s", err.msg);
+	assert_string_equal(b.ops->write_lacks(&b, GPU_SET_MEM_LOCKED_CLOCKS),
+	    "nvmlDeviceSetMemoryLockedClocks");
+	assert_null(b.ops->write_lacks(&b, GPU_RESET_MEM_LOCKED_CLOCKS));
+	assert_null(b.ops->write_lacks(&b, GPU_SET_POWER_LIMIT));
+	assert_null(b.ops->read_lacks(&b, GPU_GET_CUMULATIVE_ENERGY));
+	assert_int_equal(b.ops->write(&b, 0, &w, &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_string_equal(err.msg, "GPU 0: set_mem_locked_clocks failed: not "
+	    "supported by this NVIDIA driver (NVML lacks "
+	    "nvmlDeviceSetMemoryLockedClocks)");
+	assert_int_equal(b.ops->write(&b, 0, &r, &err), 0);
+	assert_int_equal(b.ops->get_power_mw(&b, 0, &mw, &err), 0);
+	assert_int_equal(b.ops->info(&b, 0, &info, &err), 0);
+	assert_false(info.caps.mem_locked_clocks);
+	assert_true(info.caps.gpu_locked_clocks);
+	b.ops->destroy(&b);
+}
+
+/*
+ * An old driver: only the unversioned names, no energy counter, field
+ * values, architecture query or memory locked clocks. Reads and the writes
+ * it has work; the rest says what the driver lacks.
+ */
+static void
+test_legacy_driver(void **state)
+{
+	struct gpu_backend b;
+	struct gpu_info info;
+	struct zerr err = { 0 };
+	struct gpu_write reset = { .op = GPU_RESET_LOCKED_CLOCKS };
+	struct gpu_write lim = { .op = GPU_SET_POWER_LIMIT,
+	    .power_limit_mw = 250000 };
+	uint32_t mw, lo, hi;
+	uint64_t mj;
+
+	setenv("ZEUS_SIM_GPUS", "2", 1);
+	setenv("ZEUS_SIM_PCI", "0002:3b:00.0", 1);
+	if (nvml_backend_open(NVML_SIM_LEGACY_PATH, &b, &err) != 0)
+		fail_msg("open failed: %s", err.msg);
+	assert_int_equal(log_count("nvmlInit - rc=SUCCESS"), 1);
+	assert_int_equal(log_count("nvmlDeviceGetCount - rc=SUCCESS"), 1);
+	assert_int_equal(log_count("nvmlDeviceGetHandleByIndex 1 1 "
+	    "rc=SUCCESS"), 1);
+	assert_int_equal(b.ops->count(&b), 2);
+	assert_int_equal(b.ops->info(&b, 0, &info, &err), 0);
+	assert_string_equal(info.pci_address, "0002:3b:00.0");
+	assert_memory_equal(info.uuid, "GPU-", 4);
+	assert_string_equal(info.architecture, "unknown");
+	assert_false(info.energy_available);
+	assert_true(info.caps.gpu_locked_clocks);
+	assert_false(info.caps.mem_locked_clocks);
+	assert_true(info.caps.power_limit);
+	assert_int_equal(info.caps.limit_default_mw, 400000);
+	assert_int_equal(info.caps.mem_clock_max_mhz, 1593);
+	assert_int_equal(info.caps.gpu_clock_max_mhz, 1410);
+	assert_int_equal(info.caps.gpu_clock_min_mhz, 210);
+
+	/* Power comes from the averaged reading. */
+	assert_int_equal(b.ops->get_power_mw(&b, 1, &mw, &err), 0);
+	assert_int_equal(log_count("nvmlDeviceGetPowerUsage 1 rc=SUCCESS"), 1);
+	assert_int_equal(b.ops->get_power_limit_constraints(&b, 1, &lo, &hi,
+	    &err), 0);
+	assert_int_equal(b.ops->write(&b, 1, &lim, &err), 0);
+
+	assert_string_equal(b.ops->read_lacks(&b, GPU_GET_CUMULATIVE_ENERGY),
+	    "nvmlDeviceGetTotalEnergyConsumption");
+	assert_int_equal(b.ops->get_energy_mj(&b, 0, &mj, &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_non_null(strstr(err.msg, "NVML lacks "
+	    "nvmlDeviceGetTotalEnergyConsumption"));
+	assert_string_equal(b.ops->write_lacks(&b, GPU_RESET_MEM_LOCKED_CLOCKS),
+	    "nvmlDeviceResetMemoryLockedClocks");
+	/* Both domains: only the one the driver can lock is reset. */
+	assert_null(b.ops->write_lacks(&b, GPU_RESET_LOCKED_CLOCKS));
+	assert_int_equal(b.ops->write(&b, 0, &reset, &err), 0);
+	assert_int_equal(log_count("nvmlDeviceResetGpuLockedClocks 0 "
+	    "rc=SUCCESS"), 1);
+	b.ops->destroy(&b);
+	assert_int_equal(log_count("nvmlShutdown - rc=SUCCESS"), 1);
+}
+
+/* What each profile's GPU supports, as probed at open. */
+static void
+test_profiles_caps(void **state)
+{
+	struct gpu_backend b;
+	struct gpu_info v, h, g, p;
+	struct zerr err = { 0 };
+	struct gpu_write mem = { .op = GPU_SET_MEM_LOCKED_CLOCKS,
+	    .min_clock_mhz = 877, .max_clock_mhz = 877 };
+	uint32_t mw;
+	uint64_t mj;
+
+	setenv("ZEUS_SIM_PROFILE", "v100,h200,rtx4090,p100", 1);
+	open_sim(&b);
+	assert_int_equal(b.ops->count(&b), 4);
+	assert_int_equal(b.ops->info(&b, 0, &v, &err), 0);
+	assert_int_equal(b.ops->info(&b, 1, &h, &err), 0);
+	assert_int_equal(b.ops->info(&b, 2, &g, &err), 0);
+	assert_int_equal(b.ops->info(&b, 3, &p, &err), 0);
+	assert_string_equal(v.name, "Tesla V100-SXM2-32GB");
+	assert_string_equal(v.architecture, "volta");
+	assert_true(v.energy_available && v.caps.gpu_locked_clocks);
+	assert_false(v.caps.mem_locked_clocks);
+	assert_int_equal(v.caps.limit_min_mw, 150000);
+	assert_int_equal(v.caps.limit_max_mw, 300000);
+	assert_int_equal(v.caps.mem_clock_min_mhz, 877);
+	assert_string_equal(h.architecture, "hopper");
+	assert_true(h.caps.mem_locked_clocks && h.caps.persistence_mode);
+	assert_int_equal(h.caps.limit_max_mw, 700000);
+	assert_int_equal(h.caps.mem_clock_max_mhz, 3201);
+	assert_string_equal(g.architecture, "ada");
+	assert_int_equal(g.caps.limit_default_mw, 450000);
+	assert_int_equal(g.caps.limit_max_mw, 600000);
+	assert_int_equal(g.caps.mem_clock_min_mhz, 405);
+	assert_int_equal(g.caps.mem_clock_max_mhz, 10501);
+	assert_string_equal(p.architecture, "pascal");
+	assert_false(p.energy_available || p.caps.gpu_locked_clocks ||
+	    p.caps.mem_locked_clocks);
+	assert_true(p.caps.power_limit);
+	assert_int_equal(strcmp(v.uuid, h.uuid) != 0, 1);
+
+	/* The GPU decides: a V100 refuses memory locked clocks. */
+	assert_int_equal(b.ops->write(&b, 0, &mem, &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_non_null(strstr(err.msg, "Tesla V100-SXM2-32GB"));
+	/* No instant power field on the GeForce: the average is used. */
+	assert_int_equal(b.ops->get_power_mw(&b, 2, &mw, &err), 0);
+	assert_int_equal(log_count("nvmlDeviceGetPowerUsage 2 rc=SUCCESS"), 1);
+	assert_int_equal(b.ops->get_energy_mj(&b, 3, &mj, &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	b.ops->destroy(&b);
+
+	/* A bad profile fails the init, loudly. */
+	setenv("ZEUS_SIM_PROFILE", "a100,k80", 1);
+	assert_int_equal(nvml_backend_open(NVML_SIM_PATH, &b, &err), -1);
+	assert_non_null(strstr(err.msg, "Invalid Argument"));
 }
 
 static void
@@ -658,8 +885,8 @@ test_init_failures(void **state)
 	/* The half-open library was shut down again. */
 	assert_int_equal(log_count("nvmlShutdown - rc=SUCCESS"), 1);
 
-	setenv("ZEUS_SIM_FAULTS", "fail nvmlDeviceGetPciInfo_v3 1 GPU_IS_LOST",
-	    1);
+	/* Identity failures other than "lost" still fail open. */
+	setenv("ZEUS_SIM_FAULTS", "fail nvmlDeviceGetPciInfo_v3 1 UNKNOWN", 1);
 	assert_int_equal(nvml_backend_open(NVML_SIM_PATH, &b, &err), -1);
 	assert_int_equal(err.kind, ZERR_INTERNAL);
 	assert_non_null(strstr(err.msg, "GPU 1"));
@@ -725,6 +952,14 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_injected_no_permission,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_lost_at_open, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_error_messages, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_driver, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_profiles_caps, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_injected_gpu_lost, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_energy_not_supported,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_overrides.c - GPU command overrides: every load error, the trust
  * check, every placeholder of every operation substituted, execution rules

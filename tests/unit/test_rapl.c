@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rapl.c - unit tests of the RAPL backend (src/devices/rapl.c) and the
  * simulated packages (src/devices/rapl_sim.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_router.c - path canonicalisation and the route table's invariants
  * (every route's scope is its group; writes are POST and gpu-control).

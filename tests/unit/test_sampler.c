@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_sampler.c - the stream sampling timer thread (src/daemon/sampler.c):
  * rate on absolute deadlines, disarm stops firing, late callbacks skip

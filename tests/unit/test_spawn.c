@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_spawn.c - running external commands: real processes from the helper
  * scripts in tests/integration/helpers (exit codes, signals, timeouts that

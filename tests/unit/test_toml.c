@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_toml.c - the strict TOML subset parser: what it accepts, and every
  * error with its line number.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_words.c - shell-style word splitting without expansion: the quoting
  * edge cases, checked against what POSIX sh would hand to a program.

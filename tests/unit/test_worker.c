@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_worker.c - the bounded device queue (src/devices/worker.c): where
  * reads are inserted among writes, when a write supersedes queued ones, the

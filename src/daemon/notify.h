@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * notify.h - telling systemd how zeusd is doing: the sd_notify(3) protocol
+ * (readiness, status, reload, stop, watchdog) for a Type=notify unit.
+ *
+ * Implemented here, not through libsystemd: the protocol is one datagram
+ * of "KEY=VALUE\n" lines to the AF_UNIX socket named by $NOTIFY_SOCKET,
+ * documented by systemd as a stable interface, and forty lines of C cost a
+ * root daemon less than linking libsystemd (and its lz4/zstd/gcrypt/cap
+ * dependencies) into it. Every build speaks it, so the tests exercise the
+ * code that production runs. Without $NOTIFY_SOCKET every call is a no-op.
+ */
+#ifndef ZEUS_NOTIFY_H
+#define ZEUS_NOTIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Reads and then unsets $NOTIFY_SOCKET, $WATCHDOG_USEC and $WATCHDOG_PID
+ * (override commands must not inherit them), and opens the datagram socket.
+ * Call once, before any thread exists (setenv/unsetenv are not thread-safe).
+ * An unusable value is logged and ignored: systemd then times the start out,
+ * which says more than a daemon refusing to run.
+ */
+void notify_init(void);
+
+/* Whether $NOTIFY_SOCKET was usable. */
+bool notify_enabled(void);
+
+/*
+ * The watchdog interval systemd asked for ($WATCHDOG_USEC, for this pid),
+ * in microseconds; 0 when there is none.
+ */
+uint64_t notify_watchdog_usec(void);
+
+/* Sends `state` ("READY=1", "STOPPING=1\nSTATUS=..."), one datagram. */
+void notify_send(const char *state);
+
+/* notify_send of "STATUS=<formatted>". */
+void notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

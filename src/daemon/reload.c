@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * reload.c - SIGHUP reload (see reload.h).
+ *
+ * The new file is loaded and checked completely before anything is
+ * swapped, so a failure never leaves half a configuration. The swap itself
+ * is safe under running requests by construction of each object:
+ *   - the key (auth_key_replace): the struct srv->key points to never
+ *     moves; its bytes are swapped under a read-write lock that the HTTP
+ *     thread holds only while keying an HMAC, and the old bytes are wiped
+ *     and freed once the write lock is released;
+ *   - the overrides (overrides_swap): reference-counted; a GPU write takes
+ *     a reference for its whole run, so a command already running finishes
+ *     under the file it started with, and the last user frees the old one.
+ * Neither a key nor overrides can be added or removed by a reload: auth on
+ * or off and the override wrapper are decided at startup.
+ */
+#include "reload.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../devices/overrides.h"
+#include "auth.h"
+#include "config.h"
+#include "node.h"
+#include "server.h"
+
+static int
+reload_key(const struct zeusd_config *cfg, struct server *srv)
+{
+	struct auth_key *fresh;
+	struct zerr err;
+	char qp[600], qe[2 * ZERR_MSG_MAX];
+	bool changed;
+
+	if (cfg->signing_key_path == NULL || srv->key == NULL)
+		return 0;
+	zlog_quote(qp, sizeof(qp), cfg->signing_key_path);
+	if (auth_key_load(cfg->signing_key_path, &fresh, &err) != 0) {
+		zlog(ZLOG_WARN, "reload_failed", "file=%s what=signing_key "
+		    "error=%s msg=\"kept the previous key\"", qp,
+		    zlog_quote(qe, sizeof(qe), err.msg));
+		return 1;
+	}
+	changed = auth_key_replace(srv->key, fresh);
+	zlog(ZLOG_INFO, "signing_key_reloaded", "file=%s changed=%s%s", qp,
+	    changed ? "true" : "false", changed ? " msg=\"tokens signed with "
+	    "the previous key are refused from now on\"" : "");
+	return 0;
+}
+
+/* "set_power_limit,set_persistence_mode" of the operations `ov` has. */
+static void
+reload_ops(const struct overrides *ov, const struct overrides *not_in,
+    char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int op = 0; op < GPU_WRITE_OP_COUNT; op++) {
+		if (!overrides_has(ov, (enum gpu_write_op)op) ||
+		    (not_in != NULL && overrides_has(not_in,
+		    (enum gpu_write_op)op)))
+			continue;
+		n += (size_t)snprintf(buf + n, size - n, "%s%s",
+		    n > 0 ? "," : "", gpu_write_op_name((enum gpu_write_op)op));
+		if (n >= size) {
+			buf[size - 1] = '\0';
+			return;
+		}
+	}
+}
+
+static int
+reload_overrides(const struct zeusd_config *cfg, struct node *node)
+{
+	struct overrides *fresh, *old;
+	struct zerr err;
+	char qp[600], qe[2 * ZERR_MSG_MAX], now[400], added[400], gone[400];
+
+	if (cfg->gpu_command_overrides == NULL ||
+	    !(cfg->enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
+		return 0;	/* ignored at startup (overrides_ignored) */
+	zlog_quote(qp, sizeof(qp), cfg->gpu_command_overrides);
+	if (overrides_load(cfg->gpu_command_overrides, &fresh, &err) != 0)
+		goto fail;
+	/* the startup rule (main.c): gpu-control without root needs them */
+	if (!cfg->simulate && geteuid() != 0 && overrides_count(fresh) == 0) {
+		overrides_free(fresh);
+		zerr_set(&err, ZERR_FORBIDDEN, "the file overrides no "
+		    "operation, and gpu-control without root needs at least "
+		    "one");
+		goto fail;
+	}
+	if (overrides_swap(&node->gpu, fresh, &old) != 0) {
+		overrides_free(fresh);
+		zerr_set(&err, ZERR_INTERNAL, "no override wrapper is in "
+		    "place (no GPU backend was opened); restart zeusd");
+		goto fail;
+	}
+	reload_ops(fresh, NULL, now, sizeof(now));
+	reload_ops(fresh, old, added, sizeof(added));
+	reload_ops(old, fresh, gone, sizeof(gone));
+	node->overrides = overrides_count(fresh);
+	overrides_free(old);	/* freed once no running write holds it */
+	zlog(ZLOG_INFO, "overrides_reloaded", "file=%s operations=\"%s\" "
+	    "added=\"%s\" removed=\"%s\" msg=\"commands already running "
+	    "finish under the previous file\"", qp, now, added, gone);
+	return 0;
+fail:
+	zlog(ZLOG_WARN, "reload_failed", "file=%s what=gpu_command_overrides "
+	    "error=%s msg=\"kept the previous overrides\"", qp,
+	    zlog_quote(qe, sizeof(qe), err.msg));
+	return 1;
+}
+
+int
+reload_run(const struct zeusd_config *cfg, struct server *srv,
+    struct node *node)
+{
+	int failed = reload_key(cfg, srv) + reload_overrides(cfg, node);
+
+	zlog(ZLOG_INFO, "reloaded", "failed=%d msg=\"only the signing key "
+	    "and the GPU command overrides are re-read; other changes need a "
+	    "restart\"", failed);
+	return failed;
+}
