@@ -97,7 +97,11 @@ def test_every_call(start, mode, simlog):
     assert "ok set_gpu_locked_clocks min > max: 400" in out
     assert writes_by_gpu(simlog) == EXPECTED_WRITES
     # The refused writes never reached the driver, or the driver refused.
-    bad = [c for c in simlog.calls() if c.rc != "SUCCESS"]
+    # (The start-up capability probe asks the clock tables' sizes first:
+    # INSUFFICIENT_SIZE is the expected answer there.)
+    bad = [c for c in simlog.calls() if c.rc != "SUCCESS" and not (
+        c.rc == "INSUFFICIENT_SIZE" and c.fn.startswith(
+            "nvmlDeviceGetSupported"))]
     assert all(c.fn in ("nvmlDeviceSetPowerManagementLimit",
                         "nvmlDeviceSetGpuLockedClocks") for c in bad), bad
     # The daemon's own view after the run: everything back as it was.
