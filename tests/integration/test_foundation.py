@@ -88,6 +88,7 @@ def test_bad_log_level():
 def test_log_level_any_case(start, level):
     d = start("uds", env={"ZEUSD_LOG": level})
     assert d.get("/time").status_code == 200
+    assert d.stop() == 0        # every line written before we read them
     logs = d.logs()
     assert ("event=request" in logs) == (level.lower() == "debug")
 
