@@ -44,6 +44,8 @@ zerr_http_status(enum zerr_kind kind)
 		return 404;
 	case ZERR_METHOD:
 		return 405;
+	case ZERR_CONFLICT:
+		return 409;
 	case ZERR_BUSY:
 	case ZERR_UNAVAILABLE:
 		return 503;
@@ -69,6 +71,8 @@ zerr_kind_from_status(unsigned status)
 		return ZERR_NOT_FOUND;
 	case 405:
 		return ZERR_METHOD;
+	case 409:
+		return ZERR_CONFLICT;
 	case 503:
 		/* ZERR_UNAVAILABLE shares it; either kind gives 503 back. */
 		return ZERR_BUSY;

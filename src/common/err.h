@@ -22,6 +22,7 @@ enum zerr_kind {
 	ZERR_INTERNAL,		/* daemon-side failure: 500 */
 	ZERR_BUSY,		/* a device queue is full, retry later: 503 */
 	ZERR_UNAVAILABLE,	/* the device is gone (GPU lost): 503 */
+	ZERR_CONFLICT,		/* the GPU is leased by another user: 409 */
 };
 
 #define ZERR_MSG_MAX 2048

@@ -88,6 +88,14 @@ cli_print_serve_usage(FILE *out)
 	    "                                 metrics)\n"
 	    "  --signing-key-path FILE        require HS256 JWTs signed with\n"
 	    "                                 this key\n"
+	    "  --policy-file FILE             per-user scopes and GPUs on the\n"
+	    "                                 Unix socket (shared nodes)\n"
+	    "  --audit-log FILE               append one JSON line per GPU\n"
+	    "                                 setting change\n"
+	    "  --gpu-leases                   a user's GPU changes hold off\n"
+	    "                                 other users and are restored\n"
+	    "                                 when its processes exit\n"
+	    "  --restore-on-shutdown          restore leased GPUs on SIGTERM\n"
 	    "  -h, --help                     show this help\n"
 	    "\n"
 	    "Environment: ZEUSD_LOG=debug|info|warn|error sets the log level;\n"
@@ -217,7 +225,8 @@ enum {
 	OPT_MODE = 256, OPT_SOCKET_PATH, OPT_SOCKET_PERMS, OPT_SOCKET_UID,
 	OPT_SOCKET_GID, OPT_TCP_BIND, OPT_NUM_WORKERS, OPT_GPU_HZ, OPT_CPU_HZ,
 	OPT_GPU_BACKEND, OPT_ENABLE, OPT_OVERRIDES, OPT_SIGNING_KEY,
-	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE,
+	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
+	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN,
 };
 
 static const struct option cli_serve_options[] = {
@@ -234,6 +243,10 @@ static const struct option cli_serve_options[] = {
 	{ "enable", required_argument, NULL, OPT_ENABLE },
 	{ "gpu-command-overrides", required_argument, NULL, OPT_OVERRIDES },
 	{ "signing-key-path", required_argument, NULL, OPT_SIGNING_KEY },
+	{ "policy-file", required_argument, NULL, OPT_POLICY },
+	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "gpu-leases", no_argument, NULL, OPT_GPU_LEASES },
+	{ "restore-on-shutdown", no_argument, NULL, OPT_RESTORE_ON_SHUTDOWN },
 	{ "nvml-library", required_argument, NULL, OPT_NVML_LIBRARY },
 	{ "rapl-dir", required_argument, NULL, OPT_RAPL_DIR },
 	{ "simulate", no_argument, NULL, OPT_SIMULATE },
@@ -327,6 +340,18 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 	case OPT_SIGNING_KEY:
 		cfg->signing_key_path = arg;
 		return 0;
+	case OPT_POLICY:
+		cfg->policy_file = arg;
+		return 0;
+	case OPT_AUDIT_LOG:
+		cfg->audit_log = arg;
+		return 0;
+	case OPT_GPU_LEASES:
+		cfg->gpu_leases = true;
+		return 0;
+	case OPT_RESTORE_ON_SHUTDOWN:
+		cfg->restore_on_shutdown = true;
+		return 0;
 	case OPT_NVML_LIBRARY:
 		cfg->nvml_library = arg;
 		return 0;
@@ -369,5 +394,8 @@ cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg, FILE *out,
 		return zerr_set(err, ZERR_INVALID,
 		    "unexpected argument '%.64s' (see zeusd serve --help)",
 		    argv[optind]);
+	if (cfg->restore_on_shutdown && !cfg->gpu_leases)
+		return zerr_set(err, ZERR_INVALID, "--restore-on-shutdown "
+		    "needs --gpu-leases (it restores leased GPUs)");
 	return 0;
 }

@@ -35,6 +35,10 @@ struct zeusd_config {
 	group_set enabled;
 	const char *gpu_command_overrides;	/* NULL: none */
 	const char *signing_key_path;		/* NULL: auth off */
+	const char *policy_file;		/* NULL: no node policy */
+	const char *audit_log;			/* NULL: no audit log */
+	bool gpu_leases;			/* --gpu-leases */
+	bool restore_on_shutdown;		/* --restore-on-shutdown */
 	const char *nvml_library;		/* NULL: the driver's */
 	const char *rapl_dir;			/* NULL: default detection */
 	bool simulate;

@@ -8,12 +8,14 @@
  * (UUID, architecture, supported operations and ranges) and whether the
  * driver reports it lost now; none of it asks the driver.
  */
+#include <stdio.h>
 #include <time.h>
 
 #include "../devices/rapl.h"
 #include "auth.h"
 #include "handlers.h"
 #include "node.h"
+#include "peer.h"
 #include "query.h"
 #include "request.h"
 #include "server.h"
@@ -121,18 +123,46 @@ void
 handle_whoami(struct request *req)
 {
 	const struct auth_claims *c = req->claims;
+	const struct peer *p = request_peer(req);
 	json_t *scopes = json_array(), *body;
+	const char *name;
+	group_set held;
 
 	if (handlers_no_query(req) != 0) {
 		json_decref(scopes);
 		return;
 	}
+	/* a token's scopes; on the Unix socket without one, the peer's */
+	held = c != NULL ? c->scopes : request_peer_scopes(req);
 	for (unsigned g = 0; g < GROUP_COUNT; g++)
-		if (c->scopes & GROUP_BIT(g))
+		if (held & GROUP_BIT(g))
 			json_array_append_new(scopes,
 			    json_string(group_name((enum api_group)g)));
-	body = json_pack("{s:s,s:o}", "sub", c->sub, "scopes", scopes);
-	if (c->has_exp)
-		json_object_set_new(body, "exp", json_integer(c->exp));
+	body = json_pack("{s:o}", "scopes", scopes);
+	if (c != NULL) {
+		json_object_set_new(body, "sub", json_string(c->sub));
+		if (c->has_exp)
+			json_object_set_new(body, "exp", json_integer(c->exp));
+	}
+	/* with a token, the token is described, exactly as before */
+	if (c == NULL && p != NULL && p->kind == PEER_UNIX) {
+		char sub[96];
+
+		name = request_user_name(req);
+		/* clients that read `sub` (libzeus) get the peer's name */
+		if (name != NULL)
+			snprintf(sub, sizeof(sub), "unix:%s", name);
+		else
+			snprintf(sub, sizeof(sub), "unix:uid=%u",
+			    (unsigned)p->uid);
+		json_object_set_new(body, "sub", json_string(sub));
+		json_object_set_new(body, "uid", json_integer(p->uid));
+		json_object_set_new(body, "user", name != NULL ?
+		    json_string(name) : json_null());
+		json_object_set_new(body, "gid", json_integer(p->gid));
+		json_object_set_new(body, "pid", json_integer(p->pid));
+		json_object_set_new(body, "node_policy",
+		    json_boolean(req->srv->policy != NULL));
+	}
 	request_reply_json(req, 200, body);
 }

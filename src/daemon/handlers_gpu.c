@@ -30,6 +30,9 @@
 #include "../common/log.h"
 #include "../devices/gpu_cmd.h"
 #include "../devices/worker.h"
+#include "audit.h"
+#include "lease.h"
+#include "peer.h"
 #include "handlers.h"
 #include "handlers_util.h"
 #include "node.h"
@@ -79,13 +82,75 @@ gpu_batch_free(void *p)
 static void
 gpu_done_request(struct gpu_cmd *cmd, void *arg)
 {
-	request_complete_one(arg);
+	struct request *req = arg;
+	const struct peer *p = request_peer(req);
+
+	/* before the next command on this GPU runs: see lease.c */
+	if (cmd->op == GPU_CMD_WRITE && p != NULL)
+		leases_note(req->srv->leases, p->kind == PEER_UNIX, p->uid,
+		    cmd);
+	request_complete_one(req);
+}
+
+/* A non-blocking write's context: who asked (audit log, leases). */
+struct gpu_nb {
+	struct audit_who who;
+	struct leases *leases;
+};
+
+/* The audit line of one finished (or dropped) write. */
+static void
+gpu_audit(const struct audit_who *who, const struct gpu_cmd *cmd,
+    const char *dropped)
+{
+	const struct gpu_write *w = &cmd->write;
+	char before[64], req[96];
+	bool has_req = true;
+
+	before[0] = '\0';
+	if (cmd->has_before && w->op == GPU_SET_POWER_LIMIT)
+		snprintf(before, sizeof(before), "{\"power_limit_mw\":%u}",
+		    (unsigned)cmd->before_limit_mw);
+	else if (cmd->has_before && w->op == GPU_SET_PERSISTENCE_MODE)
+		snprintf(before, sizeof(before), "{\"enabled\":%s}",
+		    cmd->before_persistence ? "true" : "false");
+	switch (w->op) {
+	case GPU_SET_POWER_LIMIT:
+		snprintf(req, sizeof(req), "{\"power_limit_mw\":%u}",
+		    (unsigned)w->power_limit_mw);
+		break;
+	case GPU_SET_PERSISTENCE_MODE:
+		snprintf(req, sizeof(req), "{\"enabled\":%s}", w->enabled ?
+		    "true" : "false");
+		break;
+	case GPU_SET_GPU_LOCKED_CLOCKS:
+	case GPU_SET_MEM_LOCKED_CLOCKS:
+		snprintf(req, sizeof(req), "{\"min_clock_mhz\":%u,"
+		    "\"max_clock_mhz\":%u}", (unsigned)w->min_clock_mhz,
+		    (unsigned)w->max_clock_mhz);
+		break;
+	default:
+		has_req = false;
+		break;
+	}
+	audit_write(who, cmd->gpu, gpu_write_op_name(w->op),
+	    before[0] ? before : NULL, has_req ? req : NULL,
+	    dropped != NULL ? dropped : cmd->rc != 0 ? cmd->err.msg : NULL,
+	    NULL);
 }
 
 static void
 gpu_done_log_free(struct gpu_cmd *cmd, void *arg)
 {
 	char q[ZERR_MSG_MAX + 64];
+
+	if (arg != NULL) {
+		const struct gpu_nb *nb = arg;
+
+		leases_note(nb->leases, nb->who.unix_peer, nb->who.uid, cmd);
+		gpu_audit(&nb->who, cmd, NULL);
+		free(arg);
+	}
 
 	if (cmd->rc != 0)
 		zlog(ZLOG_WARN, "nonblocking_write_failed", "gpu=%u op=%s "
@@ -102,6 +167,11 @@ gpu_dropped_log_free(struct gpu_cmd *cmd, void *arg)
 {
 	zlog(ZLOG_INFO, "nonblocking_write_superseded", "gpu=%u op=%s",
 	    cmd->gpu, gpu_cmd_name(cmd));
+	if (arg != NULL) {
+		gpu_audit(&((struct gpu_nb *)arg)->who, cmd, "superseded by a "
+		    "newer write before it ran");
+		free(arg);
+	}
 	free(cmd);
 }
 
@@ -141,8 +211,11 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 	worker_batch_init(&wb);
 	for (unsigned i = 0; i < ids->n; i++) {
 		gpu_cmd_init(&b->cmds[i], op, ids->ids[i], gpu_done_request, req);
-		if (w != NULL)
+		if (w != NULL) {
 			gpu_cmd_set_write(&b->cmds[i], w, NULL);
+			b->cmds[i].want_before = audit_enabled() ||
+			    req->srv->leases != NULL;
+		}
 		if (node_gpu_reserve(node, &wb, &b->cmds[i], &err) != 0) {
 			request_reply_busy(req, &err);
 			return;
@@ -158,20 +231,31 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
     const struct gpu_write *w)
 {
 	struct gpu_cmd *cmds[QUERY_MAX_IDS];
+	struct gpu_nb *whos[QUERY_MAX_IDS];
+	bool ctx = audit_enabled() || req->srv->leases != NULL;
 	struct worker_batch wb;
 	struct zerr err;
 	unsigned n;
 
 	worker_batch_init(&wb);
+	memset(whos, 0, sizeof(whos));
 	for (n = 0; n < ids->n; n++) {
-		if ((cmds[n] = calloc(1, sizeof(*cmds[n]))) == NULL) {
+		if ((cmds[n] = calloc(1, sizeof(*cmds[n]))) == NULL ||
+		    (ctx && (whos[n] = malloc(sizeof(*whos[n]))) == NULL)) {
+			free(cmds[n]);
 			worker_batch_release(&wb);
 			gpu_reply_oom(req);
 			goto free;
 		}
+		if (whos[n] != NULL) {
+			audit_who_fill(&whos[n]->who, request_peer(req),
+			    req->claims);
+			whos[n]->leases = req->srv->leases;
+		}
 		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],
-		    gpu_done_log_free, NULL);
+		    gpu_done_log_free, whos[n]);
 		gpu_cmd_set_write(cmds[n], w, gpu_dropped_log_free);
+		cmds[n]->want_before = whos[n] != NULL;
 		if (node_gpu_reserve(req->srv->node, &wb, cmds[n], &err) != 0) {
 			n++;
 			request_reply_busy(req, &err);
@@ -182,8 +266,11 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 	request_reply_empty(req, 200);
 	return;
 free:
-	while (n > 0)
-		free(cmds[--n]);
+	while (n > 0) {
+		n--;
+		free(cmds[n]);
+		free(whos[n]);
+	}
 }
 
 /*
@@ -205,6 +292,15 @@ gpu_batch_errors(struct request *req, const struct gpu_batch *b)
 static void
 gpu_write_finish(struct request *req)
 {
+	const struct gpu_batch *b = req->hctx;
+
+	if (audit_enabled()) {
+		struct audit_who who;
+
+		audit_who_fill(&who, request_peer(req), req->claims);
+		for (unsigned i = 0; i < b->n; i++)
+			gpu_audit(&who, &b->cmds[i], NULL);
+	}
 	if (gpu_batch_errors(req, req->hctx) == 0)
 		request_reply_empty(req, 200);
 }
@@ -268,6 +364,7 @@ handle_gpu_write(struct request *req)
 	struct query_values qv;
 	struct gpu_write w;
 	struct id_list ids;
+	struct zerr err;
 
 	if (handlers_parse(req, spec, &qv) != 0 ||
 	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0 ||
@@ -283,6 +380,13 @@ handle_gpu_write(struct request *req)
 	else if (spec == spec_clocks) {
 		w.min_clock_mhz = qv.v[2].u32;
 		w.max_clock_mhz = qv.v[3].u32;
+	}
+	if (req->srv->leases != NULL && leases_claim(req->srv->leases,
+	    request_peer(req), request_user_name(req), ids.ids, ids.n,
+	    &err) != 0) {
+		audit_refusal(req, ids.ids, ids.n, err.msg);
+		request_reply_error(req, &err);
+		return;
 	}
 	if (qv.v[1].b)
 		gpu_batch_submit(req, &ids, GPU_CMD_WRITE, &w, gpu_write_finish);

@@ -30,6 +30,7 @@
 #include "../devices/gpu_cmd.h"
 #include "../devices/worker.h"
 #include "deadline.h"
+#include "audit.h"
 #include "handlers.h"
 #include "handlers_util.h"
 #include "node.h"
@@ -436,6 +437,10 @@ metrics_daemon(FILE *out, struct server *srv)
 	    "ZEUSD_MAX_CONNS_PER_PEER connections.");
 	fprintf(out, "zeusd_connections_refused_total %lu\n",
 	    atomic_load(&srv->conns_refused));
+	metrics_head(out, "zeusd_audit_write_failures_total", "counter",
+	    "Audit log lines (--audit-log) that could not be written.");
+	fprintf(out, "zeusd_audit_write_failures_total %lu\n",
+	    audit_failures());
 	metrics_head(out, "zeusd_request_deadline_expired_total", "counter",
 	    "Connections closed because no whole request arrived within "
 	    "ZEUSD_REQUEST_TIMEOUT_S.");

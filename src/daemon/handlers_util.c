@@ -94,7 +94,9 @@ handlers_pick_gpus(struct request *req, const struct query_value *v,
 
 	for (unsigned i = 0; i < n; i++)
 		avail[i] = i;
-	return handlers_pick(req, v, avail, n, "GPU", out);
+	if (handlers_pick(req, v, avail, n, "GPU", out) != 0)
+		return -1;
+	return request_check_gpus(req, out->ids, out->n);
 }
 
 int

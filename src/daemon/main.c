@@ -35,11 +35,14 @@
 #include "../common/log.h"
 #include "../devices/overrides.h"
 #include "../devices/reaper.h"
+#include "audit.h"
 #include "auth.h"
 #include "cli.h"
+#include "lease.h"
 #include "listen.h"
 #include "node.h"
 #include "notify.h"
+#include "policy.h"
 #include "reload.h"
 #include "server.h"
 #include "streams.h"
@@ -48,6 +51,7 @@
 
 #define SHUTDOWN_GRACE_MS 5000	/* in-flight requests finish */
 #define SHUTDOWN_STUCK_MS 30000	/* then device commands, at most */
+#define SHUTDOWN_RESTORE_MS 10000	/* --restore-on-shutdown, at most */
 
 static int
 serve_fail(const struct zerr *err)
@@ -90,6 +94,29 @@ serve_check_privileges(const struct zeusd_config *cfg,
 		    "fail with driver permission errors\"",
 		    overrides_count(ov));
 	}
+	return 0;
+}
+
+/* --policy-file: loaded whole before anything is opened. */
+static int
+serve_open_policy(const struct zeusd_config *cfg, struct server *srv,
+    struct zerr *err)
+{
+	struct policy *p;
+
+	if (cfg->policy_file == NULL)
+		return 0;
+	if (policy_load(cfg->policy_file, &p, err) != 0)
+		return -1;
+	if (policy_holder_new(p, &srv->policy) != 0) {
+		policy_free(p);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	if (cfg->mode == MODE_TCP)
+		zlog(ZLOG_WARN, "policy_on_tcp", "msg=\"--policy-file applies "
+		    "to Unix-socket peers only; on TCP the token's scopes "
+		    "decide\"");
+	zlog(ZLOG_INFO, "policy_loaded", "grants=%u", policy_grants(p));
 	return 0;
 }
 
@@ -159,6 +186,13 @@ serve_main(int argc, char **argv)
 		overrides_free(ov);
 		return serve_fail(&err);
 	}
+	if (serve_open_policy(&cfg, &srv, &err) != 0 ||
+	    audit_open(cfg.audit_log, &err) != 0) {
+		overrides_free(ov);
+		auth_key_free(srv.key);
+		policy_holder_free(srv.policy);
+		return serve_fail(&err);
+	}
 	if (cfg.mode == MODE_TCP && srv.key == NULL)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
@@ -178,7 +212,20 @@ serve_main(int argc, char **argv)
 		return serve_fail(&err);
 	}
 	srv.node = &node;
+	if (cfg.gpu_leases && leases_create(&node, &srv.leases, &err) != 0) {
+		node_close(&node);
+		serve_end_children();
+		auth_key_free(srv.key);
+		return serve_fail(&err);
+	}
+	if (cfg.gpu_leases && cfg.mode == MODE_TCP)
+		zlog(ZLOG_WARN, "leases_on_tcp", "msg=\"TCP clients have no "
+		    "process to watch: they never take a lease (see "
+		    "docs/security.md)\"");
 	if (streams_create(&cfg, &node, &srv.streams, &err) != 0) {
+		leases_stop(srv.leases);
+		node_close(&node);
+		leases_destroy(srv.leases);
 		node_close(&node);
 		serve_end_children();
 		auth_key_free(srv.key);
@@ -195,7 +242,9 @@ serve_main(int argc, char **argv)
 			close(fd);
 		listen_remove_socket();	/* only the socket file we created */
 		streams_destroy(srv.streams);
+		leases_stop(srv.leases);
 		node_close(&node);
+		leases_destroy(srv.leases);
 		serve_end_children();
 		auth_key_free(srv.key);
 		return serve_fail(&err);
@@ -258,9 +307,16 @@ serve_main(int argc, char **argv)
 	}
 	listen_remove_socket();	/* only if still the socket we created */
 	streams_destroy(srv.streams);	/* after the HTTP side let go */
+	/* no request runs now: put leased GPUs back, through their queues */
+	if (srv.leases != NULL && cfg.restore_on_shutdown)
+		leases_restore_all(srv.leases, SHUTDOWN_RESTORE_MS);
+	leases_stop(srv.leases);
 	node_close(&node);
+	leases_destroy(srv.leases);
 	(void)reaper_sweep(REAPER_GRACE_MS);	/* reparented since */
 	auth_key_free(srv.key);
+	policy_holder_free(srv.policy);
+	audit_close();
 	zlog(ZLOG_INFO, "stopped", NULL);
 	return 0;
 }

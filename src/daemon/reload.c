@@ -23,9 +23,11 @@
 
 #include "../common/log.h"
 #include "../devices/overrides.h"
+#include "audit.h"
 #include "auth.h"
 #include "config.h"
 #include "node.h"
+#include "policy.h"
 #include "server.h"
 
 static int
@@ -117,14 +119,39 @@ fail:
 	return 1;
 }
 
+/* The node policy: swapped whole; a request decides under one or the other. */
+static int
+reload_policy(const struct zeusd_config *cfg, struct server *srv)
+{
+	struct policy *fresh;
+	struct zerr err;
+	char qp[600], qe[2 * ZERR_MSG_MAX];
+
+	if (cfg->policy_file == NULL || srv->policy == NULL)
+		return 0;
+	zlog_quote(qp, sizeof(qp), cfg->policy_file);
+	if (policy_load(cfg->policy_file, &fresh, &err) != 0) {
+		zlog(ZLOG_WARN, "reload_failed", "file=%s what=policy_file "
+		    "error=%s msg=\"kept the previous policy\"", qp,
+		    zlog_quote(qe, sizeof(qe), err.msg));
+		return 1;
+	}
+	zlog(ZLOG_INFO, "policy_reloaded", "file=%s grants=%u", qp,
+	    policy_grants(fresh));
+	policy_free(policy_holder_swap(srv->policy, fresh));
+	return 0;
+}
+
 int
 reload_run(const struct zeusd_config *cfg, struct server *srv,
     struct node *node)
 {
-	int failed = reload_key(cfg, srv) + reload_overrides(cfg, node);
+	int failed = reload_key(cfg, srv) + reload_overrides(cfg, node) +
+	    reload_policy(cfg, srv);
 
-	zlog(ZLOG_INFO, "reloaded", "failed=%d msg=\"only the signing key "
-	    "and the GPU command overrides are re-read; other changes need a "
-	    "restart\"", failed);
+	failed += audit_reopen() != 0;
+	zlog(ZLOG_INFO, "reloaded", "failed=%d msg=\"only the signing key, "
+	    "the GPU command overrides and the node policy are re-read, and "
+	    "the audit log reopened; other changes need a restart\"", failed);
 	return failed;
 }

@@ -14,17 +14,20 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include <jansson.h>
 
 #include "../common/err.h"
+#include "groups.h"
 
 struct MHD_Connection;
 struct server;
 struct route;
 struct auth_claims;
 struct conn;
+struct peer;
 
 #define REQUEST_PATH_MAX 256
 
@@ -83,6 +86,26 @@ void request_reply_busy(struct request *req, const struct zerr *err);
  */
 void request_defer(struct request *req, unsigned n,
     void (*finish)(struct request *req));
+
+/* The connection's peer (NULL if unknown). */
+const struct peer *request_peer(const struct request *req);
+
+/* A Unix peer's user name, NULL if unknown or not a Unix peer. */
+const char *request_user_name(struct request *req);
+
+/*
+ * The scopes a Unix peer holds on this node: the node policy's grants
+ * (--policy-file) or, without one, every enabled group.
+ */
+group_set request_peer_scopes(struct request *req);
+
+/*
+ * The node policy's GPU decision for the request's route: 0 when the peer
+ * holds the route's scope on every GPU in ids (or no policy applies),
+ * otherwise answers 403 naming the first GPU it lacks and returns -1.
+ */
+int request_check_gpus(struct request *req, const uint32_t *ids,
+    unsigned n);
 
 /* One completion; safe from any thread. */
 void request_complete_one(struct request *req);

@@ -26,15 +26,18 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "audit.h"
 #include "auth.h"
 #include "auth_gate.h"
 #include "cli.h"
 #include "deadline.h"
 #include "peer.h"
 #include "peer_limit.h"
+#include "policy.h"
 #include "request.h"
 #include "router.h"
 #include "streams.h"
@@ -60,7 +63,137 @@ struct conn {
 	struct peer peer;
 	struct deadline_entry deadline;
 	bool counted;			/* in srv->peers */
+	/* a Unix peer's groups and name, looked up at its first request */
+	bool pp_ready;
+	struct policy_peer pp;
+	char user[64];
 };
+
+const struct peer *
+request_peer(const struct request *req)
+{
+	return req->cstate != NULL ? &req->cstate->peer : NULL;
+}
+
+/* The connection's groups and user name (one NSS lookup per connection). */
+static struct conn *
+server_conn_pp(struct request *req)
+{
+	struct conn *c = req->cstate;
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (c == NULL || c->peer.kind != PEER_UNIX)
+		return NULL;
+	if (!c->pp_ready) {
+		policy_peer_init(&c->pp, c->peer.uid, c->peer.gid);
+		if (getpwuid_r(c->peer.uid, &pw, buf, sizeof(buf), &res) == 0 &&
+		    res != NULL)
+			snprintf(c->user, sizeof(c->user), "%s", pw.pw_name);
+		c->pp_ready = true;
+	}
+	return c;
+}
+
+const char *
+request_user_name(struct request *req)
+{
+	struct conn *c = server_conn_pp(req);
+
+	return c != NULL && c->user[0] != '\0' ? c->user : NULL;
+}
+
+group_set
+request_peer_scopes(struct request *req)
+{
+	struct conn *c = server_conn_pp(req);
+	group_set s;
+
+	if (req->srv->policy == NULL || c == NULL)
+		return req->srv->cfg->enabled;
+	s = policy_scopes(policy_holder_read(req->srv->policy), &c->pp);
+	policy_holder_done(req->srv->policy);
+	return s & req->srv->cfg->enabled;
+}
+
+/* "uid 1000 (alice)" for the messages of policy refusals. */
+static void
+server_who(struct request *req, char *buf, size_t size)
+{
+	const char *name = request_user_name(req);
+
+	snprintf(buf, size, "uid %u%s%s%s", (unsigned)req->cstate->peer.uid,
+	    name ? " (" : "", name ? name : "", name ? ")" : "");
+}
+
+/* Whether the node policy governs this request's peer at all. */
+static bool
+server_policy_applies(const struct request *req)
+{
+	return req->srv->policy != NULL && req->cstate != NULL &&
+	    req->cstate->peer.kind == PEER_UNIX && req->cstate->peer.uid != 0;
+}
+
+/* The policy's scope decision for a route: 0, or answered 403 and -1. */
+static int
+server_policy_scope(struct request *req, const struct route *r)
+{
+	struct conn *c;
+	group_set held;
+	char who[96], names[80], msg[400];
+	struct zerr err;
+
+	if (!server_policy_applies(req) || r == NULL ||
+	    r->access != ROUTE_SCOPE || r->group < 0)
+		return 0;
+	c = server_conn_pp(req);
+	held = policy_scopes(policy_holder_read(req->srv->policy), &c->pp);
+	policy_holder_done(req->srv->policy);
+	if (held & GROUP_BIT(r->group))
+		return 0;
+	server_who(req, who, sizeof(who));
+	group_set_format(held, names, sizeof(names));
+	snprintf(msg, sizeof(msg), "Forbidden: %s lacks scope '%s' on this "
+	    "node (the node policy grants it: %s)", who,
+	    group_name((enum api_group)r->group), held ? names : "nothing");
+	zerr_set(&err, ZERR_FORBIDDEN, "%s", msg);
+	if (r->group == GROUP_GPU_CONTROL)
+		audit_refusal(req, NULL, 0, err.msg);
+	request_reply_error(req, &err);
+	return -1;
+}
+
+int
+request_check_gpus(struct request *req, const uint32_t *ids, unsigned n)
+{
+	const struct route *r = req->route;
+	struct policy *pol;
+	struct conn *c;
+	char who[96];
+	struct zerr err;
+	unsigned bad = n;
+
+	if (!server_policy_applies(req) || r == NULL || r->group < 0)
+		return 0;
+	c = server_conn_pp(req);
+	pol = policy_holder_read(req->srv->policy);
+	for (unsigned i = 0; i < n && bad == n; i++)
+		if (!policy_allows(pol, &c->pp, (enum api_group)r->group,
+		    ids[i]))
+			bad = i;
+	policy_holder_done(req->srv->policy);
+	if (bad == n)
+		return 0;
+	server_who(req, who, sizeof(who));
+	zerr_set(&err, ZERR_FORBIDDEN, "Forbidden: %s holds scope '%s' but "
+	    "not on GPU %u (the node policy does not grant that GPU; name "
+	    "the granted GPUs in gpu_ids)", who,
+	    group_name((enum api_group)r->group), (unsigned)ids[bad]);
+	if (r->group == GROUP_GPU_CONTROL)
+		audit_refusal(req, &ids[bad], 1, err.msg);
+	request_reply_error(req, &err);
+	return -1;
+}
 
 static void
 server_queue_typed(struct request *req, unsigned status,
@@ -355,7 +488,9 @@ server_dispatch(struct request *req)
 		return;
 	}
 	r = router_lookup(req->path);
-	if (r != NULL && r->needs_auth_enabled && srv->key == NULL)
+	/* /auth/whoami: with auth, or on the Unix socket (the peer's uid) */
+	if (r != NULL && r->needs_auth_enabled && srv->key == NULL &&
+	    (req->cstate == NULL || req->cstate->peer.kind != PEER_UNIX))
 		r = NULL;
 	req->route = r;
 	if (r != NULL && r->group >= 0 &&
@@ -369,6 +504,8 @@ server_dispatch(struct request *req)
 	if (srv->key != NULL && (r == NULL || r->access != ROUTE_OPEN) &&
 	    auth_gate_check(req, r) != 0)
 		return;		/* answered 401/403 */
+	if (server_policy_scope(req, r) != 0)
+		return;		/* answered 403 */
 	if (r == NULL) {
 		zerr_set(&err, ZERR_NOT_FOUND, "Not found: %.128s", req->path);
 		request_reply_error(req, &err);
@@ -493,7 +630,8 @@ server_log_request(const struct request *req,
 {
 	enum zlog_level level = req->status >= 500 ? ZLOG_WARN : ZLOG_INFO;
 	const char *user = req->claims ? req->claims->sub : NULL;
-	char qpath[320], quser[600];
+	const struct conn *c = req->cstate;
+	char qpath[320], quser[600], who[96], qname[160];
 	struct timespec now;
 	long long us;
 
@@ -502,11 +640,23 @@ server_log_request(const struct request *req,
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	us = (now.tv_sec - req->t0.tv_sec) * 1000000LL +
 	    (now.tv_nsec - req->t0.tv_nsec) / 1000;
-	zlog(level, "request", "method=%s path=%s status=%u dur_us=%lld%s%s%s",
+	/* the identity: token sub, peer uid/pid (and name once known), or
+	 * the TCP address */
+	who[0] = qname[0] = '\0';
+	if (c != NULL) {
+		who[0] = ' ';
+		peer_format(&c->peer, who + 1, sizeof(who) - 1);
+		if (c->user[0] != '\0') {
+			memcpy(qname, " name=", 7);
+			zlog_quote(qname + 6, sizeof(qname) - 6, c->user);
+		}
+	}
+	zlog(level, "request", "method=%s path=%s status=%u dur_us=%lld%s%s"
+	    "%s%s%s",
 	    req->method[0] ? req->method : "?",
 	    zlog_quote(qpath, sizeof(qpath), req->path), req->status, us,
 	    user ? " user=" : "",
-	    user ? zlog_quote(quser, sizeof(quser), user) : "",
+	    user ? zlog_quote(quser, sizeof(quser), user) : "", who, qname,
 	    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" :
 	    " aborted=true");
 }

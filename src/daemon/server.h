@@ -19,6 +19,7 @@ struct auth_key;
 struct streams;
 struct peer_limit;
 struct deadlines;
+struct policy_holder;
 
 struct server {
 	const struct zeusd_config *cfg;
@@ -32,6 +33,8 @@ struct server {
 	struct stats stats;		/* for /metrics */
 	struct peer_limit *peers;	/* NULL: no per-peer cap */
 	struct deadlines *deadlines;	/* whole-request deadline */
+	struct policy_holder *policy;	/* NULL: no node policy */
+	struct leases *leases;		/* NULL: no --gpu-leases */
 	unsigned max_per_peer;		/* 0: no cap */
 	unsigned idle_s, request_s;	/* timeouts, docs/configuration.md */
 	bool configured;		/* server_configure ran */

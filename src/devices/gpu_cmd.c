@@ -164,6 +164,20 @@ gpu_cmd_snapshot(struct gpu_backend *b, unsigned gpu, struct gpu_snapshot *s,
 	return s->ok != 0 ? 0 : -1;
 }
 
+/* The value a write is about to replace, for the audit log. */
+static void
+gpu_cmd_before(struct gpu_backend *b, struct gpu_cmd *cmd)
+{
+	struct zerr e;
+
+	if (cmd->write.op == GPU_SET_POWER_LIMIT)
+		cmd->has_before = b->ops->get_power_limit_mw(b, cmd->gpu,
+		    &cmd->before_limit_mw, &e) == 0;
+	else if (cmd->write.op == GPU_SET_PERSISTENCE_MODE)
+		cmd->has_before = b->ops->get_persistence_mode(b, cmd->gpu,
+		    &cmd->before_persistence, &e) == 0;
+}
+
 static int
 gpu_cmd_exec(struct work *w, void *device)
 {
@@ -173,6 +187,8 @@ gpu_cmd_exec(struct work *w, void *device)
 
 	switch (cmd->op) {
 	case GPU_CMD_WRITE:
+		if (cmd->want_before)
+			gpu_cmd_before(b, cmd);
 		cmd->rc = ops->write(b, cmd->gpu, &cmd->write, &cmd->err);
 		break;
 	case GPU_CMD_GET_POWER:

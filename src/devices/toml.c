@@ -26,6 +26,7 @@ struct tp {
 	struct zerr *err;
 	struct toml_doc *doc;
 	struct toml_table *cur;		/* table that takes new keys */
+	unsigned flags;			/* TOML_ALLOW_* */
 };
 
 /* A growable byte buffer for string values. */
@@ -444,10 +445,15 @@ tp_array_item(struct tp *p, struct toml_value *arr, size_t *cap)
 {
 	int c = tp_peek(p, 0);
 
+	bool is_int = c == '+' || c == '-' || (c >= '0' && c <= '9');
+
 	if (c == '[')
 		return tp_fail(p, "nested arrays are not supported");
-	if (c != '"' && c != '\'')
-		return tp_fail(p, "arrays may only hold strings");
+	if (c != '"' && c != '\'' && !(is_int &&
+	    (p->flags & TOML_ALLOW_INT_ITEMS)))
+		return tp_fail(p, (p->flags & TOML_ALLOW_INT_ITEMS) ?
+		    "arrays may only hold strings and integers" :
+		    "arrays may only hold strings");
 	if (arr->n_items == TOML_MAX_ITEMS)
 		return tp_fail(p, "more than %d items in array",
 		    TOML_MAX_ITEMS);
@@ -463,7 +469,8 @@ tp_array_item(struct tp *p, struct toml_value *arr, size_t *cap)
 	}
 	memset(&arr->items[arr->n_items], 0, sizeof(*arr->items));
 	arr->items[arr->n_items].line = p->line;
-	if (tp_string(p, &arr->items[arr->n_items]) < 0)
+	if ((is_int ? tp_integer(p, &arr->items[arr->n_items]) :
+	    tp_string(p, &arr->items[arr->n_items])) < 0)
 		return -1;
 	arr->n_items++;
 	return 0;
@@ -569,25 +576,36 @@ tp_header(struct tp *p)
 {
 	char name[TOML_MAX_KEY_LEN + 1];
 	unsigned line = p->line;
+	const struct toml_table *prev;
+	bool array = false;
 
 	p->pos++;
-	if (tp_peek(p, 0) == '[')
-		return tp_fail(p, "arrays of tables ([[...]]) are not "
-		    "supported");
+	if (tp_peek(p, 0) == '[') {
+		if (!(p->flags & TOML_ALLOW_TABLE_ARRAYS))
+			return tp_fail(p, "arrays of tables ([[...]]) are not "
+			    "supported");
+		array = true;
+		p->pos++;
+	}
 	tp_skip_ws(p);
 	if (tp_bare_key(p, name, sizeof(name), "table name",
 	    "in table header") < 0)
 		return -1;
-	if (tp_peek(p, 0) != ']')
-		return tp_unexpected(p, "in table header (expected ']')");
-	p->pos++;
-	if (tp_find_table(p->doc, name) != NULL)
-		return tp_fail(p, "duplicate table [%s]", name);
+	if (tp_peek(p, 0) != ']' || (array && tp_peek(p, 1) != ']'))
+		return tp_unexpected(p, array ? "in table header (expected "
+		    "']]')" : "in table header (expected ']')");
+	p->pos += array ? 2 : 1;
+	prev = tp_find_table(p->doc, name);
+	if (prev != NULL && !(array && prev->array))
+		return tp_fail(p, prev->array || array ? "[%s] is both a "
+		    "table and an array of tables" : "duplicate table [%s]",
+		    name);
 	if (tp_find_key(&p->doc->tables[0], name) != NULL)
 		return tp_fail(p, "table [%s] redefines a key", name);
 	if (tp_add_table(p, name) < 0)
 		return -1;
 	p->cur->line = line;
+	p->cur->array = array;
 	return 0;
 }
 
@@ -649,7 +667,15 @@ int
 toml_parse(const char *text, size_t len, struct toml_doc **out,
     struct zerr *err)
 {
-	struct tp p = { .s = text, .len = len, .line = 1, .err = err };
+	return toml_parse_ext(text, len, 0, out, err);
+}
+
+int
+toml_parse_ext(const char *text, size_t len, unsigned flags,
+    struct toml_doc **out, struct zerr *err)
+{
+	struct tp p = { .s = text, .len = len, .line = 1, .err = err,
+	    .flags = flags };
 
 	*out = NULL;
 	if (len > TOML_MAX_INPUT)

@@ -25,6 +25,7 @@
 #ifndef ZEUS_TOML_H
 #define ZEUS_TOML_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,7 +44,8 @@ struct toml_value {
 	unsigned line;			/* where the value starts (1-based) */
 	char *str;			/* TOML_STRING: NUL-terminated UTF-8 */
 	int64_t i;			/* TOML_INT */
-	struct toml_value *items;	/* TOML_ARRAY: strings only */
+	struct toml_value *items;	/* TOML_ARRAY: strings (and integers
+					 * with TOML_ALLOW_INT_ITEMS) */
 	size_t n_items;
 };
 
@@ -56,6 +58,7 @@ struct toml_key {
 struct toml_table {
 	char *name;			/* "" for the keys before any header */
 	unsigned line;			/* line of the header; 0 for the root */
+	bool array;			/* a [[name]] element */
 	struct toml_key *keys;
 	size_t n_keys;
 };
@@ -72,6 +75,18 @@ struct toml_doc {
  */
 int toml_parse(const char *text, size_t len, struct toml_doc **out,
     struct zerr *err);
+
+/*
+ * The same with extensions the policy file (src/daemon/policy.h) needs and
+ * the overrides file refuses: TOML_ALLOW_TABLE_ARRAYS takes `[[name]]`
+ * headers (each one a new table with `array` set, in file order; a name
+ * may not be both a table and an array of tables); TOML_ALLOW_INT_ITEMS
+ * lets arrays hold integers as well as strings, mixed.
+ */
+#define TOML_ALLOW_TABLE_ARRAYS 0x1u
+#define TOML_ALLOW_INT_ITEMS 0x2u
+int toml_parse_ext(const char *text, size_t len, unsigned flags,
+    struct toml_doc **out, struct zerr *err);
 
 void toml_free(struct toml_doc *doc);
 

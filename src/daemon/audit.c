@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * audit.c - the audit log (see audit.h).
+ *
+ * Process-wide state: one file, one lock. The lock is held for one write
+ * and for the reopen's descriptor swap, never across a device call.
+ */
+#include "audit.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "auth.h"
+#include "peer.h"
+#include "request.h"
+
+static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
+static int audit_fd = -1;
+static const char *audit_path;
+static atomic_ulong audit_failed;
+
+static int
+audit_open_fd(const char *path)
+{
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    O_NOCTTY | O_NOFOLLOW, 0640);
+}
+
+int
+audit_open(const char *path, struct zerr *err)
+{
+	int fd;
+
+	if (path == NULL)
+		return 0;
+	if ((fd = audit_open_fd(path)) < 0)
+		return zerr_set(err, ZERR_INVALID, "--audit-log %s: cannot "
+		    "open: %s", path, strerror(errno));
+	audit_path = path;
+	audit_fd = fd;
+	return 0;
+}
+
+int
+audit_reopen(void)
+{
+	char q[600];
+	int fd, old;
+
+	if (audit_path == NULL)
+		return 0;
+	if ((fd = audit_open_fd(audit_path)) < 0) {
+		zlog(ZLOG_WARN, "audit_reopen_failed", "file=%s error=\"%s\" "
+		    "msg=\"kept writing to the previous file\"",
+		    zlog_quote(q, sizeof(q), audit_path), strerror(errno));
+		return -1;
+	}
+	pthread_mutex_lock(&audit_lock);
+	old = audit_fd;
+	audit_fd = fd;
+	pthread_mutex_unlock(&audit_lock);
+	if (old >= 0)
+		close(old);
+	zlog(ZLOG_INFO, "audit_reopened", "file=%s",
+	    zlog_quote(q, sizeof(q), audit_path));
+	return 0;
+}
+
+bool
+audit_enabled(void)
+{
+	return audit_path != NULL;
+}
+
+void
+audit_who_fill(struct audit_who *w, const struct peer *p,
+    const struct auth_claims *claims)
+{
+	memset(w, 0, sizeof(*w));
+	if (claims != NULL)
+		snprintf(w->sub, sizeof(w->sub), "%s", claims->sub);
+	if (p == NULL)
+		return;
+	if (p->kind == PEER_UNIX) {
+		struct passwd pw, *res = NULL;
+		char buf[4096], path[64];
+		ssize_t n;
+		int fd;
+
+		w->unix_peer = true;
+		w->uid = p->uid;
+		w->pid = p->pid;
+		if (getpwuid_r(p->uid, &pw, buf, sizeof(buf), &res) == 0 &&
+		    res != NULL)
+			snprintf(w->user, sizeof(w->user), "%s", pw.pw_name);
+		snprintf(path, sizeof(path), "/proc/%ld/comm", (long)p->pid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			n = read(fd, w->comm, sizeof(w->comm) - 1);
+			close(fd);
+			if (n > 0) {
+				w->comm[n] = '\0';
+				w->comm[strcspn(w->comm, "\n")] = '\0';
+			}
+		}
+	} else if (p->kind == PEER_INET4 || p->kind == PEER_INET6) {
+		if (inet_ntop(p->kind == PEER_INET4 ? AF_INET : AF_INET6,
+		    p->addr, w->addr, sizeof(w->addr)) == NULL)
+			w->addr[0] = '\0';
+	}
+}
+
+static json_t *
+audit_raw(const char *text)
+{
+	json_t *v;
+
+	if (text == NULL)
+		return json_null();
+	v = json_loads(text, JSON_DECODE_ANY, NULL);
+	return v != NULL ? v : json_null();
+}
+
+static void
+audit_fail(const char *why)
+{
+	static _Atomic long last;
+	long now = (long)time(NULL);
+
+	atomic_fetch_add(&audit_failed, 1);
+	if (atomic_exchange(&last, now) != now)
+		zlog(ZLOG_ERROR, "audit_write_failed", "error=\"%s\" msg=\"an "
+		    "audit line was lost; see zeusd_audit_write_failures_total"
+		    "\"", why);
+}
+
+void
+audit_write(const struct audit_who *w, unsigned gpu, const char *op,
+    const char *before, const char *requested, const char *error,
+    const char *reason)
+{
+	struct timespec ts;
+	json_t *o, *who;
+	char *line;
+	size_t len;
+	ssize_t n;
+	int e;
+
+	if (audit_path == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	who = json_object();
+	if (w->unix_peer) {
+		json_object_set_new(who, "uid", json_integer(w->uid));
+		json_object_set_new(who, "user", w->user[0] ?
+		    json_string(w->user) : json_null());
+		json_object_set_new(who, "pid", json_integer(w->pid));
+		json_object_set_new(who, "comm", w->comm[0] ?
+		    json_string(w->comm) : json_null());
+	}
+	if (w->sub[0])
+		json_object_set_new(who, "sub", json_string(w->sub));
+	if (w->addr[0])
+		json_object_set_new(who, "addr", json_string(w->addr));
+	o = json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:s}", "time_ms",
+	    (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, "identity",
+	    who, "gpu", gpu == AUDIT_NO_GPU ? json_null() :
+	    json_integer((json_int_t)gpu), "operation", op, "before",
+	    audit_raw(before), "requested", audit_raw(requested), "result",
+	    error == NULL ? "ok" : reason != NULL && strcmp(reason,
+	    "refused") == 0 ? "refused" : "error");
+	if (o == NULL) {
+		audit_fail("cannot build the line");
+		return;
+	}
+	if (error != NULL)
+		json_object_set_new(o, "error", json_string(error));
+	if (reason != NULL && strcmp(reason, "refused") != 0) {
+		json_object_set_new(o, "restore", json_true());
+		json_object_set_new(o, "reason", json_string(reason));
+	}
+	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (line == NULL) {
+		audit_fail("cannot encode the line");
+		return;
+	}
+	len = strlen(line);
+	line[len] = '\n';	/* json_dumps's NUL becomes the newline */
+	pthread_mutex_lock(&audit_lock);
+	n = audit_fd >= 0 ? write(audit_fd, line, len + 1) : -1;
+	e = errno;
+	pthread_mutex_unlock(&audit_lock);
+	free(line);
+	if (n != (ssize_t)(len + 1))
+		audit_fail(n < 0 ? strerror(e) : "short write");
+}
+
+void
+audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
+    const char *error)
+{
+	struct audit_who who;
+	const char *op;
+	char q[REQUEST_PATH_MAX];
+
+	if (audit_path == NULL)
+		return;
+	/* the route's operation: "/gpu/set_power_limit" -> "set_power_limit" */
+	op = strrchr(req->path, '/');
+	snprintf(q, sizeof(q), "%s", op != NULL ? op + 1 : req->path);
+	audit_who_fill(&who, request_peer(req), req->claims);
+	if (n == 0)
+		audit_write(&who, AUDIT_NO_GPU, q, NULL, NULL, error,
+		    "refused");
+	for (unsigned i = 0; i < n; i++)
+		audit_write(&who, gpus[i], q, NULL, NULL, error, "refused");
+}
+
+unsigned long
+audit_failures(void)
+{
+	return atomic_load(&audit_failed);
+}
+
+void
+audit_close(void)
+{
+	if (audit_fd >= 0)
+		close(audit_fd);
+	audit_fd = -1;
+	audit_path = NULL;
+}

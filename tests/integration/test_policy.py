@@ -1,0 +1,489 @@
+"""Node policy (--policy-file), peer identity and the audit log
+(--audit-log) on a shared node: black-box, the real binary with simulated
+GPUs, clients acting as other users through setpriv.
+
+Numeric ids such as 4242 need no passwd entry; `nobody` (65534) is the one
+named user every system has.
+"""
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Zeusd
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="needs root to act as other users")
+
+CLIENT = r"""
+import json, socket, sys
+path, method, target = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.sendall(f"{method} {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
+          f"Content-Length: 0\r\n\r\n".encode())
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+head, _, body = data.partition(b"\r\n\r\n")
+print(head.split()[1].decode())
+print(body.decode())
+"""
+
+
+def as_user(d, uid, gid, method, target):
+    """(status, body) of one request made by a process running as uid:gid."""
+    out = subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+         sys.executable, "-c", CLIENT, d.sock, method, target],
+        capture_output=True, text=True, timeout=20, check=True).stdout
+    status, _, body = out.partition("\n")
+    return int(status), body.strip()
+
+
+@pytest.fixture
+def node():
+    """start(args, policy=TEXT) -> Zeusd on a socket every user can reach;
+    the policy file (root-owned, 0644) and audit path live beside it."""
+    base = Path(tempfile.mkdtemp(prefix="zeusd-pol-"))
+    os.chmod(base, 0o755)
+    daemons = []
+
+    def _start(args=(), policy=None, env=None, ready=True, mode=0o644):
+        a = list(args)
+        if policy is not None:
+            (base / "policy.toml").write_text(policy)
+            os.chmod(base / "policy.toml", mode)
+            a += ["--policy-file", str(base / "policy.toml")]
+        d = Zeusd(base, "uds", a, env)
+        d.base = base
+        d.ready = ready
+        daemons.append(d)
+        return d.wait_ready() if ready else d
+
+    _start.base = base
+    yield _start
+    for d in daemons:
+        rc = d.stop()
+        if d.ready:
+            assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
+    shutil.rmtree(base)
+
+
+POLICY = """
+[[grant]]
+users = ["nobody"]
+scopes = ["gpu-read"]
+
+[[grant]]
+users = [4242]
+scopes = ["gpu-read", "gpu-control"]
+gpus = [1]
+
+[[grant]]
+groups = [4343]
+scopes = ["metrics"]
+"""
+
+LIMIT = "/gpu/set_power_limit?power_limit_mw=200000&block=true"
+
+
+def test_without_policy_nothing_changes(node):
+    d = node()
+    st, _ = as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")
+    assert st == 200
+    st, body = as_user(d, 65534, 65534, "GET", "/auth/whoami")
+    assert st == 200, body
+    w = json.loads(body)
+    assert (w["uid"], w["user"], w["gid"]) == (65534, "nobody", 65534)
+    assert w["pid"] > 0 and w["node_policy"] is False
+    assert set(w["scopes"]) == {"gpu-control", "gpu-read", "cpu-read",
+                                "metrics"}
+    wait_log(d, 'path="/auth/whoami" status=200')
+    line = [x for x in d.logs().splitlines()
+            if 'path="/auth/whoami"' in x][-1]
+    assert "uid=65534 pid=" in line and "name=nobody" in line.replace(
+        '"', ''), line
+
+
+def test_grants_and_refusals(node):
+    d = node(policy=POLICY)
+    # nobody: reads only
+    st, body = as_user(d, 65534, 65534, "GET", "/gpu/get_power_limit")
+    assert st == 200, body
+    st, body = as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")
+    assert st == 403
+    msg = json.loads(body)["error"]
+    assert "uid 65534 (nobody)" in msg and "'gpu-control'" in msg, msg
+    st, body = as_user(d, 65534, 65534, "GET", "/metrics")
+    assert st == 403 and "'metrics'" in body
+    # 4242: gpu-control on GPU 1 only
+    st, body = as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=1")
+    assert st == 200, body
+    st, body = as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=0")
+    assert st == 403 and "GPU 0" in body and "'gpu-control'" in body, body
+    st, body = as_user(d, 4242, 4242, "GET", "/gpu/get_power")  # every GPU
+    assert st == 403 and "GPU 0" in body and "'gpu-read'" in body
+    st, body = as_user(d, 4242, 4242, "GET", "/cpu/get_power")
+    assert st == 403 and "'cpu-read'" in body
+    # the grant's gpus hold for both its scopes
+    st, body = as_user(d, 4242, 4242, "GET", "/gpu/get_power_limit?gpu_ids=1")
+    assert st == 200
+    st, body = as_user(d, 4242, 4242, "GET", "/gpu/get_power_limit?gpu_ids=0")
+    assert st == 403
+    # group 4343 as primary gid: metrics
+    st, body = as_user(d, 4444, 4343, "GET", "/metrics")
+    assert st == 200
+    st, body = as_user(d, 4444, 4343, "GET", "/gpu/get_power")
+    assert st == 403
+    # a user no grant names holds nothing
+    st, body = as_user(d, 5555, 5555, "GET", "/gpu/get_power")
+    assert st == 403 and "grants it: nothing" in body
+    # open endpoints stay open; root holds everything
+    assert as_user(d, 5555, 5555, "GET", "/discover")[0] == 200
+    assert d.post(LIMIT + "&gpu_ids=0,1").status_code == 200
+    st, body = as_user(d, 4242, 4242, "GET", "/auth/whoami")
+    w = json.loads(body)
+    assert st == 200 and w["uid"] == 4242 and w["user"] is None
+    assert w["node_policy"] is True
+    assert sorted(w["scopes"]) == ["gpu-control", "gpu-read"]
+    w = d.get("/auth/whoami").json()
+    assert w["uid"] == 0 and w["user"] == "root" and len(w["scopes"]) == 4
+
+
+def member_of_other_group():
+    """(user, uid, gid, group) of a user listed as a supplementary member of
+    a group other than its primary one, or None."""
+    import grp
+    import pwd
+    for g in grp.getgrall():
+        for name in g.gr_mem:
+            try:
+                pw = pwd.getpwnam(name)
+            except KeyError:
+                continue
+            if pw.pw_gid != g.gr_gid:
+                return name, pw.pw_uid, pw.pw_gid, g.gr_name
+    return None
+
+
+@pytest.mark.skipif(member_of_other_group() is None,
+                    reason="no user with a supplementary group here")
+def test_supplementary_group_grant(node):
+    name, uid, gid, group = member_of_other_group()
+    d = node(policy=f'[[grant]]\ngroups = ["{group}"]\nscopes = ["metrics"]\n')
+    # the process itself holds no supplementary group (--clear-groups):
+    # zeusd finds the membership in the group database, by the uid's name
+    st, body = as_user(d, uid, gid, "GET", "/metrics")
+    assert st == 200, body
+    st, body = as_user(d, uid, gid, "GET", "/gpu/get_power")
+    assert st == 403 and f"({name})" in body
+
+
+@pytest.mark.parametrize("text,want", [
+    ("[[grant]]\nusers = [1]\nscopes = ['gpu-read']\ncolour = 'x'\n",
+     "line 4: unknown key 'colour'"),
+    ("[[grant]]\nusers = ['no-such-user-zz']\nscopes = ['gpu-read']\n",
+     "line 2: unknown user 'no-such-user-zz'"),
+    ("[[grant]]\ngroups = [1, 'no-such-group-zz']\nscopes = ['gpu-read']\n",
+     "line 2: unknown group 'no-such-group-zz'"),
+    ("[[grant]]\nusers = [1]\nscopes = 'gpu-read'\n",
+     "line 3: scopes must be a non-empty array"),
+    ("[[grant]]\nusers = [1]\nscopes = ['gpu-write']\n",
+     "line 3: unknown scope 'gpu-write'"),
+    ("[[grant]]\nusers = [1]\nscopes = ['gpu-read']\ngpus = ['0']\n",
+     "line 4: GPU ids must be integers"),
+    ("[grant]\nusers = [1]\nscopes = ['gpu-read']\n",
+     "line 1: unknown table [grant] (expected [[grant]])"),
+    ("[[grant]]\nusers = [1]\n", "line 1: [[grant]] has no scopes"),
+    ("[[grant]]\nusers = [true]\nscopes = ['gpu-read']\n",
+     "line 2: "),
+])
+def test_bad_policy_refused_at_startup(node, text, want):
+    d = node(policy=text, ready=False)
+    rc = d.proc.wait(10)
+    assert rc != 0
+    assert want in d.logs(), d.logs()
+
+
+def test_unsafe_policy_file_refused(node):
+    d = node(policy=POLICY, mode=0o664, ready=False)
+    assert d.proc.wait(10) != 0
+    assert "writable by no one else" in d.logs()
+
+
+def test_sighup_reloads_policy(node):
+    d = node(policy=POLICY)
+    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 403
+    p = d.base / "policy.toml"
+    p.write_text(POLICY.replace('scopes = ["gpu-read"]',
+                                'scopes = ["gpu-read", "gpu-control"]', 1))
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while "event=policy_reloaded" not in d.logs():
+        assert time.monotonic() < deadline, d.logs()
+        time.sleep(0.05)
+    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
+    # a bad file keeps the previous policy and says why
+    p.write_text("[[grant]]\nusers = [1]\nbogus = 1\n")
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while "what=policy_file" not in d.logs():
+        assert time.monotonic() < deadline, d.logs()
+        time.sleep(0.05)
+    assert "kept the previous policy" in d.logs()
+    assert "line 3: unknown key 'bogus'" in d.logs()
+    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
+
+
+def audit_lines(path):
+    return [json.loads(x) for x in Path(path).read_text().splitlines()]
+
+
+def wait_lines(path, n, timeout=5):
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = audit_lines(path) if Path(path).exists() else []
+        if len(lines) >= n or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
+def test_audit_log(node):
+    audit = Path(tempfile.mkdtemp(prefix="zeusd-audit-")) / "audit.jsonl"
+    d = node(args=["--audit-log", str(audit)], policy=POLICY)
+    assert stat.S_IMODE(os.stat(audit).st_mode) == 0o640
+    st, _ = as_user(d, 4242, 4242, "POST",
+                    "/gpu/set_power_limit?power_limit_mw=250000&block=true"
+                    "&gpu_ids=1")
+    assert st == 200
+    lines = wait_lines(audit, 1)
+    assert len(lines) == 1, lines
+    a = lines[0]
+    assert a["identity"]["uid"] == 4242 and a["identity"]["user"] is None
+    assert a["identity"]["pid"] > 0 and a["identity"]["comm"]
+    assert (a["gpu"], a["operation"], a["result"]) == \
+        (1, "set_power_limit", "ok")
+    assert a["requested"] == {"power_limit_mw": 250000}
+    assert a["before"]["power_limit_mw"] > 0
+    assert isinstance(a["time_ms"], int)
+    # non-blocking, by root, on two GPUs; then one that fails
+    assert d.post("/gpu/set_persistence_mode?enabled=true&block=false"
+                  "&gpu_ids=0,1").status_code == 200
+    assert d.post("/gpu/set_power_limit?power_limit_mw=1&block=true"
+                  "&gpu_ids=0").status_code >= 400
+    lines = wait_lines(audit, 4)
+    assert len(lines) == 4, lines
+    pm = [x for x in lines if x["operation"] == "set_persistence_mode"]
+    assert sorted(x["gpu"] for x in pm) == [0, 1]
+    assert all(x["identity"]["uid"] == 0 and x["identity"]["user"] == "root"
+               and x["requested"] == {"enabled": True} and
+               "enabled" in x["before"] for x in pm)
+    bad = lines[3]
+    assert bad["result"] == "error" and bad["error"]
+    # logrotate: move the file away, SIGHUP, the next line is in a new file
+    os.rename(audit, str(audit) + ".1")
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while "event=audit_reopened" not in d.logs():
+        assert time.monotonic() < deadline, d.logs()
+        time.sleep(0.05)
+    assert d.post("/gpu/reset_locked_clocks?block=true&gpu_ids=0"
+                  ).status_code == 200
+    lines = wait_lines(audit, 1)
+    assert [x["operation"] for x in lines] == ["reset_locked_clocks"]
+    assert lines[0]["requested"] is None
+    assert len(audit_lines(str(audit) + ".1")) == 4
+    # refusals by the policy are audited too
+    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 403
+    assert as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=0,1")[0] == 403
+    lines = wait_lines(audit, 3)
+    assert [(x["identity"]["uid"], x["gpu"], x["operation"], x["result"])
+            for x in lines[1:]] == [
+        (65534, None, "set_power_limit", "refused"),
+        (4242, 0, "set_power_limit", "refused")], lines
+    assert "lacks scope 'gpu-control'" in lines[1]["error"]
+    assert lines[1]["identity"]["user"] == "nobody"
+    r = d.get("/metrics")
+    assert "zeusd_audit_write_failures_total 0" in r.text
+
+
+def test_audit_tcp_identity(tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    d = Zeusd(tmp_path, "tcp", ["--audit-log", str(audit)]).wait_ready()
+    try:
+        assert d.post(LIMIT + "&gpu_ids=0").status_code == 200
+        lines = wait_lines(audit, 1)
+        assert lines[0]["identity"] == {"addr": "127.0.0.1"}
+        wait_log(d, "addr=127.0.0.1")
+    finally:
+        assert d.stop() == 0
+
+
+# ---- leases and restore on exit (--gpu-leases) ----------------------------
+
+from simutil import SimLog  # noqa: E402
+
+HOLDER = r"""
+import socket, sys, time
+path = sys.argv[1]
+for target in sys.argv[2:]:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(f"POST {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
+              f"Content-Length: 0\r\n\r\n".encode())
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+    s.close()
+    print(data.split()[1].decode(), flush=True)
+print("holding", flush=True)
+time.sleep(3600)
+"""
+
+
+def holder(d, uid, *targets):
+    """A process of uid that makes the writes, then lives until killed."""
+    p = subprocess.Popen(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+         sys.executable, "-c", HOLDER, d.sock, *targets],
+        stdout=subprocess.PIPE, text=True)
+    got = [p.stdout.readline().strip() for _ in targets]
+    assert got == ["200"] * len(targets), got
+    assert p.stdout.readline().strip() == "holding"
+    return p
+
+
+def wait_log(d, needle, timeout=5):
+    deadline = time.monotonic() + timeout
+    while needle not in d.logs():
+        assert time.monotonic() < deadline, f"{needle}:\n{d.logs()}"
+        time.sleep(0.02)
+
+
+LIMIT_BLOCK = "/gpu/set_power_limit?block=true&gpu_ids={g}&power_limit_mw={mw}"
+SET_PL = "nvmlDeviceSetPowerManagementLimit"
+
+
+def test_lease_conflict_and_restore_on_exit(node):
+    sim = SimLog(node.base / "sim.log")
+    audit = node.base / "audit.jsonl"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)],
+             env={"ZEUS_SIM_LOG": str(sim.path)})
+    before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+        "power_limit_mw"]
+    a = holder(d, 4242, LIMIT_BLOCK.format(g=0, mw=250000))
+    b = None
+    try:
+        wait_log(d, "event=gpu_lease_taken gpu=0 uid=4242")
+        # another user: 409 naming the holder; reads are never blocked
+        st, body = as_user(d, 4343, 4343, "POST",
+                           LIMIT_BLOCK.format(g=0, mw=300000))
+        assert st == 409, body
+        msg = json.loads(body)["error"]
+        assert "GPU 0 is leased by" in msg and "uid 4242" in msg, msg
+        assert as_user(d, 4343, 4343, "GET",
+                       "/gpu/get_power_limit?gpu_ids=0")[0] == 200
+        # other GPUs are free; the same user may go on changing its GPU
+        assert as_user(d, 4343, 4343, "POST",
+                       LIMIT_BLOCK.format(g=1, mw=300000))[0] == 200
+        b = holder(d, 4242, LIMIT_BLOCK.format(g=0, mw=260000))
+        mark = sim.mark()
+        # the first of two processes dies: the lease holds
+        a.kill()
+        a.wait()
+        wait_log(d, "left=1")
+        time.sleep(0.3)
+        assert sim.calls(SET_PL, 0, since=mark) == []
+        st, _ = as_user(d, 4343, 4343, "POST",
+                        LIMIT_BLOCK.format(g=0, mw=300000))
+        assert st == 409
+        # the last one dies: restored to the value before the first change
+        t_kill = time.monotonic_ns()
+        b.kill()
+        got = sim.wait_for(SET_PL, 0, since=mark, timeout=5)
+        assert got and got[0].args == [str(before)], got
+        elapsed_ms = (got[0].end_ns - t_kill) / 1e6
+        print(f"client death to restore: {elapsed_ms:.1f} ms")
+        assert elapsed_ms < 1000
+        b.wait()
+        wait_log(d, "event=gpu_lease_released gpu=0")
+        assert d.get("/gpu/get_power_limit?gpu_ids=0").json() == \
+            {"0": {"power_limit_mw": before}}
+        # free again: the other user may take it
+        assert as_user(d, 4343, 4343, "POST",
+                       LIMIT_BLOCK.format(g=0, mw=300000))[0] == 200
+    finally:
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    lines = wait_lines(audit, 9)
+    # 4343's one-shot clients took leases and gave them back on exit
+    assert sorted((x["gpu"], x["reason"]) for x in lines if x.get("restore")
+                  and x["identity"]["uid"] == 4343) == \
+        [(0, "process_exit"), (1, "process_exit")]
+    refused = [x for x in lines if x["result"] == "refused"]
+    assert [(x["identity"]["uid"], x["gpu"]) for x in refused] == \
+        [(4343, 0), (4343, 0)], refused
+    assert "leased by" in refused[0]["error"]
+    restores = [x for x in lines if x.get("restore") and x["gpu"] == 0
+                and x["identity"]["uid"] == 4242]
+    assert len(restores) == 1, lines
+    r = restores[0]
+    assert (r["gpu"], r["operation"], r["reason"], r["result"]) == \
+        (0, "set_power_limit", "process_exit", "ok")
+    assert r["identity"]["uid"] == 4242
+    assert r["requested"] == {"power_limit_mw": before}
+    assert r["before"] == {"power_limit_mw": 260000}
+
+
+def test_restore_on_shutdown(node):
+    sim = SimLog(node.base / "sim.log")
+    audit = node.base / "audit.jsonl"
+    d = node(args=["--gpu-leases", "--restore-on-shutdown", "--audit-log",
+                   str(audit)], env={"ZEUS_SIM_LOG": str(sim.path)})
+    was = d.get("/gpu/get_persistence_mode?gpu_ids=1").json()["1"]["enabled"]
+    p = holder(d, 4242,
+               f"/gpu/set_persistence_mode?block=true&gpu_ids=1"
+               f"&enabled={'false' if was else 'true'}",
+               "/gpu/set_gpu_locked_clocks?block=true&gpu_ids=1"
+               "&min_clock_mhz=900&max_clock_mhz=1200")
+    try:
+        mark = sim.mark()
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(15) == 0, d.logs()
+    finally:
+        p.kill()
+        p.wait()
+    writes = sim.writes(since=mark)
+    assert ("nvmlDeviceSetPersistenceMode", 1,
+            ["1" if was else "0"]) in writes, writes
+    assert any(w[0] == "nvmlDeviceResetGpuLockedClocks" and w[1] == 1
+               for w in writes), writes
+    assert "event=gpu_restored gpu=1 op=set_persistence_mode" in d.logs()
+    lines = audit_lines(audit)
+    reasons = {(x["operation"], x.get("reason")) for x in lines
+               if x.get("restore")}
+    assert reasons == {("set_persistence_mode", "shutdown"),
+                       ("reset_gpu_locked_clocks", "shutdown")}, lines
+
+
+def test_restore_on_shutdown_needs_leases(tmp_path):
+    from conftest import run_zeusd
+    r = run_zeusd("serve", "--simulate", "--restore-on-shutdown")
+    assert r.returncode == 2 and "needs --gpu-leases" in r.stderr
