@@ -119,8 +119,16 @@ handlers_gpu_lacks(struct request *req, const char *op, const char *lacks)
 
 	if (lacks == NULL)
 		return 0;
-	zerr_set(&err, ZERR_INVALID, "%s is not supported by this NVIDIA "
-	    "driver (NVML lacks %s)", op, lacks);
+	/* a sentence (it has a space) says why; else it names a symbol */
+	if (strchr(lacks, ' ') != NULL)
+		zerr_set(&err, ZERR_INVALID, "%s is not supported: %s", op,
+		    lacks);
+	else if (strncmp(lacks, "amdsmi_", 7) == 0)
+		zerr_set(&err, ZERR_INVALID, "%s is not supported by this AMD "
+		    "SMI library (it lacks %s)", op, lacks);
+	else
+		zerr_set(&err, ZERR_INVALID, "%s is not supported by this "
+		    "NVIDIA driver (NVML lacks %s)", op, lacks);
 	request_reply_error(req, &err);
 	return -1;
 }

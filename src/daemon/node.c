@@ -4,7 +4,9 @@
  *
  * GPU: `--simulate` loads the NVML simulator (built next to zeusd, or
  * installed), `--nvml-library` a given library, otherwise the driver's NVML;
- * with `--gpu-backend auto` a node without NVML simply has zero GPUs. The
+ * `--gpu-backend amdsmi` ROCm's AMD SMI (docs/amd.md); `--gpu-backend auto`
+ * takes whichever of NVML and AMD SMI reports GPUs, NVML first, and a node
+ * with neither simply has zero GPUs. The
  * backend is wrapped by the command overrides when they are configured.
  * CPU: simulated packages with `--simulate`, else the powercap tree
  * (`--rapl-dir`, or /zeus_sys/... when present, or /sys/...).
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../devices/amdsmi.h"
 #include "../devices/cpu_cmd.h"
 #include "../devices/gpu_cmd.h"
 #include "../devices/nvml.h"
@@ -60,6 +63,52 @@ node_sim_library(char *buf, size_t size)
 	return ZEUS_SIM_INSTALLED;
 }
 
+/* No GPUs with `--gpu-backend auto`: logged, not an error. */
+static int
+node_no_gpus(struct node *node, struct zerr *err)
+{
+	char q[ZERR_MSG_MAX + 8];
+
+	zlog(ZLOG_INFO, "no_gpus", "reason=%s",
+	    zlog_quote(q, sizeof(q), err->msg));
+	node->gpu.ops = NULL;
+	zerr_clear(err);
+	return 0;
+}
+
+/*
+ * `--gpu-backend auto` without --simulate or --nvml-library: NVML when it
+ * loads and reports GPUs, else AMD SMI when it does, else no GPUs. A
+ * library that loads but fails otherwise is still an error: a broken
+ * driver should not read as "no GPUs here".
+ */
+static int
+node_open_auto(struct node *node, struct zerr *err)
+{
+	struct gpu_backend amd;
+
+	if (nvml_backend_open(NULL, &node->gpu, err) == 0) {
+		if (node->gpu.ops->count(&node->gpu) > 0)
+			return 0;
+		node->gpu.ops->destroy(&node->gpu);
+		node->gpu.ops = NULL;
+		zerr_set(err, ZERR_NOT_FOUND, "NVML reports no GPUs");
+	} else if (err->kind != ZERR_NOT_FOUND)
+		return -1;
+	zlog(ZLOG_DEBUG, "gpu_probe", "backend=nvml result=none");
+	if (amd_backend_open(&amd, err) == 0) {
+		if (amd.ops->count(&amd) > 0) {
+			node->gpu = amd;
+			return 0;
+		}
+		amd.ops->destroy(&amd);
+		zerr_set(err, ZERR_NOT_FOUND, "neither NVML nor AMD SMI "
+		    "reports GPUs");
+	} else if (err->kind != ZERR_NOT_FOUND)
+		return -1;
+	return node_no_gpus(node, err);
+}
+
 static int
 node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
     struct zerr *err)
@@ -67,25 +116,23 @@ node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
 	char simbuf[PATH_MAX];
 	const char *lib = cfg->nvml_library;
 
-	if (cfg->gpu_backend == GPU_BACKEND_AMDSMI)
-		return zerr_set(err, ZERR_INVALID,
-		    "--gpu-backend amdsmi is not supported by this build "
-		    "(only nvml is)");
+	if (cfg->gpu_backend == GPU_BACKEND_AMDSMI) {
+		char why[ZERR_MSG_MAX];
+
+		if (amd_backend_open(&node->gpu, err) == 0)
+			return 0;
+		/* explicit: fail fast, whatever the reason */
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return zerr_set(err, err->kind == ZERR_NOT_FOUND ?
+		    ZERR_INVALID : err->kind, "--gpu-backend amdsmi: %.2000s",
+		    why);
+	}
+	if (cfg->gpu_backend == GPU_BACKEND_AUTO && lib == NULL &&
+	    !cfg->simulate)
+		return node_open_auto(node, err);
 	if (lib == NULL && cfg->simulate)
 		lib = node_sim_library(simbuf, sizeof(simbuf));
-	if (nvml_backend_open(lib, &node->gpu, err) == 0)
-		return 0;
-	if (err->kind == ZERR_NOT_FOUND && cfg->gpu_backend == GPU_BACKEND_AUTO &&
-	    cfg->nvml_library == NULL && !cfg->simulate) {
-		char q[ZERR_MSG_MAX + 8];
-
-		zlog(ZLOG_INFO, "no_gpus", "reason=%s",
-		    zlog_quote(q, sizeof(q), err->msg));
-		node->gpu.ops = NULL;
-		zerr_clear(err);
-		return 0;
-	}
-	return -1;
+	return nvml_backend_open(lib, &node->gpu, err);
 }
 
 static int

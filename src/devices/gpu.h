@@ -127,8 +127,10 @@ struct gpu_backend_ops {
 	    const struct gpu_write *w, struct zerr *err);
 	/*
 	 * The driver entry point an operation needs and this backend lacks,
-	 * whatever the GPU ("nvmlDeviceSetMemoryLockedClocks"); NULL when the
-	 * operation can be tried. Any thread, no driver call.
+	 * whatever the GPU ("nvmlDeviceSetMemoryLockedClocks"), or a sentence
+	 * (it contains a space) when the vendor has no such operation at all
+	 * (persistence mode on AMD); NULL when the operation can be tried.
+	 * Any thread, no driver call.
 	 */
 	const char *(*read_lacks)(struct gpu_backend *b, enum gpu_read_op op);
 	const char *(*write_lacks)(struct gpu_backend *b, enum gpu_write_op op);

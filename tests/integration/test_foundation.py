@@ -111,11 +111,13 @@ def test_config_error_exits_1_before_opening_devices(tmp_path, knob, value):
     assert not sock.exists()
 
 
-def test_amdsmi_not_supported(tmp_path):
+def test_amdsmi_without_library_fails_fast(tmp_path):
+    # --simulate does not stand in for AMD SMI (test_amd.py does that)
     r = run_zeusd("serve", "--simulate", "--gpu-backend", "amdsmi",
-                  "--socket-path", str(tmp_path / "s"))
+                  "--socket-path", str(tmp_path / "s"),
+                  env={"AMDSMI_LIB_DIR": str(tmp_path)})
     assert r.returncode == 1
-    assert "not supported by this build" in r.stderr
+    assert "cannot load the AMD SMI library" in r.stderr
     assert not (tmp_path / "s").exists()
 
 
