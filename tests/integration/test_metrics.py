@@ -53,6 +53,7 @@ TYPES = {
     "zeusd_connections_refused_total": "counter",
     "zeusd_request_deadline_expired_total": "counter",
     "zeusd_requests_malformed_total": "counter",
+    "zeusd_audit_write_failures_total": "counter",
     "zeusd_streams_open": "gauge",
     "zeusd_stream_events_skipped_total": "counter",
     "zeusd_http_requests_total": "counter",
