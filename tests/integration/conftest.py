@@ -6,9 +6,11 @@ is stopped with SIGTERM at the end of the test; a daemon that does not exit
 0 (a crash, a sanitizer report, a leak) fails the test.
 """
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -124,6 +126,32 @@ def start(tmp_path):
     for d in daemons:
         rc = d.stop()
         assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
+
+
+@pytest.fixture
+def start_public():
+    """start_public(args=[...], env={...}, ready=True) -> a UDS Zeusd whose
+    socket other users can reach: the pytest temporary directories are
+    private to root, so it lives in a 0755 directory of its own
+    (`start_public.base`, removed at the end)."""
+    base = Path(tempfile.mkdtemp(prefix="zeusd-pub-"))
+    os.chmod(base, 0o755)
+    daemons = []
+
+    def _start(args=(), env=None, ready=True):
+        d = Zeusd(base, "uds", args, env)
+        d.base = base
+        d.ready = ready
+        daemons.append(d)
+        return d.wait_ready() if ready else d
+
+    _start.base = base
+    yield _start
+    for d in daemons:
+        rc = d.stop()
+        if d.ready:
+            assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
+    shutil.rmtree(base)
 
 
 @pytest.fixture(params=["uds", "tcp"])

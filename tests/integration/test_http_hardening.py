@@ -15,7 +15,7 @@ import time
 import jwt
 import pytest
 
-from conftest import Zeusd, run_zeusd
+from conftest import run_zeusd
 
 SCOPES = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
 
@@ -26,28 +26,6 @@ def _many_fds():
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     yield
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-@pytest.fixture
-def start_public():
-    """Starts a UDS zeusd whose socket other users can reach (the pytest
-    temporary directories are private to root)."""
-    import shutil
-    import tempfile
-    base = tempfile.mkdtemp(prefix="zeusd-pub-")
-    os.chmod(base, 0o755)
-    daemons = []
-
-    def _start(env=None):
-        d = Zeusd(base, "uds", (), env)
-        daemons.append(d)
-        return d.wait_ready()
-
-    yield _start
-    for d in daemons:
-        rc = d.stop()
-        assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
-    shutil.rmtree(base)
 
 
 def metric(d, name, timeout=10):

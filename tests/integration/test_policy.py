@@ -7,7 +7,6 @@ named user every system has.
 """
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -53,12 +52,10 @@ def as_user(d, uid, gid, method, target):
 
 
 @pytest.fixture
-def node():
+def node(start_public):
     """start(args, policy=TEXT) -> Zeusd on a socket every user can reach;
     the policy file (root-owned, 0644) and audit path live beside it."""
-    base = Path(tempfile.mkdtemp(prefix="zeusd-pol-"))
-    os.chmod(base, 0o755)
-    daemons = []
+    base = start_public.base
 
     def _start(args=(), policy=None, env=None, ready=True, mode=0o644):
         a = list(args)
@@ -66,19 +63,10 @@ def node():
             (base / "policy.toml").write_text(policy)
             os.chmod(base / "policy.toml", mode)
             a += ["--policy-file", str(base / "policy.toml")]
-        d = Zeusd(base, "uds", a, env)
-        d.base = base
-        d.ready = ready
-        daemons.append(d)
-        return d.wait_ready() if ready else d
+        return start_public(a, env, ready)
 
     _start.base = base
-    yield _start
-    for d in daemons:
-        rc = d.stop()
-        if d.ready:
-            assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
-    shutil.rmtree(base)
+    return _start
 
 
 POLICY = """
