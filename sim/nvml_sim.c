@@ -1397,11 +1397,12 @@ nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
 
 #endif
 
-nvmlReturn_t
-nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
+/* The power limit, logged as `fn`: the limit and the enforced limit agree. */
+static nvmlReturn_t
+sim_read_limit(enum sim_fn fn, nvmlDevice_t device, unsigned int *limit)
 {
 	struct sim_call c;
-	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_LIMIT, device);
+	nvmlReturn_t rc = sim_begin_dev(&c, fn, device);
 
 	if (rc == NVML_SUCCESS && limit == NULL)
 		rc = NVML_ERROR_INVALID_ARGUMENT;
@@ -1411,6 +1412,12 @@ nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
 		pthread_mutex_unlock(&sim.lock);
 	}
 	return sim_end(&c, rc);
+}
+
+nvmlReturn_t
+nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
+{
+	return sim_read_limit(FN_GET_LIMIT, device, limit);
 }
 
 nvmlReturn_t
@@ -1580,17 +1587,7 @@ nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
 nvmlReturn_t
 nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
 {
-	struct sim_call c;
-	nvmlReturn_t rc = sim_begin_dev(&c, FN_GET_ENFORCED_LIMIT, device);
-
-	if (rc == NVML_SUCCESS && limit == NULL)
-		rc = NVML_ERROR_INVALID_ARGUMENT;
-	if (rc == NVML_SUCCESS) {
-		pthread_mutex_lock(&sim.lock);
-		*limit = device->limit_mw;
-		pthread_mutex_unlock(&sim.lock);
-	}
-	return sim_end(&c, rc);
+	return sim_read_limit(FN_GET_ENFORCED_LIMIT, device, limit);
 }
 
 /*
