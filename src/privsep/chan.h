@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * chan.h - the network process's side of the channels to the device
+ * process (docs/design.md, "Two processes").
+ *
+ * A channel is one SOCK_SEQPACKET socketpair: one request, one reply, then
+ * the next request. The pool holds one per thread that may call the device
+ * process at the same time (GPU and CPU workers, the shared readers, the
+ * stream sampler, the RAPL keepalive), so a caller normally finds a free
+ * channel at once and the device process needs no queue and no
+ * demultiplexing: its concurrency is exactly ours. A caller that finds none
+ * free waits for one.
+ *
+ * The device process going away (end of file, an error on a channel, a
+ * reply that does not check out) is fatal: the network process has nothing
+ * useful left to do, so pschan_call logs why and exits non-zero.
+ */
+#ifndef ZEUS_PRIVSEP_CHAN_H
+#define ZEUS_PRIVSEP_CHAN_H
+
+#include "../common/err.h"
+#include "msg.h"
+
+#define PSCHAN_EXIT_PEER 3	/* exit status: the device process is gone */
+
+struct pschan_pool;
+
+/*
+ * Makes n socketpairs: our ends stay in the pool, the device process's ends
+ * are stored in peer[0..n-1] (the caller passes them on and closes them
+ * here). All close-on-exec.
+ */
+int pschan_pool_create(unsigned n, struct pschan_pool **out, int *peer,
+    struct zerr *err);
+
+/* Number of channels. */
+unsigned pschan_pool_size(const struct pschan_pool *p);
+
+/*
+ * Sends `req` (its id is assigned here) and waits for the reply, which is
+ * checked against the request (psmsg_reply_check) before it is returned.
+ * Any thread. Does not return when the device process is gone.
+ */
+void pschan_call(struct pschan_pool *p, struct psmsg_request *req,
+    struct psmsg_reply *rep);
+
+/* Closes every channel (the device process sees end of file) and frees. */
+void pschan_pool_destroy(struct pschan_pool *p);
+
+#endif

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * device.c - the executor threads of the device process (see device.h).
+ */
+#include "device.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+
+struct psdev_chan {
+	struct psdev *d;
+	int fd;
+	pthread_t thread;
+	bool started;
+};
+
+struct psdev {
+	struct psexec x;
+	struct psmsg_limits lim;
+	pid_t net;
+	void (*on_refused)(void *arg);
+	void *arg;
+	atomic_ulong refused;
+	unsigned n;
+	struct psdev_chan *chans;	/* [n] */
+};
+
+static void
+psdev_refuse(struct psdev *d, const char *why)
+{
+	char q[160];
+
+	atomic_fetch_add(&d->refused, 1);
+	zlog(ZLOG_ERROR, "privsep_message_refused", "reason=%s msg=\"the "
+	    "network process sent a request that does not check out; it is "
+	    "killed and zeusd stops\"", zlog_quote(q, sizeof(q), why));
+	if (d->net > 0)
+		(void)kill(d->net, SIGKILL);
+	if (d->on_refused != NULL)
+		d->on_refused(d->arg);
+}
+
+static void *
+psdev_main(void *arg)
+{
+	struct psdev_chan *c = arg;
+	struct psdev *d = c->d;
+	/* one byte more than a request: a longer datagram shows as such */
+	union {
+		struct psmsg_request req;
+		char raw[sizeof(struct psmsg_request) + 1];
+	} in;
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+	char why[128];
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c->fd, in.raw, sizeof(in.raw), MSG_TRUNC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;		/* end of file: the network side left */
+		if (psmsg_request_check(in.raw, (size_t)n, &d->lim, &req, why,
+		    sizeof(why)) != 0) {
+			psdev_refuse(d, why);
+			break;
+		}
+		psexec_run(&d->x, &req, &rep);
+		do
+			n = send(c->fd, &rep, sizeof(rep), MSG_NOSIGNAL);
+		while (n < 0 && errno == EINTR);
+		if (n != (ssize_t)sizeof(rep))
+			break;		/* the network side left mid-request */
+	}
+	return NULL;
+}
+
+int
+psdev_start(const struct psexec *x, const struct psmsg_limits *lim,
+    const int *fds, unsigned n, pid_t net, void (*on_refused)(void *arg),
+    void *arg, struct psdev **out, struct zerr *err)
+{
+	struct psdev *d = calloc(1, sizeof(*d));
+
+	if (d == NULL || (d->chans = calloc(n ? n : 1,
+	    sizeof(*d->chans))) == NULL) {
+		free(d);
+		for (unsigned i = 0; i < n; i++)
+			close(fds[i]);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	d->x = *x;
+	d->lim = *lim;
+	d->net = net;
+	d->on_refused = on_refused;
+	d->arg = arg;
+	d->n = n;
+	atomic_init(&d->refused, 0);
+	for (unsigned i = 0; i < n; i++) {
+		d->chans[i].d = d;
+		d->chans[i].fd = fds[i];
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int e = pthread_create(&d->chans[i].thread, NULL, psdev_main,
+		    &d->chans[i]);
+
+		if (e != 0) {
+			(void)psdev_stop(d, 0);
+			return zerr_set(err, ZERR_INTERNAL, "cannot start a "
+			    "device thread: %s", strerror(e));
+		}
+		d->chans[i].started = true;
+	}
+	*out = d;
+	return 0;
+}
+
+unsigned long
+psdev_refused(const struct psdev *d)
+{
+	return atomic_load(&((struct psdev *)d)->refused);
+}
+
+int
+psdev_stop(struct psdev *d, unsigned timeout_ms)
+{
+	struct timespec until;
+	int rc = 0;
+
+	if (d == NULL)
+		return 0;
+	for (unsigned i = 0; i < d->n; i++)
+		(void)shutdown(d->chans[i].fd, SHUT_RDWR);
+	/* pthread_timedjoin_np takes CLOCK_REALTIME */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	for (unsigned i = 0; i < d->n; i++)
+		if (d->chans[i].started &&
+		    pthread_timedjoin_np(d->chans[i].thread, NULL, &until) != 0)
+			rc = -1;
+	if (rc != 0)
+		return -1;	/* a command never returned: leave it all */
+	for (unsigned i = 0; i < d->n; i++)
+		close(d->chans[i].fd);
+	free(d->chans);
+	free(d);
+	return 0;
+}

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * remote_gpu.c - the GPU backend of the network process (see
+ * remote_gpu.h): each driver call is one request to the device process.
+ */
+#include "remote_gpu.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A lacks table and the ones it replaced (freed with the backend). */
+struct psgpu_table {
+	struct psgpu_lacks l;
+	struct psgpu_table *older;
+};
+
+struct psgpu {
+	struct pschan_pool *pool;
+	unsigned ngpu;
+	struct gpu_info *info;		/* [ngpu] */
+	atomic_bool lost[PSMSG_MAX_GPUS];
+	/* swapped whole by psgpu_set_lacks, read by the HTTP threads */
+	_Atomic(struct psgpu_table *) lacks;
+	char name[48];
+};
+
+static struct psgpu *
+psgpu_of(struct gpu_backend *b)
+{
+	return b->ctx;
+}
+
+static void
+psgpu_copy_lacks(char *dst, const char *src)
+{
+	snprintf(dst, PSGPU_LACKS_MAX, "%s", src != NULL ? src : "");
+}
+
+void
+psgpu_lacks_of(struct gpu_backend *b, struct psgpu_lacks *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned op = 0; op < GPU_READ_OP_COUNT; op++)
+		psgpu_copy_lacks(out->read[op], b->ops->read_lacks(b,
+		    (enum gpu_read_op)op));
+	for (unsigned op = 0; op < GPU_WRITE_OP_COUNT; op++)
+		psgpu_copy_lacks(out->write[op], b->ops->write_lacks(b,
+		    (enum gpu_write_op)op));
+}
+
+/* One GPU request: the reply's error, if any, becomes ours. */
+static int
+psgpu_call(struct psgpu *g, struct psmsg_request *req, unsigned gpu,
+    struct psmsg_reply *rep, struct zerr *err)
+{
+	req->dev = gpu;
+	pschan_call(g->pool, req, rep);
+	if (gpu < g->ngpu)
+		atomic_store(&g->lost[gpu], rep->lost != 0);
+	if (rep->rc != 0)
+		return zerr_set(err, (enum zerr_kind)rep->err_kind, "%s",
+		    rep->err_msg);
+	return 0;
+}
+
+static unsigned
+psgpu_count(struct gpu_backend *b)
+{
+	return psgpu_of(b)->ngpu;
+}
+
+static int
+psgpu_info(struct gpu_backend *b, unsigned gpu, struct gpu_info *out,
+    struct zerr *err)
+{
+	struct psgpu *g = psgpu_of(b);
+
+	if (gpu >= g->ngpu)
+		return zerr_set(err, ZERR_INVALID, "no GPU %u", gpu);
+	*out = g->info[gpu];
+	return 0;
+}
+
+/* The five reads: one request each, the value in a, b or v. */
+static int
+psgpu_read(struct gpu_backend *b, enum psmsg_op op, unsigned gpu,
+    struct psmsg_reply *rep, struct zerr *err)
+{
+	struct psmsg_request req;
+
+	psmsg_request_init(&req, op, 0);
+	return psgpu_call(psgpu_of(b), &req, gpu, rep, err);
+}
+
+static int
+psgpu_get_power_mw(struct gpu_backend *b, unsigned gpu, uint32_t *mw,
+    struct zerr *err)
+{
+	struct psmsg_reply rep;
+
+	if (psgpu_read(b, PSMSG_GPU_POWER, gpu, &rep, err) != 0)
+		return -1;
+	*mw = rep.a;
+	return 0;
+}
+
+static int
+psgpu_get_energy_mj(struct gpu_backend *b, unsigned gpu, uint64_t *mj,
+    struct zerr *err)
+{
+	struct psmsg_reply rep;
+
+	if (psgpu_read(b, PSMSG_GPU_ENERGY, gpu, &rep, err) != 0)
+		return -1;
+	*mj = rep.v;
+	return 0;
+}
+
+static int
+psgpu_get_power_limit_mw(struct gpu_backend *b, unsigned gpu, uint32_t *mw,
+    struct zerr *err)
+{
+	struct psmsg_reply rep;
+
+	if (psgpu_read(b, PSMSG_GPU_LIMIT, gpu, &rep, err) != 0)
+		return -1;
+	*mw = rep.a;
+	return 0;
+}
+
+static int
+psgpu_get_constraints(struct gpu_backend *b, unsigned gpu, uint32_t *min_mw,
+    uint32_t *max_mw, struct zerr *err)
+{
+	struct psmsg_reply rep;
+
+	if (psgpu_read(b, PSMSG_GPU_CONSTRAINTS, gpu, &rep, err) != 0)
+		return -1;
+	*min_mw = rep.a;
+	*max_mw = rep.b;
+	return 0;
+}
+
+static int
+psgpu_get_persistence(struct gpu_backend *b, unsigned gpu, bool *enabled,
+    struct zerr *err)
+{
+	struct psmsg_reply rep;
+
+	if (psgpu_read(b, PSMSG_GPU_PERSISTENCE, gpu, &rep, err) != 0)
+		return -1;
+	*enabled = rep.a != 0;
+	return 0;
+}
+
+static int
+psgpu_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
+    struct zerr *err)
+{
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	psmsg_request_init(&req, PSMSG_GPU_WRITE, 0);
+	req.w_op = (uint32_t)w->op;
+	/* only the fields the operation uses: the device process checks */
+	switch (w->op) {
+	case GPU_SET_POWER_LIMIT:
+		req.w_power_limit_mw = w->power_limit_mw;
+		break;
+	case GPU_SET_PERSISTENCE_MODE:
+		req.w_enabled = w->enabled ? 1 : 0;
+		break;
+	case GPU_SET_GPU_LOCKED_CLOCKS:
+	case GPU_SET_MEM_LOCKED_CLOCKS:
+		req.w_min_mhz = w->min_clock_mhz;
+		req.w_max_mhz = w->max_clock_mhz;
+		break;
+	default:
+		break;
+	}
+	return psgpu_call(psgpu_of(b), &req, gpu, &rep, err);
+}
+
+static const char *
+psgpu_answer(const char *s)
+{
+	return s[0] != '\0' ? s : NULL;
+}
+
+static const char *
+psgpu_read_lacks(struct gpu_backend *b, enum gpu_read_op op)
+{
+	struct psgpu_table *t = atomic_load(&psgpu_of(b)->lacks);
+
+	return (unsigned)op < GPU_READ_OP_COUNT ? psgpu_answer(t->l.read[op]) :
+	    "an operation this daemon does not know";
+}
+
+static const char *
+psgpu_write_lacks(struct gpu_backend *b, enum gpu_write_op op)
+{
+	struct psgpu_table *t = atomic_load(&psgpu_of(b)->lacks);
+
+	return (unsigned)op < GPU_WRITE_OP_COUNT ?
+	    psgpu_answer(t->l.write[op]) :
+	    "an operation this daemon does not know";
+}
+
+static bool
+psgpu_lost(struct gpu_backend *b, unsigned gpu)
+{
+	struct psgpu *g = psgpu_of(b);
+
+	return gpu < g->ngpu && atomic_load(&g->lost[gpu]);
+}
+
+static void
+psgpu_destroy(struct gpu_backend *b)
+{
+	struct psgpu *g = psgpu_of(b);
+
+	/*
+	 * Old lacks tables are kept until here (psgpu_set_lacks): a request
+	 * thread may still hold a string from one.
+	 */
+	for (struct psgpu_table *t = atomic_load(&g->lacks), *o; t != NULL;
+	    t = o) {
+		o = t->older;
+		free(t);
+	}
+	free(g->info);
+	free(g);
+	b->ops = NULL;
+	b->ctx = NULL;
+}
+
+static const struct gpu_backend_ops psgpu_ops = {
+	.name = "remote",
+	.count = psgpu_count,
+	.info = psgpu_info,
+	.get_power_mw = psgpu_get_power_mw,
+	.get_energy_mj = psgpu_get_energy_mj,
+	.get_power_limit_mw = psgpu_get_power_limit_mw,
+	.get_power_limit_constraints = psgpu_get_constraints,
+	.get_persistence_mode = psgpu_get_persistence,
+	.write = psgpu_write,
+	.read_lacks = psgpu_read_lacks,
+	.write_lacks = psgpu_write_lacks,
+	.lost = psgpu_lost,
+	.destroy = psgpu_destroy,
+};
+
+int
+psgpu_create(struct pschan_pool *pool, unsigned ngpu,
+    const struct gpu_info *info, const struct psgpu_lacks *lacks,
+    const char *inner_name, struct gpu_backend *out, struct zerr *err)
+{
+	struct psgpu *g;
+	struct psgpu_table *l;
+
+	if (ngpu > PSMSG_MAX_GPUS)
+		return zerr_set(err, ZERR_INTERNAL, "%u GPUs: privilege "
+		    "separation handles at most %d (try --no-privsep)", ngpu,
+		    PSMSG_MAX_GPUS);
+	g = calloc(1, sizeof(*g));
+	l = malloc(sizeof(*l));
+	if (g == NULL || l == NULL ||
+	    (g->info = calloc(ngpu ? ngpu : 1, sizeof(*info))) == NULL) {
+		free(g);
+		free(l);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	if (ngpu > 0)
+		memcpy(g->info, info, ngpu * sizeof(*info));
+	l->l = *lacks;
+	l->older = NULL;
+	g->pool = pool;
+	g->ngpu = ngpu;
+	atomic_init(&g->lacks, l);
+	for (unsigned i = 0; i < PSMSG_MAX_GPUS; i++)
+		atomic_init(&g->lost[i], false);
+	snprintf(g->name, sizeof(g->name), "%s", inner_name);
+	out->ops = &psgpu_ops;
+	out->ctx = g;
+	return 0;
+}
+
+void
+psgpu_set_lacks(struct gpu_backend *b, const struct psgpu_lacks *lacks)
+{
+	struct psgpu *g = psgpu_of(b);
+	struct psgpu_table *t = malloc(sizeof(*t));
+
+	if (t == NULL)
+		return;		/* keeps the old table: logged by the caller */
+	t->l = *lacks;
+	/*
+	 * The old table stays allocated until destroy: an HTTP thread may be
+	 * between reading a pointer into it and formatting its reply. One
+	 * per reload (an operator's SIGHUP), 2 KiB each. Only the reload
+	 * thread writes, so load-then-store is not a race.
+	 */
+	t->older = atomic_load(&g->lacks);
+	atomic_store(&g->lacks, t);
+}
+
+void
+psgpu_note_sample(struct gpu_backend *b, const struct psmsg_reply *rep)
+{
+	struct psgpu *g = psgpu_of(b);
+
+	for (unsigned i = 0; i < g->ngpu; i++)
+		if (rep->gpu_ok & (1ull << i))
+			atomic_store(&g->lost[i], false);
+		else if (rep->gpu_lost & (1ull << i))
+			atomic_store(&g->lost[i], true);
+}
+
+bool
+psgpu_is_remote(const struct gpu_backend *b)
+{
+	return b->ops == &psgpu_ops;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * remote_rapl.h - a RAPL counter source whose every file read runs in the
+ * device process (docs/design.md, "Two processes").
+ *
+ * The network process opens its RAPL core (rapl_open_source) over this
+ * source with the package descriptions taken before the split, so wrap
+ * tracking, the keepalive and power from deltas are the same code with and
+ * without privilege separation; the device process only reads a counter.
+ */
+#ifndef ZEUS_PRIVSEP_REMOTE_RAPL_H
+#define ZEUS_PRIVSEP_REMOTE_RAPL_H
+
+#include "../devices/rapl.h"
+#include "chan.h"
+
+/* The source's table; its context is the channel pool (not owned). */
+extern const struct rapl_source_ops psrapl_ops;
+
+#endif
