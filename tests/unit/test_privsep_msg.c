@@ -28,7 +28,7 @@
 /* 3 GPUs, 2 packages, DRAM on package 1 only */
 static const struct psmsg_limits lim = { 3, 2, 0x2 };
 
-/* ---- the fake backends --------------------------------------------------- */
+/* ---- the fake backends ------------------------------------------------- */
 
 enum { F_POWER, F_ENERGY, F_LIMIT, F_CONSTRAINTS, F_PERSISTENCE, F_WRITE,
 	F_LOST, F_RAPL, F_COUNT };
@@ -162,7 +162,7 @@ total_calls(void)
 	return n;
 }
 
-/* ---- helpers ------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------- */
 
 static struct psmsg_request
 req(enum psmsg_op op)
@@ -228,7 +228,7 @@ serve(const void *buf, size_t len, struct psmsg_reply *rep)
 	return 0;
 }
 
-/* ---- request check -------------------------------------------------------- */
+/* ---- request check ----------------------------------------------------- */
 
 static void
 test_layout(void **state)
@@ -562,7 +562,7 @@ test_sample_masks(void **state)
 	assert_int_equal(check_lim(&r, &full), 0);
 }
 
-/* ---- reply check ----------------------------------------------------------- */
+/* ---- reply check ------------------------------------------------------- */
 
 static void
 good_reply(struct psmsg_reply *rep)
@@ -669,7 +669,7 @@ test_reply_bad(void **state)
 	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
 }
 
-/* ---- executor -------------------------------------------------------------- */
+/* ---- executor ---------------------------------------------------------- */
 
 static void
 test_exec_reads(void **state)
@@ -805,7 +805,8 @@ test_exec_sample(void **state)
 	assert_int_equal(rep.gpu_mw[0], 100000);
 	assert_int_equal(rep.gpu_mw[1], 0);
 	assert_int_equal(rep.err_gpu_kind, ZERR_UNAVAILABLE);
-	assert_string_equal(rep.err_msg, "gpu 1: fake failure");	/* first */
+	/* the first failure's message */
+	assert_string_equal(rep.err_msg, "gpu 1: fake failure");
 	assert_true(rep.pkg_ok == 0x3);
 	/* package 0 has no DRAM: one read; package 1: two */
 	assert_int_equal(fk.calls[F_RAPL], 3);
