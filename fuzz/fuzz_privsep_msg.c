@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fuzz_privsep_msg.c - the device process's request decoder on arbitrary
+ * bytes, and whatever it accepts run through the executor: "accepted =>
+ * safe to execute".
+ *
+ * The backends are fakes that abort on any index or value the device
+ * process must never pass to a driver (a GPU or package beyond the limits,
+ * DRAM of a package without it, a write op or value out of range) and
+ * always succeed, so an accepted request must also come back with rc 0:
+ * the executor's own range checks (its second line of defence) would
+ * otherwise hide a hole in the decoder. Each input is checked against two
+ * fixed limits, a small machine and a full one (64 GPUs, 64 packages), so
+ * the mask edges at bit 63 are covered too.
+ *
+ * The network side's reply check gets the input too (as a whole reply
+ * and laid over a valid one): what it accepts must have a NUL-terminated
+ * message, valid kinds and the id and op asked for.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/gpu.h"
+#include "devices/rapl.h"
+#include "privsep/exec.h"
+#include "privsep/msg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct psmsg_limits limits[] = {
+	{ 5, 3, 0x5 },			/* DRAM on packages 0 and 2 */
+	{ 64, 64, UINT64_C(0xaaaaaaaaaaaaaaaa) },
+};
+
+static const struct psmsg_limits *cur;	/* the limits of this run */
+static unsigned calls;
+
+static void
+must(int ok)
+{
+	if (!ok)
+		abort();
+}
+
+static void
+gpu_call(unsigned gpu)
+{
+	must(gpu < cur->ngpu);
+	calls++;
+}
+
+static int
+f_power(struct gpu_backend *b, unsigned gpu, uint32_t *mw, struct zerr *err)
+{
+	gpu_call(gpu);
+	*mw = 1000 + gpu;
+	return 0;
+}
+
+static int
+f_energy(struct gpu_backend *b, unsigned gpu, uint64_t *mj, struct zerr *err)
+{
+	gpu_call(gpu);
+	*mj = gpu;
+	return 0;
+}
+
+static int
+f_limit(struct gpu_backend *b, unsigned gpu, uint32_t *mw, struct zerr *err)
+{
+	gpu_call(gpu);
+	*mw = 1;
+	return 0;
+}
+
+static int
+f_constraints(struct gpu_backend *b, unsigned gpu, uint32_t *lo,
+    uint32_t *hi, struct zerr *err)
+{
+	gpu_call(gpu);
+	*lo = 1;
+	*hi = 2;
+	return 0;
+}
+
+static int
+f_persistence(struct gpu_backend *b, unsigned gpu, bool *on, struct zerr *err)
+{
+	gpu_call(gpu);
+	*on = false;
+	return 0;
+}
+
+/* What a driver may be asked to do: the ranges of psmsg_request_check. */
+static int
+f_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
+    struct zerr *err)
+{
+	gpu_call(gpu);
+	must((unsigned)w->op < GPU_WRITE_OP_COUNT);
+	switch (w->op) {
+	case GPU_SET_POWER_LIMIT:
+		must(w->power_limit_mw >= 1 &&
+		    w->power_limit_mw <= PSMSG_POWER_LIMIT_MAX_MW);
+		break;
+	case GPU_SET_GPU_LOCKED_CLOCKS:
+	case GPU_SET_MEM_LOCKED_CLOCKS:
+		must(w->min_clock_mhz <= w->max_clock_mhz &&
+		    w->max_clock_mhz <= PSMSG_CLOCK_MAX_MHZ);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static bool
+f_lost(struct gpu_backend *b, unsigned gpu)
+{
+	must(gpu < cur->ngpu);
+	return false;
+}
+
+static const struct gpu_backend_ops fake_ops = {
+	.name = "fuzz",
+	.get_power_mw = f_power,
+	.get_energy_mj = f_energy,
+	.get_power_limit_mw = f_limit,
+	.get_power_limit_constraints = f_constraints,
+	.get_persistence_mode = f_persistence,
+	.write = f_write,
+	.lost = f_lost,
+};
+
+static struct gpu_backend fake_gpu = { &fake_ops, NULL };
+
+static int
+f_rapl(void *ctx, unsigned pkg, unsigned zone, uint64_t *raw,
+    struct zerr *err)
+{
+	must(pkg < cur->npkg);
+	must(zone == RAPL_ZONE_CPU ||
+	    (zone == RAPL_ZONE_DRAM && (cur->dram_mask >> pkg & 1)));
+	calls++;
+	*raw = pkg;
+	return 0;
+}
+
+static void
+run_one(const uint8_t *data, size_t size, const struct psmsg_limits *l)
+{
+	static struct psmsg_reply rep, back;	/* a few KiB: not on stack */
+	struct psexec x = { &fake_gpu, l->ngpu, l->npkg, l->dram_mask,
+		f_rapl, NULL };
+	struct psmsg_request r;
+	char why[128];
+
+	cur = l;
+	calls = 0;
+	if (psmsg_request_check(data, size, l, &r, why, sizeof(why)) != 0) {
+		must(r.magic == 0 && r.op == 0);	/* nothing to run */
+		return;
+	}
+	psexec_run(&x, &r, &rep);
+	must(rep.rc == 0 && rep.id == r.id && rep.op == r.op);
+	if (r.op == PSMSG_SAMPLE) {
+		unsigned n = (unsigned)__builtin_popcountll(r.gpu_mask);
+
+		must(rep.gpu_ok == r.gpu_mask && rep.pkg_ok == r.pkg_mask);
+		n += (unsigned)__builtin_popcountll(r.pkg_mask);
+		n += (unsigned)__builtin_popcountll(r.pkg_mask & l->dram_mask);
+		must(calls == n);
+	} else {
+		must(calls == 1);
+	}
+	must(psmsg_reply_check(&rep, sizeof(rep), r.id, r.op, &back, why,
+	    sizeof(why)) == 0);
+}
+
+/* Whatever the reply check accepts is safe to turn into an HTTP answer. */
+static void
+reply_one(const void *buf, size_t size, uint64_t id, uint32_t op)
+{
+	static struct psmsg_reply rep;
+	char why[128];
+
+	if (psmsg_reply_check(buf, size, id, op, &rep, why, sizeof(why)) != 0)
+		return;
+	must(memchr(rep.err_msg, '\0', sizeof(rep.err_msg)) != NULL);
+	must(rep.err_kind <= ZERR_CONFLICT &&
+	    rep.err_gpu_kind <= ZERR_CONFLICT);
+	must((rep.rc == 0 && rep.err_kind == ZERR_NONE) ||
+	    (rep.rc == -1 && rep.err_kind != ZERR_NONE));
+	must(rep.id == id && rep.op == op && rep.lost <= 1);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct psmsg_reply tmpl;
+	size_t off, n;
+
+	for (unsigned i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		run_one(data, size, &limits[i]);
+
+	/*
+	 * Replies: random bytes of a reply's size (KiB) rarely get past the
+	 * magic, so the input is also laid over a valid failure reply at an
+	 * offset taken from its first two bytes.
+	 */
+	if (size == sizeof(struct psmsg_reply)) {
+		memcpy(&tmpl, data, size);
+		reply_one(data, size, tmpl.id, tmpl.op);
+	}
+	if (size >= 2) {
+		memset(&tmpl, 0, sizeof(tmpl));
+		tmpl.magic = PSMSG_MAGIC;
+		tmpl.op = PSMSG_GPU_WRITE;
+		tmpl.id = 7;
+		tmpl.rc = -1;
+		tmpl.err_kind = ZERR_FORBIDDEN;
+		memcpy(tmpl.err_msg, "no permission", 14);
+		off = (size_t)(data[0] | data[1] << 8) % sizeof(tmpl);
+		n = size - 2;
+		if (n > sizeof(tmpl) - off)
+			n = sizeof(tmpl) - off;
+		memcpy((char *)&tmpl + off, data + 2, n);
+		reply_one(&tmpl, sizeof(tmpl), 7, PSMSG_GPU_WRITE);
+	}
+	return 0;
+}

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * exec.c - runs one validated privsep request on the real backends.
+ *
+ * The request has passed psmsg_request_check, so indices and values are in
+ * range; the executor still refuses an out-of-range index on its own (a
+ * second, cheap line of defence: a root process indexing a driver table
+ * with an attacker's number is the one thing this split exists to prevent).
+ * The reply is zeroed first and filled field by field, and error messages
+ * are copied only up to their NUL, so nothing of the device process's
+ * memory reaches the network process by accident.
+ */
+#include "exec.h"
+
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#include "../devices/rapl.h"
+
+/* The bits below n, as in msg.c. */
+static uint64_t
+low_bits(unsigned n)
+{
+	return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+}
+
+/*
+ * A kind the network side accepts for a failure: a backend that failed
+ * without setting one (or with garbage) becomes ZERR_INTERNAL, since
+ * ZERR_NONE with rc -1 would read as success.
+ */
+static uint32_t
+fail_kind(const struct zerr *err)
+{
+	if (err->kind == ZERR_NONE || (unsigned)err->kind > ZERR_CONFLICT)
+		return ZERR_INTERNAL;
+	return (uint32_t)err->kind;
+}
+
+/* Copies a zerr message up to its NUL; the rest of the field stays 0. */
+static void
+copy_msg(char *dst, const struct zerr *err)
+{
+	size_t n = strnlen(err->msg, ZERR_MSG_MAX - 1);
+
+	memcpy(dst, err->msg, n);
+	dst[n] = '\0';
+}
+
+/* rc -1 with the kind and message of `err`; always returns -1. */
+static int
+fail(struct psmsg_reply *rep, const struct zerr *err)
+{
+	rep->rc = -1;
+	rep->err_kind = fail_kind(err);
+	copy_msg(rep->err_msg, err);
+	return -1;
+}
+
+/* A refusal of the executor itself (not the backend's). */
+static void
+internal(struct psmsg_reply *rep, const char *what)
+{
+	struct zerr err;
+
+	zerr_set(&err, ZERR_INTERNAL, "privsep executor: %s", what);
+	fail(rep, &err);
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The wire write as the backend's struct gpu_write. */
+static void
+to_gpu_write(const struct psmsg_request *req, struct gpu_write *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->op = (enum gpu_write_op)req->w_op;
+	w->power_limit_mw = req->w_power_limit_mw;
+	w->enabled = req->w_enabled != 0;
+	w->min_clock_mhz = req->w_min_mhz;
+	w->max_clock_mhz = req->w_max_mhz;
+}
+
+/* One single-GPU operation; the caller checked dev and the backend. */
+static void
+run_gpu(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	struct gpu_backend *b = x->gpu;
+	const struct gpu_backend_ops *ops = b->ops;
+	unsigned gpu = req->dev;
+	struct gpu_write w;
+	struct zerr err;
+	uint32_t mw, lo, hi;
+	uint64_t mj;
+	bool on;
+	int rc = -1;
+
+	zerr_clear(&err);
+	switch (req->op) {
+	case PSMSG_GPU_POWER:
+		if ((rc = ops->get_power_mw(b, gpu, &mw, &err)) == 0)
+			rep->a = mw;
+		break;
+	case PSMSG_GPU_ENERGY:
+		if ((rc = ops->get_energy_mj(b, gpu, &mj, &err)) == 0)
+			rep->v = mj;
+		break;
+	case PSMSG_GPU_LIMIT:
+		if ((rc = ops->get_power_limit_mw(b, gpu, &mw, &err)) == 0)
+			rep->a = mw;
+		break;
+	case PSMSG_GPU_CONSTRAINTS:
+		rc = ops->get_power_limit_constraints(b, gpu, &lo, &hi, &err);
+		if (rc == 0) {
+			rep->a = lo;
+			rep->b = hi;
+		}
+		break;
+	case PSMSG_GPU_PERSISTENCE:
+		if ((rc = ops->get_persistence_mode(b, gpu, &on, &err)) == 0)
+			rep->a = on;
+		break;
+	case PSMSG_GPU_WRITE:
+		to_gpu_write(req, &w);
+		rc = ops->write(b, gpu, &w, &err);
+		break;
+	}
+	if (rc != 0)
+		fail(rep, &err);
+	rep->lost = ops->lost != NULL && ops->lost(b, gpu);
+}
+
+static void
+run_rapl_read(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	struct zerr err;
+	uint64_t raw;
+
+	zerr_clear(&err);
+	if (x->rapl_raw(x->rapl_ctx, req->dev, req->zone, &raw, &err) != 0) {
+		fail(rep, &err);
+		return;
+	}
+	rep->v = raw;
+}
+
+/*
+ * One stream tick: every masked GPU's power and every masked package's raw
+ * counters. Failures are per device and never fail the reply, so one lost
+ * GPU does not silence the streams of the others.
+ */
+static void
+run_sample(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	struct gpu_backend *b = x->gpu;
+	bool failed = false;
+	struct zerr err;
+
+	for (uint64_t m = req->gpu_mask; m != 0; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		uint32_t mw;
+
+		zerr_clear(&err);
+		if (b->ops->get_power_mw(b, i, &mw, &err) == 0) {
+			rep->gpu_ok |= UINT64_C(1) << i;
+			rep->gpu_mw[i] = mw;
+		} else if (!failed) {
+			failed = true;
+			rep->err_gpu_kind = fail_kind(&err);
+			copy_msg(rep->err_msg, &err);
+		}
+		if (b->ops->lost != NULL && b->ops->lost(b, i))
+			rep->gpu_lost |= UINT64_C(1) << i;
+	}
+	for (uint64_t m = req->pkg_mask; m != 0; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		uint64_t cpu, dram = 0;
+
+		zerr_clear(&err);
+		if (x->rapl_raw(x->rapl_ctx, i, RAPL_ZONE_CPU, &cpu, &err) != 0)
+			continue;
+		if ((x->dram_mask >> i & 1) &&
+		    x->rapl_raw(x->rapl_ctx, i, RAPL_ZONE_DRAM, &dram,
+		    &err) != 0)
+			continue;
+		rep->mono_ns[i] = mono_ns();
+		rep->cpu_raw[i] = cpu;
+		rep->dram_raw[i] = dram;
+		rep->pkg_ok |= UINT64_C(1) << i;
+	}
+}
+
+void
+psexec_run(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	bool gpus = x->gpu != NULL && x->gpu->ops != NULL;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->magic = PSMSG_MAGIC;
+	rep->op = req->op;
+	rep->id = req->id;
+	switch (req->op) {
+	case PSMSG_GPU_POWER:
+	case PSMSG_GPU_ENERGY:
+	case PSMSG_GPU_LIMIT:
+	case PSMSG_GPU_CONSTRAINTS:
+	case PSMSG_GPU_PERSISTENCE:
+	case PSMSG_GPU_WRITE:
+		if (!gpus || req->dev >= x->ngpu)
+			internal(rep, "gpu index out of range");
+		else
+			run_gpu(x, req, rep);
+		break;
+	case PSMSG_RAPL_READ:
+		if (x->rapl_raw == NULL || req->dev >= x->npkg ||
+		    req->zone > RAPL_ZONE_DRAM ||
+		    (req->zone == RAPL_ZONE_DRAM && !(x->dram_mask >> req->dev
+		    & 1)))
+			internal(rep, "package index or zone out of range");
+		else
+			run_rapl_read(x, req, rep);
+		break;
+	case PSMSG_SAMPLE:
+		if ((req->gpu_mask != 0 && !gpus) ||
+		    (req->pkg_mask != 0 && x->rapl_raw == NULL) ||
+		    (req->gpu_mask & ~low_bits(x->ngpu)) != 0 ||
+		    (req->pkg_mask & ~low_bits(x->npkg)) != 0)
+			internal(rep, "sample mask out of range");
+		else
+			run_sample(x, req, rep);
+		break;
+	default:
+		internal(rep, "unknown op");
+		break;
+	}
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * exec.h - the device process's executor: one validated request in, one
+ * hardware operation on the real backends, one reply out.
+ *
+ * It holds no state of its own, so the device process can run one executor
+ * thread per channel over the same `struct psexec`: the backends already
+ * tolerate concurrent calls (gpu.h, rapl.h). Wrap tracking, queues and
+ * everything else stateful stay in the network process; this only turns a
+ * message into a driver call and the result into a message.
+ */
+#ifndef ZEUS_PRIVSEP_EXEC_H
+#define ZEUS_PRIVSEP_EXEC_H
+
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "../devices/gpu.h"
+#include "msg.h"
+
+struct psexec {
+	struct gpu_backend *gpu;	/* may have ops == NULL when ngpu == 0 */
+	unsigned ngpu, npkg;
+	uint64_t dram_mask;		/* bit i: package i has a DRAM zone */
+	/*
+	 * RAPL raw counter read of package `pkg`, zone (enum rapl_zone), as
+	 * struct rapl_source_ops.read; NULL when npkg == 0.
+	 */
+	int (*rapl_raw)(void *ctx, unsigned pkg, unsigned zone, uint64_t *raw,
+	    struct zerr *err);
+	void *rapl_ctx;
+};
+
+/*
+ * Runs `req`, which psmsg_request_check accepted against limits matching
+ * `x`, and fills the whole of *rep (zeroed first: no byte of this process's
+ * memory goes to the other one unless it is a field).
+ *
+ * The reply echoes magic, op and id. rc, err_kind and err_msg come from the
+ * backend's zerr; `lost` is the backend's lost() after a GPU operation.
+ * PSMSG_SAMPLE always has rc 0 and reports per device: gpu_ok/gpu_lost and
+ * gpu_mw[i] per GPU (the first failure's kind in err_gpu_kind, its message
+ * in err_msg), pkg_ok, cpu_raw[i], dram_raw[i] (packages in dram_mask) and
+ * mono_ns[i] per package.
+ *
+ * A request that slipped past the check anyway (an index out of range, a
+ * missing backend) is answered with ZERR_INTERNAL without calling anything.
+ */
+void psexec_run(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_reply *rep);
+
+#endif

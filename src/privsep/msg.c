@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * msg.c - decoding and checking the privilege-separation messages.
+ *
+ * psmsg_request_check is the whole attack surface the device process (root)
+ * shows to the network process (unprivileged, possibly compromised): a fixed
+ * 64-byte request, checked field by field against what the op may use,
+ * before anything reaches a backend. It is fuzzed (fuzz/fuzz_privsep_msg.c)
+ * together with the executor, to show that whatever it accepts is safe to
+ * run. Every rule is a plain comparison; nothing here allocates, loops over
+ * attacker-chosen lengths or formats message bytes as text.
+ */
+#include "msg.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../devices/gpu.h"
+#include "../devices/rapl.h"
+
+static const char *const op_names[PSMSG_OP_END] = {
+	[PSMSG_GPU_POWER] = "gpu_power",
+	[PSMSG_GPU_ENERGY] = "gpu_energy",
+	[PSMSG_GPU_LIMIT] = "gpu_limit",
+	[PSMSG_GPU_CONSTRAINTS] = "gpu_constraints",
+	[PSMSG_GPU_PERSISTENCE] = "gpu_persistence",
+	[PSMSG_GPU_WRITE] = "gpu_write",
+	[PSMSG_RAPL_READ] = "rapl_read",
+	[PSMSG_SAMPLE] = "sample",
+};
+
+const char *
+psmsg_op_name(uint32_t op)
+{
+	return op > 0 && op < PSMSG_OP_END ? op_names[op] : "?";
+}
+
+void
+psmsg_request_init(struct psmsg_request *r, enum psmsg_op op, uint64_t id)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = PSMSG_MAGIC;
+	r->op = (uint32_t)op;
+	r->id = id;
+}
+
+/* Always returns -1 so that callers can `return refuse(...)`. */
+__attribute__((format(printf, 3, 4))) static int
+refuse(char *why, size_t whysz, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why == NULL || whysz == 0)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(why, whysz, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* The bits below n: the valid part of a device mask. */
+static uint64_t
+low_bits(unsigned n)
+{
+	return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+}
+
+/* The write fields (w_*) must all be 0: the op takes no write. */
+static bool
+no_write_fields(const struct psmsg_request *r)
+{
+	return r->w_op == 0 && r->w_power_limit_mw == 0 && r->w_enabled == 0 &&
+	    r->w_min_mhz == 0 && r->w_max_mhz == 0;
+}
+
+/*
+ * The w_* fields of a GPU_WRITE: w_op known, its own values in range, the
+ * values of the other write ops 0.
+ */
+static int
+check_write(const struct psmsg_request *r, char *why, size_t whysz)
+{
+	bool clocks = false, limit = false, enabled = false;
+
+	switch (r->w_op) {
+	case GPU_SET_POWER_LIMIT:
+		if (r->w_power_limit_mw < 1 ||
+		    r->w_power_limit_mw > PSMSG_POWER_LIMIT_MAX_MW)
+			return refuse(why, whysz, "power limit %u mW out of "
+			    "range 1..%u", r->w_power_limit_mw,
+			    PSMSG_POWER_LIMIT_MAX_MW);
+		limit = true;
+		break;
+	case GPU_SET_PERSISTENCE_MODE:
+		if (r->w_enabled > 1)
+			return refuse(why, whysz, "enabled %u is not 0 or 1",
+			    r->w_enabled);
+		enabled = true;
+		break;
+	case GPU_SET_GPU_LOCKED_CLOCKS:
+	case GPU_SET_MEM_LOCKED_CLOCKS:
+		if (r->w_min_mhz > PSMSG_CLOCK_MAX_MHZ ||
+		    r->w_max_mhz > PSMSG_CLOCK_MAX_MHZ)
+			return refuse(why, whysz, "clocks %u..%u MHz out of "
+			    "range 0..%u", r->w_min_mhz, r->w_max_mhz,
+			    PSMSG_CLOCK_MAX_MHZ);
+		if (r->w_min_mhz > r->w_max_mhz)
+			return refuse(why, whysz, "min clock %u MHz above max "
+			    "%u MHz", r->w_min_mhz, r->w_max_mhz);
+		clocks = true;
+		break;
+	case GPU_RESET_GPU_LOCKED_CLOCKS:
+	case GPU_RESET_MEM_LOCKED_CLOCKS:
+	case GPU_RESET_LOCKED_CLOCKS:
+		break;
+	default:
+		return refuse(why, whysz, "unknown write op %u", r->w_op);
+	}
+	if ((!limit && r->w_power_limit_mw != 0) ||
+	    (!enabled && r->w_enabled != 0) ||
+	    (!clocks && (r->w_min_mhz != 0 || r->w_max_mhz != 0)))
+		return refuse(why, whysz, "write op %u with a value it does "
+		    "not take", r->w_op);
+	return 0;
+}
+
+/* Everything but magic, pad and size, which the caller checked. */
+static int
+check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
+    char *why, size_t whysz)
+{
+	switch (r->op) {
+	case PSMSG_GPU_POWER:
+	case PSMSG_GPU_ENERGY:
+	case PSMSG_GPU_LIMIT:
+	case PSMSG_GPU_CONSTRAINTS:
+	case PSMSG_GPU_PERSISTENCE:
+	case PSMSG_GPU_WRITE:
+		if (r->dev >= lim->ngpu)
+			return refuse(why, whysz, "gpu %u out of range (%u "
+			    "gpus)", r->dev, lim->ngpu);
+		if (r->zone != 0 || r->gpu_mask != 0 || r->pkg_mask != 0)
+			return refuse(why, whysz, "op %u with a non-zero "
+			    "zone or mask", r->op);
+		if (r->op == PSMSG_GPU_WRITE)
+			return check_write(r, why, whysz);
+		if (!no_write_fields(r))
+			return refuse(why, whysz, "op %u with non-zero write "
+			    "fields", r->op);
+		return 0;
+	case PSMSG_RAPL_READ:
+		if (r->dev >= lim->npkg)
+			return refuse(why, whysz, "package %u out of range "
+			    "(%u packages)", r->dev, lim->npkg);
+		if (r->zone != RAPL_ZONE_CPU && r->zone != RAPL_ZONE_DRAM)
+			return refuse(why, whysz, "zone %u is not 0 or 1",
+			    r->zone);
+		if (r->zone == RAPL_ZONE_DRAM &&
+		    !(lim->dram_mask >> r->dev & 1))
+			return refuse(why, whysz, "package %u has no dram "
+			    "zone", r->dev);
+		if (!no_write_fields(r) || r->gpu_mask != 0 ||
+		    r->pkg_mask != 0)
+			return refuse(why, whysz, "rapl_read with non-zero "
+			    "unused fields");
+		return 0;
+	case PSMSG_SAMPLE:
+		if ((r->gpu_mask | r->pkg_mask) == 0)
+			return refuse(why, whysz, "sample of nothing");
+		if (r->gpu_mask & ~low_bits(lim->ngpu))
+			return refuse(why, whysz, "gpu mask 0x%llx beyond %u "
+			    "gpus", (unsigned long long)r->gpu_mask,
+			    lim->ngpu);
+		if (r->pkg_mask & ~low_bits(lim->npkg))
+			return refuse(why, whysz, "package mask 0x%llx beyond "
+			    "%u packages", (unsigned long long)r->pkg_mask,
+			    lim->npkg);
+		if (r->dev != 0 || r->zone != 0 || !no_write_fields(r))
+			return refuse(why, whysz, "sample with non-zero "
+			    "unused fields");
+		return 0;
+	default:
+		return refuse(why, whysz, "unknown op %u", r->op);
+	}
+}
+
+int
+psmsg_request_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_request *out, char *why,
+    size_t whysz)
+{
+	struct psmsg_request r;
+
+	assert(lim->ngpu <= PSMSG_MAX_GPUS && lim->npkg <= PSMSG_MAX_PKGS);
+	assert((lim->dram_mask & ~low_bits(lim->npkg)) == 0);
+	memset(out, 0, sizeof(*out));
+	if (len != sizeof(r))
+		return refuse(why, whysz, "request of %zu bytes, not %zu",
+		    len, sizeof(r));
+	/* a copy: `buf` may be unaligned, and the checks see one snapshot */
+	memcpy(&r, buf, sizeof(r));
+	if (r.magic != PSMSG_MAGIC)
+		return refuse(why, whysz, "bad magic 0x%08x", r.magic);
+	if (r.pad != 0)
+		return refuse(why, whysz, "non-zero pad");
+	if (check_fields(&r, lim, why, whysz) != 0)
+		return -1;
+	*out = r;
+	return 0;
+}
+
+int
+psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
+    struct psmsg_reply *out, char *why, size_t whysz)
+{
+	const struct psmsg_reply *r = out;
+
+	memset(out, 0, sizeof(*out));
+	if (len != sizeof(*out))
+		return refuse(why, whysz, "reply of %zu bytes, not %zu", len,
+		    sizeof(*out));
+	/* checked in the caller's copy, so `buf` may be unaligned */
+	memcpy(out, buf, sizeof(*out));
+	if (r->magic != PSMSG_MAGIC) {
+		refuse(why, whysz, "bad magic 0x%08x", r->magic);
+		goto bad;
+	}
+	if (r->id != id || r->op != op) {
+		refuse(why, whysz, "reply to %s #%llu, expected %s #%llu",
+		    psmsg_op_name(r->op), (unsigned long long)r->id,
+		    psmsg_op_name(op), (unsigned long long)id);
+		goto bad;
+	}
+	if (r->rc != 0 && r->rc != -1) {
+		refuse(why, whysz, "rc %d", (int)r->rc);
+		goto bad;
+	}
+	if (r->err_kind > ZERR_CONFLICT || r->err_gpu_kind > ZERR_CONFLICT) {
+		refuse(why, whysz, "bad error kind %u/%u", r->err_kind,
+		    r->err_gpu_kind);
+		goto bad;
+	}
+	/* a failure without a kind would become a 200 */
+	if ((r->rc == 0) != (r->err_kind == ZERR_NONE)) {
+		refuse(why, whysz, "rc %d with error kind %u", (int)r->rc,
+		    r->err_kind);
+		goto bad;
+	}
+	/* not forced: a message without its NUL is a broken reply */
+	if (memchr(r->err_msg, '\0', sizeof(r->err_msg)) == NULL) {
+		refuse(why, whysz, "unterminated error message");
+		goto bad;
+	}
+	if (r->lost > 1 || r->pad0 != 0 || r->pad != 0) {
+		refuse(why, whysz, "bad lost flag or non-zero pad");
+		goto bad;
+	}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * msg.h - the messages between the network process and the device process
+ * (privilege separation, docs/design.md).
+ *
+ * The network process runs without privileges and parses everything that
+ * comes from the network, so the device process must assume it has been
+ * taken over: every request it reads is hostile until psmsg_request_check
+ * has accepted it. To keep that check small and exhaustive the messages are
+ * fixed-size plain data: no pointers, no lengths, no strings in requests,
+ * every field at a fixed offset with no implicit padding (the asserts
+ * below), and every field that an operation does not use must be 0, so a
+ * forged request cannot smuggle anything past the check.
+ *
+ * One request and one reply per round trip on a SOCK_SEQPACKET channel;
+ * the reply echoes the request's id and op. Both processes are the same
+ * binary on the same host, so the layout is native (byte order, alignment).
+ *
+ * Reading: recv into a buffer at least one byte larger than the message
+ * (or with MSG_TRUNC) so that an oversized message shows its real length
+ * and is refused here instead of being silently truncated to a valid size.
+ */
+#ifndef ZEUS_PRIVSEP_MSG_H
+#define ZEUS_PRIVSEP_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+#define PSMSG_MAGIC 0x7a707331u		/* "zps1" */
+#define PSMSG_MAX_GPUS 64		/* bits of a uint64_t mask */
+#define PSMSG_MAX_PKGS 64
+
+/* Value ranges the device process accepts (the API's are narrower). */
+#define PSMSG_POWER_LIMIT_MAX_MW 10000000u	/* 10 kW */
+#define PSMSG_CLOCK_MAX_MHZ 100000u
+
+enum psmsg_op {
+	PSMSG_GPU_POWER = 1,		/* dev */
+	PSMSG_GPU_ENERGY,		/* dev */
+	PSMSG_GPU_LIMIT,		/* dev */
+	PSMSG_GPU_CONSTRAINTS,		/* dev */
+	PSMSG_GPU_PERSISTENCE,		/* dev */
+	PSMSG_GPU_WRITE,		/* dev, w_* */
+	PSMSG_RAPL_READ,		/* dev = package index, zone */
+	PSMSG_SAMPLE,			/* gpu_mask, pkg_mask: one per stream tick */
+	PSMSG_OP_END
+};
+
+struct psmsg_request {
+	uint32_t magic;
+	uint32_t op;			/* enum psmsg_op */
+	uint64_t id;			/* echoed in the reply */
+	uint32_t dev;
+	uint32_t zone;			/* enum rapl_zone: 0 cpu, 1 dram */
+	uint32_t w_op;			/* enum gpu_write_op */
+	uint32_t w_power_limit_mw;
+	uint32_t w_enabled;		/* 0 or 1 */
+	uint32_t w_min_mhz, w_max_mhz;
+	uint32_t pad;			/* must be 0 */
+	uint64_t gpu_mask, pkg_mask;	/* PSMSG_SAMPLE */
+};
+
+struct psmsg_reply {
+	uint32_t magic, op;
+	uint64_t id;
+	int32_t rc;			/* 0, or -1 with err_kind/err_msg */
+	uint32_t err_kind;		/* enum zerr_kind */
+	char err_msg[ZERR_MSG_MAX];	/* NUL-terminated */
+	uint32_t lost;			/* GPU ops: backend's lost() after the call */
+	uint32_t a, b;			/* power/limit mW; min,max; persistence */
+	/*
+	 * Not in the first draft of the layout: without it the compiler puts
+	 * 4 bytes of padding before `v`, which memset covers but nothing
+	 * names; explicit, it is zeroed and checked like every other field.
+	 */
+	uint32_t pad0;			/* 0 */
+	uint64_t v;			/* energy mJ; RAPL raw counter */
+	/* PSMSG_SAMPLE */
+	uint64_t gpu_ok, gpu_lost, pkg_ok;
+	uint32_t err_gpu_kind;		/* first GPU failure, message in err_msg */
+	uint32_t pad;			/* 0 */
+	uint32_t gpu_mw[PSMSG_MAX_GPUS];
+	uint64_t cpu_raw[PSMSG_MAX_PKGS], dram_raw[PSMSG_MAX_PKGS];
+	uint64_t mono_ns[PSMSG_MAX_PKGS];	/* CLOCK_MONOTONIC after the read */
+};
+
+/*
+ * No implicit padding anywhere: each size is the sum of its fields, so
+ * every byte on the wire is a named field that the sender zeroes or fills
+ * and the receiver can check. A multiple of 8 keeps arrays of messages and
+ * the 64-bit fields aligned.
+ */
+_Static_assert(ZERR_MSG_MAX % 8 == 0, "err_msg must keep 8-byte alignment");
+_Static_assert(sizeof(struct psmsg_request) == 2 * 4 + 8 + 8 * 4 + 2 * 8,
+    "struct psmsg_request has padding");
+_Static_assert(sizeof(struct psmsg_request) % 8 == 0,
+    "struct psmsg_request size not a multiple of 8");
+_Static_assert(sizeof(struct psmsg_reply) ==
+    2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
+    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8,
+    "struct psmsg_reply has padding");
+_Static_assert(sizeof(struct psmsg_reply) % 8 == 0,
+    "struct psmsg_reply size not a multiple of 8");
+
+/* What the device process serves: the bounds a request is checked against. */
+struct psmsg_limits {
+	unsigned ngpu, npkg;		/* each at most PSMSG_MAX_* */
+	uint64_t dram_mask;		/* bit i: package i has a DRAM zone */
+};
+
+/*
+ * The device side's decoder. Accepts `buf` only when it is exactly one
+ * request (len == sizeof), the magic matches, the op is known, every field
+ * the op uses is in range for `lim` and every field it does not use is 0:
+ *   GPU reads:   dev < ngpu
+ *   GPU_WRITE:   dev < ngpu, w_op < GPU_WRITE_OP_COUNT, and per w_op
+ *                power limit 1..PSMSG_POWER_LIMIT_MAX_MW, enabled 0/1, or
+ *                clocks 0..PSMSG_CLOCK_MAX_MHZ with min <= max; resets
+ *                take no value
+ *   RAPL_READ:   dev < npkg, zone 0 (cpu) or 1 (dram, only where the
+ *                package has DRAM)
+ *   SAMPLE:      at least one bit across gpu_mask/pkg_mask, only bits
+ *                < ngpu / < npkg
+ * Returns 0 and fills *out, or -1 with *out zeroed and a short reason in
+ * `why` (numbers, never bytes of the message as text).
+ *
+ * `lim` over PSMSG_MAX_* or with DRAM bits beyond npkg is a programming
+ * error of the caller (assert).
+ */
+int psmsg_request_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_request *out, char *why,
+    size_t whysz);
+
+/*
+ * The network side's check of a reply to request (id, op): exact size,
+ * magic, echoed id and op, rc 0 with ZERR_NONE or -1 with another kind,
+ * kinds valid enum zerr_kind values, err_msg NUL-terminated inside its
+ * array, lost 0/1, pads 0. The device process is trusted, so this guards
+ * against a crossed channel or a bug rather than an attacker; it is as
+ * strict anyway, because the reply's message ends up in an HTTP body.
+ * Returns 0 and fills *out, or -1 with *out zeroed and a reason in `why`.
+ */
+int psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
+    struct psmsg_reply *out, char *why, size_t whysz);
+
+/* Zeroes *r and sets magic, op and id: the caller fills the op's fields. */
+void psmsg_request_init(struct psmsg_request *r, enum psmsg_op op,
+    uint64_t id);
+
+/* "gpu_power", ..., "sample" for logs; "?" for anything else. */
+const char *psmsg_op_name(uint32_t op);
+
+#endif

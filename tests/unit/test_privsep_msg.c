@@ -1,0 +1,934 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_privsep_msg.c - the privilege-separation messages (src/privsep/msg.c)
+ * and the device-side executor (src/privsep/exec.c).
+ *
+ * One test per validation rule of psmsg_request_check (the device process's
+ * only input from the unprivileged side), the network side's reply check,
+ * and the executor against a fake GPU backend and a fake RAPL reader that
+ * count their calls: a forged request is refused by the check and never
+ * reaches a backend, an accepted one reaches exactly the right call with
+ * the right index, and a reply carries nothing but its fields.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "devices/gpu.h"
+#include "devices/rapl.h"
+#include "privsep/exec.h"
+#include "privsep/msg.h"
+
+/* 3 GPUs, 2 packages, DRAM on package 1 only */
+static const struct psmsg_limits lim = { 3, 2, 0x2 };
+
+/* ---- the fake backends ------------------------------------------------- */
+
+enum { F_POWER, F_ENERGY, F_LIMIT, F_CONSTRAINTS, F_PERSISTENCE, F_WRITE,
+	F_LOST, F_RAPL, F_COUNT };
+
+struct fake {
+	unsigned calls[F_COUNT];
+	unsigned last_gpu;
+	struct gpu_write last_write;
+	uint64_t fail_gpus;		/* these GPUs' calls fail... */
+	enum zerr_kind fail_kind;	/* ...with this kind */
+	uint64_t lost_gpus;
+	uint64_t fail_pkgs;		/* RAPL reads of these fail */
+	unsigned last_pkg, last_zone;
+};
+
+static struct fake fk;
+
+static int
+fake_gpu(unsigned f, unsigned gpu, struct zerr *err)
+{
+	fk.calls[f]++;
+	fk.last_gpu = gpu;
+	assert_true(gpu < lim.ngpu);
+	if (fk.fail_gpus >> gpu & 1)
+		return zerr_set(err, fk.fail_kind, "gpu %u: fake failure",
+		    gpu);
+	return 0;
+}
+
+static int
+f_power(struct gpu_backend *b, unsigned gpu, uint32_t *mw, struct zerr *err)
+{
+	*mw = 100000 + gpu;
+	return fake_gpu(F_POWER, gpu, err);
+}
+
+static int
+f_energy(struct gpu_backend *b, unsigned gpu, uint64_t *mj, struct zerr *err)
+{
+	*mj = UINT64_C(1) << 40 | gpu;
+	return fake_gpu(F_ENERGY, gpu, err);
+}
+
+static int
+f_limit(struct gpu_backend *b, unsigned gpu, uint32_t *mw, struct zerr *err)
+{
+	*mw = 250000;
+	return fake_gpu(F_LIMIT, gpu, err);
+}
+
+static int
+f_constraints(struct gpu_backend *b, unsigned gpu, uint32_t *lo,
+    uint32_t *hi, struct zerr *err)
+{
+	*lo = 100000;
+	*hi = 300000;
+	return fake_gpu(F_CONSTRAINTS, gpu, err);
+}
+
+static int
+f_persistence(struct gpu_backend *b, unsigned gpu, bool *on, struct zerr *err)
+{
+	*on = true;
+	return fake_gpu(F_PERSISTENCE, gpu, err);
+}
+
+static int
+f_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
+    struct zerr *err)
+{
+	fk.last_write = *w;
+	return fake_gpu(F_WRITE, gpu, err);
+}
+
+static bool
+f_lost(struct gpu_backend *b, unsigned gpu)
+{
+	fk.calls[F_LOST]++;
+	return fk.lost_gpus >> gpu & 1;
+}
+
+static const struct gpu_backend_ops fake_ops = {
+	.name = "fake",
+	.get_power_mw = f_power,
+	.get_energy_mj = f_energy,
+	.get_power_limit_mw = f_limit,
+	.get_power_limit_constraints = f_constraints,
+	.get_persistence_mode = f_persistence,
+	.write = f_write,
+	.lost = f_lost,
+};
+
+static struct gpu_backend fake_gpu_backend = { &fake_ops, NULL };
+
+static int
+f_rapl(void *ctx, unsigned pkg, unsigned zone, uint64_t *raw,
+    struct zerr *err)
+{
+	fk.calls[F_RAPL]++;
+	fk.last_pkg = pkg;
+	fk.last_zone = zone;
+	assert_ptr_equal(ctx, &fk);
+	assert_true(pkg < lim.npkg);
+	assert_true(zone == RAPL_ZONE_CPU ||
+	    (zone == RAPL_ZONE_DRAM && (lim.dram_mask >> pkg & 1)));
+	if (fk.fail_pkgs >> pkg & 1)
+		return zerr_set(err, ZERR_INTERNAL, "package %u: fake", pkg);
+	*raw = 1000u * pkg + zone + 7;
+	return 0;
+}
+
+static const struct psexec exec_fake = {
+	.gpu = &fake_gpu_backend, .ngpu = 3, .npkg = 2, .dram_mask = 0x2,
+	.rapl_raw = f_rapl, .rapl_ctx = &fk,
+};
+
+static int
+setup(void **state)
+{
+	memset(&fk, 0, sizeof(fk));
+	return 0;
+}
+
+static unsigned
+total_calls(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < F_COUNT; i++)
+		n += fk.calls[i];
+	return n;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static struct psmsg_request
+req(enum psmsg_op op)
+{
+	struct psmsg_request r;
+
+	psmsg_request_init(&r, op, 42);
+	return r;
+}
+
+static struct psmsg_request
+wreq(enum gpu_write_op w, uint32_t limit, uint32_t enabled, uint32_t lo,
+    uint32_t hi)
+{
+	struct psmsg_request r = req(PSMSG_GPU_WRITE);
+
+	r.dev = 2;
+	r.w_op = w;
+	r.w_power_limit_mw = limit;
+	r.w_enabled = enabled;
+	r.w_min_mhz = lo;
+	r.w_max_mhz = hi;
+	return r;
+}
+
+static int
+check_lim(const struct psmsg_request *r, const struct psmsg_limits *l)
+{
+	struct psmsg_request out;
+	char why[128] = "";
+	int rc;
+
+	memset(&out, 0x55, sizeof(out));
+	rc = psmsg_request_check(r, sizeof(*r), l, &out, why, sizeof(why));
+	if (rc == 0) {
+		assert_memory_equal(&out, r, sizeof(*r));
+	} else {
+		/* a refusal says why and leaves nothing runnable behind */
+		assert_int_equal(rc, -1);
+		assert_true(why[0] != '\0');
+		assert_int_equal(out.magic, 0);
+		assert_int_equal(out.op, 0);
+	}
+	return rc;
+}
+
+static int
+check(const struct psmsg_request *r)
+{
+	return check_lim(r, &lim);
+}
+
+/* The message the device process would act on, as the loop will do it. */
+static int
+serve(const void *buf, size_t len, struct psmsg_reply *rep)
+{
+	struct psmsg_request r;
+	char why[128];
+
+	if (psmsg_request_check(buf, len, &lim, &r, why, sizeof(why)) != 0)
+		return -1;
+	psexec_run(&exec_fake, &r, rep);
+	return 0;
+}
+
+/* ---- request check ----------------------------------------------------- */
+
+static void
+test_layout(void **state)
+{
+	assert_int_equal(sizeof(struct psmsg_request), 64);
+	assert_int_equal(offsetof(struct psmsg_request, gpu_mask), 48);
+	assert_int_equal(sizeof(struct psmsg_reply) % 8, 0);
+	assert_int_equal(offsetof(struct psmsg_reply, v) % 8, 0);
+	assert_int_equal(offsetof(struct psmsg_reply, cpu_raw) % 8, 0);
+}
+
+static void
+test_good(void **state)
+{
+	static const enum psmsg_op reads[] = { PSMSG_GPU_POWER,
+		PSMSG_GPU_ENERGY, PSMSG_GPU_LIMIT, PSMSG_GPU_CONSTRAINTS,
+		PSMSG_GPU_PERSISTENCE };
+	struct psmsg_request r;
+
+	for (unsigned i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+		for (unsigned g = 0; g < lim.ngpu; g++) {
+			r = req(reads[i]);
+			r.dev = g;
+			assert_int_equal(check(&r), 0);
+		}
+	r = wreq(GPU_SET_POWER_LIMIT, 1, 0, 0, 0);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_SET_POWER_LIMIT, 10000000, 0, 0, 0);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 0, 0, 0);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 0, 100000);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_SET_MEM_LOCKED_CLOCKS, 0, 0, 1500, 1500);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_RESET_GPU_LOCKED_CLOCKS, 0, 0, 0, 0);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_RESET_MEM_LOCKED_CLOCKS, 0, 0, 0, 0);
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_RESET_LOCKED_CLOCKS, 0, 0, 0, 0);
+	assert_int_equal(check(&r), 0);
+	r = req(PSMSG_RAPL_READ);
+	r.dev = 1;
+	assert_int_equal(check(&r), 0);
+	r.zone = RAPL_ZONE_DRAM;
+	assert_int_equal(check(&r), 0);
+	r = req(PSMSG_SAMPLE);
+	r.gpu_mask = 0x7;
+	r.pkg_mask = 0x3;
+	assert_int_equal(check(&r), 0);
+	r.gpu_mask = 0;
+	assert_int_equal(check(&r), 0);
+	r.gpu_mask = 0x4;
+	r.pkg_mask = 0;
+	assert_int_equal(check(&r), 0);
+}
+
+static void
+test_bad_magic(void **state)
+{
+	struct psmsg_request r = req(PSMSG_GPU_POWER);
+
+	r.magic = PSMSG_MAGIC ^ 1;
+	assert_int_equal(check(&r), -1);
+	r.magic = 0;
+	assert_int_equal(check(&r), -1);
+}
+
+static void
+test_bad_size(void **state)
+{
+	unsigned char buf[sizeof(struct psmsg_reply)] = { 0 };
+	struct psmsg_request r = req(PSMSG_GPU_POWER), out;
+	char why[128];
+
+	memcpy(buf, &r, sizeof(r));
+	for (size_t len = 0; len < sizeof(r); len++)
+		assert_int_equal(psmsg_request_check(buf, len, &lim, &out, why,
+		    sizeof(why)), -1);
+	assert_int_equal(psmsg_request_check(buf, sizeof(r), &lim, &out, why,
+	    sizeof(why)), 0);
+	assert_int_equal(psmsg_request_check(buf, sizeof(r) + 1, &lim, &out,
+	    why, sizeof(why)), -1);
+	assert_int_equal(psmsg_request_check(buf, sizeof(buf), &lim, &out,
+	    why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "bytes"));
+	/* no room for a reason is fine */
+	assert_int_equal(psmsg_request_check(buf, 3, &lim, &out, NULL, 0), -1);
+}
+
+static void
+test_bad_op(void **state)
+{
+	static const uint32_t ops[] = { 0, PSMSG_OP_END, PSMSG_OP_END + 1,
+		0x80000000u, UINT32_MAX };
+	struct psmsg_request r;
+
+	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		r = req(PSMSG_GPU_POWER);
+		r.op = ops[i];
+		assert_int_equal(check(&r), -1);
+	}
+	assert_string_equal(psmsg_op_name(0), "?");
+	assert_string_equal(psmsg_op_name(PSMSG_OP_END), "?");
+	assert_string_equal(psmsg_op_name(PSMSG_SAMPLE), "sample");
+}
+
+static void
+test_gpu_range(void **state)
+{
+	static const struct psmsg_limits none = { 0, 2, 0 };
+	struct psmsg_request r;
+
+	for (uint32_t op = PSMSG_GPU_POWER; op <= PSMSG_GPU_WRITE; op++) {
+		r = op == PSMSG_GPU_WRITE ?
+		    wreq(GPU_RESET_LOCKED_CLOCKS, 0, 0, 0, 0) : req(op);
+		r.dev = lim.ngpu - 1;
+		assert_int_equal(check(&r), 0);
+		r.dev = lim.ngpu;
+		assert_int_equal(check(&r), -1);
+		r.dev = UINT32_MAX;
+		assert_int_equal(check(&r), -1);
+		r.dev = 0;		/* no GPU at all: even 0 is out */
+		assert_int_equal(check_lim(&r, &none), -1);
+	}
+}
+
+static void
+test_pkg_range(void **state)
+{
+	static const struct psmsg_limits none = { 3, 0, 0 };
+	struct psmsg_request r = req(PSMSG_RAPL_READ);
+
+	r.dev = lim.npkg;
+	assert_int_equal(check(&r), -1);
+	r.dev = UINT32_MAX;
+	assert_int_equal(check(&r), -1);
+	r.dev = 0;
+	assert_int_equal(check_lim(&r, &none), -1);
+}
+
+static void
+test_zone(void **state)
+{
+	struct psmsg_request r = req(PSMSG_RAPL_READ);
+
+	r.dev = 0;			/* no DRAM on package 0 */
+	r.zone = RAPL_ZONE_DRAM;
+	assert_int_equal(check(&r), -1);
+	r.dev = 1;
+	r.zone = 2;
+	assert_int_equal(check(&r), -1);
+	r.zone = UINT32_MAX;
+	assert_int_equal(check(&r), -1);
+}
+
+static void
+test_bad_write_op(void **state)
+{
+	struct psmsg_request r = wreq(GPU_WRITE_OP_COUNT, 0, 0, 0, 0);
+
+	assert_int_equal(check(&r), -1);
+	r.w_op = UINT32_MAX;
+	assert_int_equal(check(&r), -1);
+}
+
+static void
+test_enabled(void **state)
+{
+	struct psmsg_request r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 2, 0, 0);
+
+	assert_int_equal(check(&r), -1);
+	r.w_enabled = UINT32_MAX;
+	assert_int_equal(check(&r), -1);
+}
+
+static void
+test_power_limit(void **state)
+{
+	struct psmsg_request r = wreq(GPU_SET_POWER_LIMIT, 0, 0, 0, 0);
+
+	assert_int_equal(check(&r), -1);
+	r.w_power_limit_mw = 10000001;
+	assert_int_equal(check(&r), -1);
+	r.w_power_limit_mw = UINT32_MAX;
+	assert_int_equal(check(&r), -1);
+}
+
+static void
+test_clocks(void **state)
+{
+	static const enum gpu_write_op ops[] = { GPU_SET_GPU_LOCKED_CLOCKS,
+		GPU_SET_MEM_LOCKED_CLOCKS };
+	struct psmsg_request r;
+
+	for (unsigned i = 0; i < 2; i++) {
+		r = wreq(ops[i], 0, 0, 1501, 1500);
+		assert_int_equal(check(&r), -1);
+		r = wreq(ops[i], 0, 0, 0, 100001);
+		assert_int_equal(check(&r), -1);
+		r = wreq(ops[i], 0, 0, 100001, 100001);
+		assert_int_equal(check(&r), -1);
+		r = wreq(ops[i], 0, 0, UINT32_MAX, UINT32_MAX);
+		assert_int_equal(check(&r), -1);
+	}
+}
+
+/*
+ * Every field an op does not use, set to 1 in an otherwise good request of
+ * that op, is refused: nothing can ride along.
+ */
+struct field {
+	const char *name;
+	size_t off, size;
+};
+
+#define F(m) { #m, offsetof(struct psmsg_request, m), \
+	sizeof(((struct psmsg_request *)0)->m) }
+static const struct field fields[] = {
+	F(dev), F(zone), F(w_op), F(w_power_limit_mw), F(w_enabled),
+	F(w_min_mhz), F(w_max_mhz), F(pad), F(gpu_mask), F(pkg_mask),
+};
+#undef F
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static bool
+used(const char *list, const char *name)
+{
+	char key[40];
+
+	snprintf(key, sizeof(key), " %s ", name);
+	return strstr(list, key) != NULL;
+}
+
+static void
+poke(struct psmsg_request *r, const struct field *f, uint64_t v)
+{
+	unsigned char *p = (unsigned char *)r + f->off;
+
+	if (f->size == 4) {
+		uint32_t v32 = (uint32_t)v;
+
+		memcpy(p, &v32, 4);
+	} else {
+		memcpy(p, &v, 8);
+	}
+}
+
+static void
+test_unused_fields(void **state)
+{
+	struct {
+		struct psmsg_request r;
+		const char *used;	/* space-separated, padded */
+	} cases[16];
+	unsigned n = 0;
+
+	for (uint32_t op = PSMSG_GPU_POWER; op < PSMSG_GPU_WRITE; op++) {
+		cases[n].r = req(op);
+		cases[n++].used = " dev ";
+	}
+	cases[n].r = wreq(GPU_SET_POWER_LIMIT, 1000, 0, 0, 0);
+	cases[n++].used = " dev w_op w_power_limit_mw ";
+	cases[n].r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
+	cases[n++].used = " dev w_op w_enabled ";
+	cases[n].r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 1000, 2000);
+	cases[n++].used = " dev w_op w_min_mhz w_max_mhz ";
+	cases[n].r = wreq(GPU_SET_MEM_LOCKED_CLOCKS, 0, 0, 1000, 2000);
+	cases[n++].used = " dev w_op w_min_mhz w_max_mhz ";
+	cases[n].r = wreq(GPU_RESET_GPU_LOCKED_CLOCKS, 0, 0, 0, 0);
+	cases[n++].used = " dev w_op ";
+	cases[n].r = wreq(GPU_RESET_MEM_LOCKED_CLOCKS, 0, 0, 0, 0);
+	cases[n++].used = " dev w_op ";
+	cases[n].r = wreq(GPU_RESET_LOCKED_CLOCKS, 0, 0, 0, 0);
+	cases[n++].used = " dev w_op ";
+	cases[n].r = req(PSMSG_RAPL_READ);
+	cases[n++].used = " dev zone ";
+	cases[n].r = req(PSMSG_SAMPLE);
+	cases[n].r.gpu_mask = 1;
+	cases[n].r.pkg_mask = 1;
+	cases[n++].used = " gpu_mask pkg_mask ";
+	assert_true(n <= sizeof(cases) / sizeof(cases[0]));
+
+	for (unsigned c = 0; c < n; c++) {
+		assert_int_equal(check(&cases[c].r), 0);
+		for (unsigned f = 0; f < NFIELDS; f++) {
+			struct psmsg_request r = cases[c].r;
+
+			if (used(cases[c].used, fields[f].name))
+				continue;
+			poke(&r, &fields[f], 1);
+			if (check(&r) != -1)
+				fail_msg("op %s case %u: %s=1 accepted",
+				    psmsg_op_name(r.op), c, fields[f].name);
+		}
+	}
+}
+
+static void
+test_pad(void **state)
+{
+	struct psmsg_request r = req(PSMSG_GPU_POWER);
+
+	r.pad = 1;
+	assert_int_equal(check(&r), -1);
+	r.pad = 0x80000000u;
+	assert_int_equal(check(&r), -1);
+}
+
+static void
+test_sample_masks(void **state)
+{
+	static const struct psmsg_limits full = { 64, 64, UINT64_MAX };
+	struct psmsg_request r = req(PSMSG_SAMPLE);
+
+	assert_int_equal(check(&r), -1);	/* empty */
+	r.gpu_mask = UINT64_C(1) << lim.ngpu;
+	assert_int_equal(check(&r), -1);
+	r.gpu_mask = UINT64_C(1) << 63;
+	assert_int_equal(check(&r), -1);
+	r.gpu_mask = 1;
+	r.pkg_mask = UINT64_C(1) << lim.npkg;
+	assert_int_equal(check(&r), -1);
+	r.pkg_mask = UINT64_MAX;
+	assert_int_equal(check(&r), -1);
+	/* 64 devices: every bit is a device */
+	r.gpu_mask = UINT64_MAX;
+	r.pkg_mask = UINT64_MAX;
+	assert_int_equal(check_lim(&r, &full), 0);
+}
+
+/* ---- reply check ------------------------------------------------------- */
+
+static void
+good_reply(struct psmsg_reply *rep)
+{
+	struct psmsg_request r = req(PSMSG_GPU_POWER);
+
+	psexec_run(&exec_fake, &r, rep);
+	assert_int_equal(rep->rc, 0);
+}
+
+static int
+rcheck(const struct psmsg_reply *rep, uint64_t id, uint32_t op)
+{
+	struct psmsg_reply out;
+	char why[128] = "";
+	int rc;
+
+	rc = psmsg_reply_check(rep, sizeof(*rep), id, op, &out, why,
+	    sizeof(why));
+	if (rc == 0)
+		assert_memory_equal(&out, rep, sizeof(*rep));
+	else
+		assert_true(why[0] != '\0');
+	return rc;
+}
+
+static void
+test_reply_good(void **state)
+{
+	static struct psmsg_reply rep;
+	struct psmsg_request r;
+
+	good_reply(&rep);
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), 0);
+	fk.fail_gpus = 0x2;
+	fk.fail_kind = ZERR_FORBIDDEN;
+	good_reply(&rep);		/* gpu 0: still fine */
+	r = req(PSMSG_GPU_LIMIT);
+	r.dev = 1;
+	psexec_run(&exec_fake, &r, &rep);
+	assert_int_equal(rep.rc, -1);
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_LIMIT), 0);
+}
+
+static void
+test_reply_bad(void **state)
+{
+	static struct psmsg_reply rep, out;
+	static unsigned char big[sizeof(rep) + 1];
+	char why[128];
+
+	good_reply(&rep);
+	assert_int_equal(rcheck(&rep, 43, PSMSG_GPU_POWER), -1);  /* id */
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_ENERGY), -1); /* op */
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep) - 1, 42,
+	    PSMSG_GPU_POWER, &out, why, sizeof(why)), -1);
+	memcpy(big, &rep, sizeof(rep));
+	assert_int_equal(psmsg_reply_check(big, sizeof(big), 42,
+	    PSMSG_GPU_POWER, &out, why, sizeof(why)), -1);
+
+	good_reply(&rep);
+	rep.magic = 0;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+
+	good_reply(&rep);		/* no NUL anywhere in err_msg */
+	rep.rc = -1;
+	rep.err_kind = ZERR_INTERNAL;
+	memset(rep.err_msg, 'x', sizeof(rep.err_msg));
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+	rep.err_msg[sizeof(rep.err_msg) - 1] = '\0';	/* the last byte */
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), 0);
+
+	good_reply(&rep);
+	rep.rc = -1;
+	rep.err_kind = ZERR_CONFLICT + 1;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+	rep.err_kind = UINT32_MAX;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+	rep.err_kind = ZERR_NONE;	/* failure without a kind */
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+
+	good_reply(&rep);
+	rep.err_kind = ZERR_INTERNAL;	/* success with a kind */
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+
+	good_reply(&rep);
+	rep.rc = 1;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+
+	good_reply(&rep);
+	rep.err_gpu_kind = 99;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+
+	good_reply(&rep);
+	rep.lost = 2;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+
+	good_reply(&rep);
+	rep.pad0 = 1;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+
+	good_reply(&rep);
+	rep.pad = 1;
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_POWER), -1);
+}
+
+/* ---- executor ---------------------------------------------------------- */
+
+static void
+test_exec_reads(void **state)
+{
+	static struct psmsg_reply rep;
+	struct psmsg_request r;
+
+	r = req(PSMSG_GPU_POWER);
+	r.dev = 2;
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(fk.calls[F_POWER], 1);
+	assert_int_equal(fk.last_gpu, 2);
+	assert_int_equal(rep.magic, PSMSG_MAGIC);
+	assert_int_equal(rep.op, PSMSG_GPU_POWER);
+	assert_int_equal(rep.id, 42);
+	assert_int_equal(rep.rc, 0);
+	assert_int_equal(rep.a, 100002);
+	assert_int_equal(rep.lost, 0);
+
+	r = req(PSMSG_GPU_ENERGY);
+	r.dev = 1;
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(fk.calls[F_ENERGY], 1);
+	assert_true(rep.v == (UINT64_C(1) << 40 | 1));
+
+	r = req(PSMSG_GPU_LIMIT);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(rep.a, 250000);
+
+	r = req(PSMSG_GPU_CONSTRAINTS);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(rep.a, 100000);
+	assert_int_equal(rep.b, 300000);
+
+	r = req(PSMSG_GPU_PERSISTENCE);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(rep.a, 1);
+
+	r = req(PSMSG_RAPL_READ);
+	r.dev = 1;
+	r.zone = RAPL_ZONE_DRAM;
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(fk.calls[F_RAPL], 1);
+	assert_int_equal(fk.last_pkg, 1);
+	assert_int_equal(fk.last_zone, RAPL_ZONE_DRAM);
+	assert_int_equal(rep.v, 1008);
+	assert_int_equal(rep.rc, 0);
+	assert_int_equal(fk.calls[F_LOST], 5);	/* once per GPU op */
+}
+
+static void
+test_exec_write(void **state)
+{
+	static struct psmsg_reply rep;
+	struct psmsg_request r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 900,
+	    1800);
+
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(fk.calls[F_WRITE], 1);
+	assert_int_equal(fk.last_gpu, 2);
+	assert_int_equal(fk.last_write.op, GPU_SET_GPU_LOCKED_CLOCKS);
+	assert_int_equal(fk.last_write.min_clock_mhz, 900);
+	assert_int_equal(fk.last_write.max_clock_mhz, 1800);
+	assert_int_equal(rep.rc, 0);
+
+	r = wreq(GPU_SET_POWER_LIMIT, 175000, 0, 0, 0);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(fk.last_write.op, GPU_SET_POWER_LIMIT);
+	assert_int_equal(fk.last_write.power_limit_mw, 175000);
+
+	r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_true(fk.last_write.enabled);
+	assert_int_equal(fk.calls[F_WRITE], 3);
+}
+
+static void
+test_exec_failure(void **state)
+{
+	static struct psmsg_reply rep;
+	struct psmsg_request r = wreq(GPU_SET_POWER_LIMIT, 175000, 0, 0, 0);
+	size_t n;
+
+	fk.fail_gpus = 0x4;
+	fk.fail_kind = ZERR_UNAVAILABLE;
+	fk.lost_gpus = 0x4;
+	memset(&rep, 0xa5, sizeof(rep));
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(rep.rc, -1);
+	assert_int_equal(rep.err_kind, ZERR_UNAVAILABLE);
+	assert_string_equal(rep.err_msg, "gpu 2: fake failure");
+	assert_int_equal(rep.lost, 1);
+	/* nothing but the message: the rest of the array is zero */
+	n = strlen(rep.err_msg);
+	for (size_t i = n; i < sizeof(rep.err_msg); i++)
+		assert_int_equal(rep.err_msg[i], 0);
+	assert_int_equal(rep.pad0, 0);
+	assert_int_equal(rep.pad, 0);
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_WRITE), 0);
+
+	/* a backend failing without a kind still reads as a failure */
+	fk.fail_kind = ZERR_NONE;
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(rep.err_kind, ZERR_INTERNAL);
+	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_WRITE), 0);
+
+	fk.fail_pkgs = 0x1;
+	r = req(PSMSG_RAPL_READ);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(rep.rc, -1);
+	assert_int_equal(rep.err_kind, ZERR_INTERNAL);
+	assert_string_equal(rep.err_msg, "package 0: fake");
+}
+
+static void
+test_exec_sample(void **state)
+{
+	static struct psmsg_reply rep;
+	struct psmsg_request r = req(PSMSG_SAMPLE);
+
+	r.gpu_mask = 0x7;
+	r.pkg_mask = 0x3;
+	fk.fail_gpus = 0x6;
+	fk.fail_kind = ZERR_UNAVAILABLE;
+	fk.lost_gpus = 0x4;
+	memset(&rep, 0xa5, sizeof(rep));
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(rep.rc, 0);
+	assert_int_equal(rep.err_kind, ZERR_NONE);
+	assert_int_equal(fk.calls[F_POWER], 3);
+	assert_true(rep.gpu_ok == 0x1);
+	assert_true(rep.gpu_lost == 0x4);
+	assert_int_equal(rep.gpu_mw[0], 100000);
+	assert_int_equal(rep.gpu_mw[1], 0);
+	assert_int_equal(rep.err_gpu_kind, ZERR_UNAVAILABLE);
+	/* the first failure's message */
+	assert_string_equal(rep.err_msg, "gpu 1: fake failure");
+	assert_true(rep.pkg_ok == 0x3);
+	/* package 0 has no DRAM: one read; package 1: two */
+	assert_int_equal(fk.calls[F_RAPL], 3);
+	assert_int_equal(rep.cpu_raw[0], 7);
+	assert_int_equal(rep.dram_raw[0], 0);
+	assert_int_equal(rep.cpu_raw[1], 1007);
+	assert_int_equal(rep.dram_raw[1], 1008);
+	assert_true(rep.mono_ns[0] > 0 && rep.mono_ns[1] >= rep.mono_ns[0]);
+	assert_int_equal(rep.mono_ns[2], 0);	/* unsampled: zero */
+	assert_int_equal(rcheck(&rep, 42, PSMSG_SAMPLE), 0);
+
+	/* a failing package is left out, the other still sampled */
+	fk.fail_pkgs = 0x2;
+	r.gpu_mask = 0;
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_true(rep.pkg_ok == 0x1);
+	assert_int_equal(rep.mono_ns[1], 0);
+	assert_int_equal(rep.cpu_raw[1], 0);
+	assert_int_equal(rep.err_gpu_kind, ZERR_NONE);
+}
+
+/*
+ * The pattern of the device loop: check, then run. Forged messages of
+ * every kind are refused and no backend function is called.
+ */
+static void
+test_forged_never_runs(void **state)
+{
+	static struct psmsg_reply rep;
+	unsigned char big[sizeof(struct psmsg_request) * 2] = { 0 };
+	struct psmsg_request r;
+
+	r = req(PSMSG_GPU_WRITE);			/* GPU id == ngpu */
+	r.dev = lim.ngpu;
+	r.w_op = GPU_SET_POWER_LIMIT;
+	r.w_power_limit_mw = 100000;
+	assert_int_equal(serve(&r, sizeof(r), &rep), -1);
+	r.dev = 0;					/* smuggled clock */
+	r.w_max_mhz = 1;
+	assert_int_equal(serve(&r, sizeof(r), &rep), -1);
+	r = req(PSMSG_GPU_POWER);			/* bad op */
+	r.op = 99;
+	assert_int_equal(serve(&r, sizeof(r), &rep), -1);
+	r = req(PSMSG_GPU_POWER);			/* oversized */
+	memcpy(big, &r, sizeof(r));
+	assert_int_equal(serve(big, sizeof(big), &rep), -1);
+	r = req(PSMSG_RAPL_READ);			/* dram on pkg 0 */
+	r.zone = RAPL_ZONE_DRAM;
+	assert_int_equal(serve(&r, sizeof(r), &rep), -1);
+	r = req(PSMSG_SAMPLE);				/* bit 3 of 3 gpus */
+	r.gpu_mask = 0x8;
+	assert_int_equal(serve(&r, sizeof(r), &rep), -1);
+	assert_int_equal(total_calls(), 0);
+}
+
+/*
+ * The executor's own line of defence: a request it is handed unchecked
+ * with an index out of range fails as ZERR_INTERNAL without a call.
+ */
+static void
+test_exec_defends(void **state)
+{
+	static const struct psexec nothing = { 0 };
+	static struct psmsg_reply rep;
+	struct psmsg_request r = req(PSMSG_GPU_POWER);
+
+	r.dev = 3;
+	psexec_run(&exec_fake, &r, &rep);
+	assert_int_equal(rep.rc, -1);
+	assert_int_equal(rep.err_kind, ZERR_INTERNAL);
+	r = req(PSMSG_RAPL_READ);
+	r.zone = RAPL_ZONE_DRAM;			/* pkg 0: no DRAM */
+	psexec_run(&exec_fake, &r, &rep);
+	assert_int_equal(rep.rc, -1);
+	r = req(PSMSG_SAMPLE);
+	r.pkg_mask = 0x4;
+	psexec_run(&exec_fake, &r, &rep);
+	assert_int_equal(rep.rc, -1);
+	r.op = 0;
+	psexec_run(&exec_fake, &r, &rep);
+	assert_int_equal(rep.rc, -1);
+	assert_int_equal(total_calls(), 0);
+
+	/* no backends at all */
+	r = req(PSMSG_GPU_POWER);
+	psexec_run(&nothing, &r, &rep);
+	assert_int_equal(rep.rc, -1);
+	r = req(PSMSG_SAMPLE);
+	r.gpu_mask = 1;
+	psexec_run(&nothing, &r, &rep);
+	assert_int_equal(rep.rc, -1);
+	assert_int_equal(rcheck(&rep, 42, PSMSG_SAMPLE), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_good),
+		cmocka_unit_test(test_bad_magic),
+		cmocka_unit_test(test_bad_size),
+		cmocka_unit_test(test_bad_op),
+		cmocka_unit_test(test_gpu_range),
+		cmocka_unit_test(test_pkg_range),
+		cmocka_unit_test(test_zone),
+		cmocka_unit_test(test_bad_write_op),
+		cmocka_unit_test(test_enabled),
+		cmocka_unit_test(test_power_limit),
+		cmocka_unit_test(test_clocks),
+		cmocka_unit_test(test_unused_fields),
+		cmocka_unit_test(test_pad),
+		cmocka_unit_test(test_sample_masks),
+		cmocka_unit_test_setup(test_reply_good, setup),
+		cmocka_unit_test_setup(test_reply_bad, setup),
+		cmocka_unit_test_setup(test_exec_reads, setup),
+		cmocka_unit_test_setup(test_exec_write, setup),
+		cmocka_unit_test_setup(test_exec_failure, setup),
+		cmocka_unit_test_setup(test_exec_sample, setup),
+		cmocka_unit_test_setup(test_forged_never_runs, setup),
+		cmocka_unit_test_setup(test_exec_defends, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
