@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devices/overrides.h"
-#include "devices/toml.h"
+#include "overrides/overrides.h"
+#include "overrides/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -24,7 +24,7 @@
 #include <stddef.h>
 
 #include "../common/err.h"
-#include "gpu.h"
+#include "../devices/gpu.h"
 
 #define OVERRIDES_MAX_COMMANDS 32	/* per operation */
 #define OVERRIDES_DEFAULT_TIMEOUT_S 60
