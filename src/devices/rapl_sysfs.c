@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/fileio.h"
 #include "../common/log.h"
 
 /* At most this many packages are taken from a tree (real hosts have <= 16). */
@@ -105,25 +106,16 @@ sysfs_join(char *out, size_t size, const char *dir, const char *name,
 static int
 sysfs_pread_all(int fd, char *buf, size_t size, size_t *len)
 {
-	size_t got = 0;
+	ssize_t n = fileio_pread_all(fd, buf, size);
 
-	for (;;) {
-		ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got == size) {
-			errno = EFBIG;
-			return -1;
-		}
+	if (n < 0)
+		return -1;
+	if ((size_t)n == size) {	/* no room left for the NUL */
+		errno = EFBIG;
+		return -1;
 	}
-	buf[got] = '\0';
-	*len = got;
+	buf[n] = '\0';
+	*len = (size_t)n;
 	return 0;
 }
 
