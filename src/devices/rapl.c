@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 
 struct rapl_pkg {
@@ -87,15 +88,6 @@ rapl_power_mw(const struct rapl_sample *a, const struct rapl_sample *b,
 }
 
 /* ---- The source-independent core ---------------------------------------- */
-
-static uint64_t
-rapl_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int
 rapl_check_desc(const struct rapl_package_desc *pkgs, unsigned i,
@@ -332,7 +324,7 @@ rapl_sample(struct rapl *r, unsigned i, struct rapl_sample *out,
 	out->has_dram = p->desc.has_dram;
 	pthread_mutex_lock(&p->mu);
 	rc = rapl_read_locked(r, i, &out->cpu_uj, &out->dram_uj, err);
-	out->mono_ns = rapl_now_ns();
+	out->mono_ns = zclock_now_ns();
 	pthread_mutex_unlock(&p->mu);
 	return rc;
 }
@@ -391,18 +383,6 @@ rapl_keepalive_pass(struct rapl *r)
 	}
 }
 
-static void
-rapl_deadline(struct timespec *ts, unsigned ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 static void *
 rapl_keepalive_main(void *arg)
 {
@@ -411,7 +391,8 @@ rapl_keepalive_main(void *arg)
 
 	pthread_mutex_lock(&r->ka_mu);
 	for (;;) {
-		rapl_deadline(&deadline, r->ka_interval_ms);
+		deadline = zclock_ts(zclock_now_ns() +
+		    (uint64_t)r->ka_interval_ms * 1000000u);
 		while (!r->ka_stop && pthread_cond_timedwait(&r->ka_cond,
 		    &r->ka_mu, &deadline) != ETIMEDOUT)
 			;
