@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "daemon/policy.h"
-#include "devices/toml.h"
+#include "overrides/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

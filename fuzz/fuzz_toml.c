@@ -2,13 +2,13 @@
 /*
  * fuzz_toml.c - libFuzzer target for the override file: the TOML subset
  * parser (toml.c) and, on top of it, the override validation (tables,
- * keys, word splitting, placeholders, PCRE2 compile) of overrides.c.
+ * keys, word splitting, placeholders, PCRE2 compile) of overrides/load.c.
  */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devices/overrides.h"
-#include "devices/toml.h"
+#include "overrides/overrides.h"
+#include "overrides/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

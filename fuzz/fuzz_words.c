@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/words.h"
+#include "overrides/words.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fileio.h - reading a whole small file (a key, a config) from an fd.
+ * fileio.h - reading a whole small file (a key, a config, a sysfs counter)
+ * from an fd.
  */
 #ifndef ZEUS_FILEIO_H
 #define ZEUS_FILEIO_H
@@ -14,5 +15,12 @@
  * to tell "exactly at the limit" from "too large" asks for one byte more.
  */
 ssize_t fileio_read_all(int fd, void *buf, size_t size);
+
+/*
+ * The same from offset 0 with pread, whatever the file position (which it
+ * leaves alone): for a file kept open and read again and again, such as a
+ * RAPL energy counter.
+ */
+ssize_t fileio_pread_all(int fd, void *buf, size_t size);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 
 struct deadlines {
@@ -23,15 +24,6 @@ struct deadlines {
 	uint64_t expired;
 	bool stopping;
 };
-
-static uint64_t
-deadline_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Both with the lock held. */
 static void
@@ -73,7 +65,7 @@ deadline_main(void *arg)
 	pthread_mutex_lock(&d->lock);
 	while (!d->stopping) {
 		struct deadline_entry *e = d->head;
-		uint64_t now = deadline_now_ns();
+		uint64_t now = zclock_now_ns();
 		struct timespec until;
 
 		if (e == NULL) {
@@ -81,8 +73,7 @@ deadline_main(void *arg)
 			continue;
 		}
 		if (e->expires_ns > now) {
-			until.tv_sec = (time_t)(e->expires_ns / 1000000000u);
-			until.tv_nsec = (long)(e->expires_ns % 1000000000u);
+			until = zclock_ts(e->expires_ns);
 			(void)pthread_cond_timedwait(&d->cond, &d->lock, &until);
 			continue;
 		}
@@ -163,7 +154,7 @@ deadline_arm(struct deadlines *d, struct deadline_entry *e)
 	pthread_mutex_lock(&d->lock);
 	if (!e->expired) {
 		deadline_unlink(d, e);
-		e->expires_ns = deadline_now_ns() + d->timeout_ns;
+		e->expires_ns = zclock_now_ns() + d->timeout_ns;
 		wake = d->head == NULL;	/* the thread sleeps without a timer */
 		deadline_append(d, e);
 		if (wake)

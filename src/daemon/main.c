@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "../common/log.h"
-#include "../devices/overrides.h"
-#include "../devices/reaper.h"
+#include "../overrides/overrides.h"
+#include "../overrides/reaper.h"
 #include "audit.h"
 #include "auth.h"
 #include "cli.h"

@@ -30,7 +30,7 @@
 #include "../devices/cpu_cmd.h"
 #include "../devices/gpu_cmd.h"
 #include "../devices/nvml.h"
-#include "../devices/overrides.h"
+#include "../overrides/overrides.h"
 #include "../devices/rapl.h"
 #include "../devices/rapl_sim.h"
 #include "../devices/worker.h"

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "../common/fileio.h"
-#include "../devices/toml.h"
+#include "../overrides/toml.h"
 
 #define POLICY_MAX_IDS 256	/* users or groups in one grant */
 #define POLICY_NSS_BUF 16384

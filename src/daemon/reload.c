@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
-#include "../devices/overrides.h"
+#include "../overrides/overrides.h"
 #include "audit.h"
 #include "auth.h"
 #include "config.h"

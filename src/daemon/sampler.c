@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../common/clock.h"
 
 struct sampler_timer {
 	bool armed;
@@ -37,10 +38,7 @@ struct sampler {
 uint64_t
 sampler_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return zclock_now_ns();
 }
 
 /* Earliest armed deadline, or UINT64_MAX. Called locked. */
@@ -88,8 +86,7 @@ sampler_wait_until(struct sampler *s, uint64_t deadline)
 		pthread_cond_wait(&s->cond, &s->lock);
 		return;
 	}
-	ts.tv_sec = (time_t)(deadline / 1000000000ull);
-	ts.tv_nsec = (long)(deadline % 1000000000ull);
+	ts = zclock_ts(deadline);
 	(void)pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 }
 

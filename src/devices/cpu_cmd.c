@@ -8,9 +8,9 @@
  */
 #include "cpu_cmd.h"
 
-#include <errno.h>
 #include <stdint.h>
-#include <time.h>
+
+#include "../common/clock.h"
 
 /*
  * Values go out as JSON integers, which are signed 64-bit in jansson: a
@@ -40,15 +40,10 @@ cpu_cmd_exec(struct work *w, void *device)
 		    cmd->has_dram ? &cmd->dram : NULL, &cmd->err);
 	} else {
 		struct rapl_sample a, b;
-		struct timespec ts = {
-			.tv_sec = cmd->period_ms / 1000,
-			.tv_nsec = (long)(cmd->period_ms % 1000) * 1000000L,
-		};
 
 		cmd->rc = rapl_sample(r, cmd->pkg, &a, &cmd->err);
 		if (cmd->rc == 0) {
-			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-				;
+			zclock_sleep_ms(cmd->period_ms);
 			cmd->rc = rapl_sample(r, cmd->pkg, &b, &cmd->err);
 		}
 		if (cmd->rc == 0 &&

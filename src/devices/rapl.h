@@ -5,9 +5,9 @@
  * A `struct rapl` is the set of RAPL packages the daemon serves as "cpus".
  * Each package has a package counter and, optionally, a DRAM counter. The
  * raw counters are read from a source: the Linux powercap sysfs tree
- * (rapl_open) or an in-memory simulation (rapl_sim.h). Both go through the
- * same wraparound compensation here, so what callers see is one monotonic,
- * wrap-compensated cumulative energy per counter:
+ * (rapl_open, rapl_sysfs.c) or an in-memory simulation (rapl_sim.h). Both
+ * go through the same wraparound compensation (rapl.c), so what callers see
+ * is one monotonic, wrap-compensated cumulative energy per counter:
  *
  *     reported = raw + wraps * (max_energy_range_uj + 1)
  *
@@ -29,10 +29,6 @@
 
 #include "../common/err.h"
 
-/* The two roots, in order of preference (containers bind-mount the host's). */
-#define RAPL_ROOT_CONTAINER "/zeus_sys/class/powercap/intel-rapl"
-#define RAPL_ROOT_HOST "/sys/class/powercap/intel-rapl"
-
 /* Keepalive bounds (ms). The automatic interval never exceeds the maximum. */
 #define RAPL_KEEPALIVE_MAX_MS 30000u
 #define RAPL_KEEPALIVE_MIN_MS 10u
@@ -46,30 +42,6 @@
 #define RAPL_KEEPALIVE_WORST_W 2000u
 
 struct rapl;
-
-/*
- * RAPL_ROOT_CONTAINER when that directory exists, else RAPL_ROOT_HOST.
- * Never NULL; the result need not exist (rapl_open then finds no package).
- */
-const char *rapl_default_root(void);
-
-/* rapl_default_root with the candidates given, for tests. */
-const char *rapl_pick_root(const char *container, const char *host);
-
-/*
- * Opens every package zone `intel-rapl:N` directly under `root` (N canonical
- * decimal, no leading zeros, fits u32), sorted by N, with its DRAM subzone
- * `intel-rapl:N:M` whose `name` is "dram". Other entries (subzones that sit
- * beside packages in /sys/class/powercap, `intel-rapl-mmio:*`, odd names)
- * are skipped. Each package must have readable `name`, `energy_uj` and
- * `max_energy_range_uj`; a missing, unreadable or malformed file is an error
- * naming the file. A missing root is not an error: it gives zero packages,
- * and the caller decides whether zero CPUs is acceptable.
- *
- * The counter files stay open and are re-read with pread. Everything is
- * read once here, so a broken counter fails startup rather than a request.
- */
-int rapl_open(const char *root, struct rapl **out, struct zerr *err);
 
 /*
  * Stops the keepalive (if started), closes files, frees. NULL is fine. No
@@ -182,13 +154,43 @@ int rapl_open_source(const struct rapl_source_ops *ops, void *ctx,
     const struct rapl_package_desc *pkgs, unsigned npkgs, struct rapl **out,
     struct zerr *err);
 
-/* ---- Pure helpers, exposed for tests ------------------------------------ */
+/* ---- The sysfs source (rapl_sysfs.c) ----------------------------------- */
+
+/* The two roots, in order of preference (containers bind-mount the host's). */
+#define RAPL_ROOT_CONTAINER "/zeus_sys/class/powercap/intel-rapl"
+#define RAPL_ROOT_HOST "/sys/class/powercap/intel-rapl"
+
+/*
+ * RAPL_ROOT_CONTAINER when that directory exists, else RAPL_ROOT_HOST.
+ * Never NULL; the result need not exist (rapl_open then finds no package).
+ */
+const char *rapl_default_root(void);
+
+/* rapl_default_root with the candidates given, for tests. */
+const char *rapl_pick_root(const char *container, const char *host);
+
+/*
+ * Opens every package zone `intel-rapl:N` directly under `root` (N canonical
+ * decimal, no leading zeros, fits u32), sorted by N, with its DRAM subzone
+ * `intel-rapl:N:M` whose `name` is "dram". Other entries (subzones that sit
+ * beside packages in /sys/class/powercap, `intel-rapl-mmio:*`, odd names)
+ * are skipped. Each package must have readable `name`, `energy_uj` and
+ * `max_energy_range_uj`; a missing, unreadable or malformed file is an error
+ * naming the file. A missing root is not an error: it gives zero packages,
+ * and the caller decides whether zero CPUs is acceptable.
+ *
+ * The counter files stay open and are re-read with pread. Everything is
+ * read once here, so a broken counter fails startup rather than a request.
+ */
+int rapl_open(const char *root, struct rapl **out, struct zerr *err);
 
 /*
  * Parses a sysfs counter: decimal digits only, at most one trailing '\n',
  * no sign or spaces, fits u64. Returns 0 or -1.
  */
 int rapl_parse_u64(const char *buf, size_t len, uint64_t *out);
+
+/* ---- Pure helpers, exposed for tests ------------------------------------ */
 
 /* Wrap tracking of one counter. */
 struct rapl_counter_state {

@@ -12,7 +12,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "../common/clock.h"
 
 #define SIM_PI 3.14159265358979323846
 #define SIM_TWO_PI (2.0 * SIM_PI)
@@ -121,15 +122,6 @@ rapl_sim_curve_dram_w(unsigned pkg, double t)
 	return sim_power(&sim_dram_curve, sim_phase(pkg), t);
 }
 
-static uint64_t
-sim_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int
 sim_read(void *vctx, unsigned pkg, enum rapl_zone zone, uint64_t *raw,
     struct zerr *err)
@@ -137,7 +129,7 @@ sim_read(void *vctx, unsigned pkg, enum rapl_zone zone, uint64_t *raw,
 	struct sim_ctx *ctx = vctx;
 	struct sim_counter *c = zone == RAPL_ZONE_CPU ? &ctx->pkgs[pkg].cpu :
 	    &ctx->pkgs[pkg].dram;
-	double t = (double)(sim_now_ns() - ctx->t0_ns) / 1e9;
+	double t = (double)(zclock_now_ns() - ctx->t0_ns) / 1e9;
 	double e = sim_energy_j(&c->curve, c->phase, t);
 	uint64_t total;
 
@@ -234,7 +226,7 @@ rapl_sim_open(const struct rapl_sim_options *opt, struct rapl **out,
 		    "simulated RAPL: out of memory");
 	}
 	ctx->npkgs = o->npkgs;
-	ctx->t0_ns = sim_now_ns();
+	ctx->t0_ns = zclock_now_ns();
 	for (i = 0; i < o->npkgs; i++)
 		sim_init_pkg(&ctx->pkgs[i], &descs[i], i, o);
 	rc = rapl_open_source(&sim_ops, ctx, descs, o->npkgs, out, err);

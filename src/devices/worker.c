@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 
 /* struct work.reservation */
@@ -42,13 +43,6 @@ struct worker {
 	char label[32];
 };
 
-static long long
-worker_us_between(const struct timespec *a, const struct timespec *b)
-{
-	return (b->tv_sec - a->tv_sec) * 1000000LL +
-	    (b->tv_nsec - a->tv_nsec) / 1000;
-}
-
 static void *
 worker_main(void *arg)
 {
@@ -57,9 +51,8 @@ worker_main(void *arg)
 	pthread_mutex_lock(&wk->lock);
 	for (;;) {
 		struct work *w;
-		struct timespec start, end;
+		uint64_t start, end, queued;
 		const char *what;
-		struct timespec queued;
 		struct work_counters *counters;
 		int rc;
 
@@ -75,11 +68,11 @@ worker_main(void *arg)
 		pthread_mutex_unlock(&wk->lock);
 
 		what = w->what;
-		queued = w->queued;
+		queued = w->queued_ns;
 		counters = w->counters;
-		clock_gettime(CLOCK_MONOTONIC, &start);
+		start = zclock_now_ns();
 		rc = w->exec(w, wk->device);
-		clock_gettime(CLOCK_MONOTONIC, &end);
+		end = zclock_now_ns();
 		/* counted before the result is handed back, so an answer
 		 * never reports counters without its own command */
 		if (counters != NULL) {
@@ -88,10 +81,10 @@ worker_main(void *arg)
 				atomic_fetch_add(&counters->failures, 1);
 		}
 		w->complete(w);		/* may free w */
-		long long exec_us = worker_us_between(&start, &end);
+		long long exec_us = (long long)((end - start) / 1000);
 		zlog(exec_us > 1000000 ? ZLOG_INFO : ZLOG_DEBUG, "device_command",
 		    "device=%s op=%s queue_us=%lld exec_us=%lld ok=%s", wk->label,
-		    what, worker_us_between(&queued, &start), exec_us,
+		    what, (long long)((start - queued) / 1000), exec_us,
 		    rc == 0 ? "true" : "false");
 		pthread_mutex_lock(&wk->lock);
 	}
@@ -299,7 +292,7 @@ worker_submit(struct worker *wk, struct work *w)
 {
 	struct work *dropped = NULL, *next;
 
-	clock_gettime(CLOCK_MONOTONIC, &w->queued);
+	w->queued_ns = zclock_now_ns();
 	pthread_mutex_lock(&wk->lock);
 	if (w->reservation != WORKER_RES_ROOM)
 		wk->held[w->kind]++;

@@ -30,7 +30,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <time.h>
+#include <stdint.h>
 
 #include "../common/err.h"
 
@@ -49,7 +49,7 @@ struct work {
 	struct work *batch_next;	/* struct worker_batch */
 	struct worker *reserved_on;	/* set by worker_reserve */
 	int reservation;		/* worker.c's */
-	struct timespec queued;		/* set by worker_submit */
+	uint64_t queued_ns;		/* set by worker_submit */
 	const char *what;		/* operation name for the log */
 	struct work_counters *counters;	/* may be NULL */
 	enum work_kind kind;

@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "common/clock.h"
 
 static pthread_mutex_t lib_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static zeus_log_fn lib_log_fn;
@@ -86,10 +87,7 @@ lib_log(enum zeus_log_level level, const char *fmt, ...)
 uint64_t
 lib_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return zclock_now_ns();
 }
 
 int

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "devices/overrides.h"
+#include "overrides/overrides.h"
 
 static char helpers[1024];
 static char tmpdir[256];

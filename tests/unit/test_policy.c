@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "daemon/policy.h"
-#include "devices/toml.h"
+#include "overrides/toml.h"
 
 static struct policy *
 parse_ok(const char *text)

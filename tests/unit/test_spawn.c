@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devices/reaper.h"
-#include "devices/spawn.h"
+#include "overrides/reaper.h"
+#include "overrides/spawn.h"
 
 static char helpers[PATH_MAX];
 static char tmpdir[PATH_MAX];

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "devices/toml.h"
+#include "overrides/toml.h"
 
 static struct toml_doc *
 parse_ok(const char *text)

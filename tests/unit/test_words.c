@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "devices/words.h"
+#include "overrides/words.h"
 
 #define MAXW 8
 

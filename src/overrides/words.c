@@ -25,7 +25,7 @@ struct wsplit {
 };
 
 static bool
-is_sep(char c)
+ws_is_sep(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n';
 }
@@ -130,7 +130,7 @@ ws_word(struct wsplit *w)
 {
 	char c;
 
-	while ((c = w->s[w->i]) != '\0' && !is_sep(c)) {
+	while ((c = w->s[w->i]) != '\0' && !ws_is_sep(c)) {
 		int rc;
 
 		if (c == '\'')
@@ -166,7 +166,7 @@ words_split(const char *s, struct words *out, struct zerr *err)
 		goto done;
 	}
 	while (rc == 0) {
-		while (is_sep(s[w.i]))
+		while (ws_is_sep(s[w.i]))
 			w.i++;
 		if (s[w.i] == '\0')
 			break;

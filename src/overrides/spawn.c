@@ -32,23 +32,14 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "reaper.h"
 
 #define SPAWN_TICK_MS 10	/* exit polling when there is no pidfd */
 #define SPAWN_READS_PER_ROUND 4	/* so one flooding pipe cannot starve */
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* 0 when path is an executable regular file, else an errno value. */
 static int
@@ -245,7 +236,7 @@ spawn_loop(struct spawn_watch *w, struct spawn_result *res)
 	for (;;) {
 		struct pollfd pfd[3];
 		nfds_t n = 0;
-		uint64_t now = now_ms();
+		uint64_t now = zclock_now_ms();
 
 		if (spawn_check(w, res, now))
 			return;
@@ -322,7 +313,7 @@ spawn_run(char *const argv[], unsigned timeout_ms, struct spawn_result *res,
 	struct spawn_watch w = { .pidfd = -1 };
 	char path[PATH_MAX];
 	int po[2], pe[2], rc;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = zclock_now_ms();
 
 	memset(res, 0, sizeof(*res));
 	if (spawn_output_init(&res->out) < 0 ||
@@ -371,7 +362,7 @@ spawn_run(char *const argv[], unsigned timeout_ms, struct spawn_result *res,
 	reaper_reaping(&w.entry);
 	spawn_reap(&w, res);
 	reaper_remove(&w.entry);
-	res->duration_ms = now_ms() - t0;
+	res->duration_ms = zclock_now_ms() - t0;
 	if (res->killed_leftovers)
 		zlog(ZLOG_WARN, "spawn_killed_leftovers", "pid=%d", (int)w.pid);
 	/* Whatever the command left behind has been reparented to us by

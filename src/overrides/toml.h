@@ -20,7 +20,7 @@
  * untrusted input until it has been validated.
  *
  * The result is a plain in-memory document; it knows nothing about what
- * the keys mean (overrides.c does).
+ * the keys mean (the overrides' load.c and the daemon's policy.c do).
  */
 #ifndef ZEUS_TOML_H
 #define ZEUS_TOML_H

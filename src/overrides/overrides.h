@@ -16,6 +16,26 @@
  * The loaded `struct overrides` is immutable, so it is safe to use from
  * every GPU worker thread at once. It is reference-counted so that a reload
  * (overrides_swap, on SIGHUP) can replace it under running writes.
+ *
+ * The module, one job a file (src/overrides/), and its prefixes:
+ *
+ *   overrides.h  overrides_*  the public API below, defined in the file
+ *                             that does the job (load.c, run.c, backend.c)
+ *   internal.h                what the module's files share: the loaded
+ *                             file's layout, the cross-file functions
+ *   load.c       ovload_      trust check, reading, parsing, validation
+ *   expand.c     ovexp_       placeholders: allowed per operation, checked
+ *                             at load, substituted at run time
+ *   run.c        ovrun_       argv, spawn, judge the outcome, log, errors
+ *   sanitize.c   ovsan_       output and command lines made printable
+ *   backend.c    ovb_         the wrapping gpu_backend, reference counting
+ *   toml.c       toml_ / tp_  the strict TOML subset parser (toml.h)
+ *   words.c      words_ / ws_ shell-style word splitting (words.h)
+ *   spawn.c      spawn_       running one command safely (spawn.h)
+ *   reaper.c     reaper_      no override process outlives it (reaper.h)
+ *
+ * Every function, static ones included, carries its file's prefix, so a
+ * name says where it is defined.
  */
 #ifndef ZEUS_OVERRIDES_H
 #define ZEUS_OVERRIDES_H
@@ -24,7 +44,7 @@
 #include <stddef.h>
 
 #include "../common/err.h"
-#include "gpu.h"
+#include "../devices/gpu.h"
 
 #define OVERRIDES_MAX_COMMANDS 32	/* per operation */
 #define OVERRIDES_DEFAULT_TIMEOUT_S 60

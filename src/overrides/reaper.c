@@ -30,9 +30,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 
 #define REAPER_TICK_MS 20
@@ -49,25 +49,6 @@ struct reaper_victim {
 	struct reaper_stat st;
 	int sent;		/* last signal sent; 0: none, -1: not allowed */
 };
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-	    .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 int
 reaper_enable(struct zerr *err)
@@ -358,14 +339,14 @@ reaper_sweep(unsigned grace_ms)
 		return 0;
 	}
 	pthread_mutex_lock(&sweep_lock);
-	start = now_ms();
+	start = zclock_now_ms();
 	for (;;) {
 		size_t old = n;
 		bool found, escalate;
 
 		n = reaper_scan(v, n, REAPER_MAX_VICTIMS);
 		found = n > old;
-		now = now_ms();
+		now = zclock_now_ms();
 		escalate = now - start >= grace_ms;
 		/* A zombie is only reaped; a live one gets SIGTERM when
 		 * found, SIGKILL once the grace is over. */
@@ -401,7 +382,7 @@ reaper_sweep(unsigned grace_ms)
 			break;
 		}
 		if (pending > 0)
-			sleep_ms(REAPER_TICK_MS);
+			zclock_sleep_ms(REAPER_TICK_MS);
 	}
 	pthread_mutex_unlock(&sweep_lock);
 	free(v);
@@ -445,16 +426,16 @@ reaper_wait_drained(uint64_t until)
 		    e = e->next)
 			k++;
 		pthread_mutex_unlock(&reg_lock);
-		if (k == 0 || now_ms() >= until)
+		if (k == 0 || zclock_now_ms() >= until)
 			return k;
-		sleep_ms(REAPER_TICK_MS);
+		zclock_sleep_ms(REAPER_TICK_MS);
 	}
 }
 
 int
 reaper_shutdown(unsigned grace_ms)
 {
-	uint64_t start = now_ms();
+	uint64_t start = zclock_now_ms();
 	unsigned running, left;
 
 	pthread_mutex_lock(&reg_lock);
@@ -471,7 +452,7 @@ reaper_shutdown(unsigned grace_ms)
 	if (running > 0)
 		zlog(ZLOG_INFO, "overrides_stopped", "running=%u left=%u "
 		    "ms=%llu", running, left,
-		    (unsigned long long)(now_ms() - start));
+		    (unsigned long long)(zclock_now_ms() - start));
 	(void)reaper_sweep(grace_ms);
 	if (left > 0) {
 		zlog(ZLOG_ERROR, "override_not_reaped", "running=%u", left);

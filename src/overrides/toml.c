@@ -30,7 +30,7 @@ struct tp {
 };
 
 /* A growable byte buffer for string values. */
-struct tbuf {
+struct tp_buf {
 	char *b;
 	size_t n, cap;
 };
@@ -99,7 +99,7 @@ tp_unexpected(struct tp *p, const char *where)
 }
 
 static bool
-is_bare_key_char(int c)
+tp_is_bare_key_char(int c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
 	    (c >= '0' && c <= '9') || c == '_' || c == '-';
@@ -107,7 +107,7 @@ is_bare_key_char(int c)
 
 /* Control characters TOML forbids in strings and comments (tab is fine). */
 static bool
-is_bad_control(int c)
+tp_is_bad_control(int c)
 {
 	return (c < 0x20 && c != '\t') || c == 0x7f;
 }
@@ -158,7 +158,7 @@ tp_check_utf8(struct tp *p)
 }
 
 static int
-tbuf_put(struct tp *p, struct tbuf *b, const char *data, size_t n)
+tp_buf_put(struct tp *p, struct tp_buf *b, const char *data, size_t n)
 {
 	if (b->n + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 32;
@@ -197,7 +197,7 @@ tp_skip_comment(struct tp *p)
 	while ((c = tp_peek(p, 0)) >= 0 && c != '\n') {
 		if (c == '\r' && tp_peek(p, 1) == '\n')
 			break;
-		if (is_bad_control(c))
+		if (tp_is_bad_control(c))
 			return tp_fail(p, "control character in comment");
 		p->pos++;
 	}
@@ -260,7 +260,7 @@ tp_bare_key(struct tp *p, char *out, size_t size, const char *what,
 
 	if (c == '"' || c == '\'')
 		return tp_fail(p, "quoted keys are not supported");
-	while (is_bare_key_char(tp_peek(p, 0))) {
+	while (tp_is_bare_key_char(tp_peek(p, 0))) {
 		if (n + 1 >= size)
 			return tp_fail(p, "%s longer than %zu bytes", what,
 			    size - 1);
@@ -277,7 +277,7 @@ tp_bare_key(struct tp *p, char *out, size_t size, const char *what,
 
 /* \uXXXX or \UXXXXXXXX (the u/U already consumed): appends UTF-8. */
 static int
-tp_unicode_escape(struct tp *p, struct tbuf *b, unsigned digits)
+tp_unicode_escape(struct tp *p, struct tp_buf *b, unsigned digits)
 {
 	unsigned long cp = 0;
 	char u[4];
@@ -311,11 +311,11 @@ tp_unicode_escape(struct tp *p, struct tbuf *b, unsigned digits)
 		u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
 		u[3] = (char)(0x80 | (cp & 0x3f)); n = 4;
 	}
-	return tbuf_put(p, b, u, n);
+	return tp_buf_put(p, b, u, n);
 }
 
 static int
-tp_escape(struct tp *p, struct tbuf *b)
+tp_escape(struct tp *p, struct tp_buf *b)
 {
 	static const char from[] = "btnfr\"\\", to[] = "\b\t\n\f\r\"\\";
 	int c = tp_peek(p, 0);
@@ -328,7 +328,7 @@ tp_escape(struct tp *p, struct tbuf *b)
 	}
 	if (c > 0 && (hit = strchr(from, c)) != NULL) {
 		p->pos++;
-		return tbuf_put(p, b, &to[hit - from], 1);
+		return tp_buf_put(p, b, &to[hit - from], 1);
 	}
 	return tp_fail(p, "invalid escape \\ followed by %s",
 	    tp_chdesc(c, d, sizeof(d)));
@@ -339,14 +339,14 @@ static int
 tp_string(struct tp *p, struct toml_value *v)
 {
 	const int q = tp_peek(p, 0);
-	struct tbuf b = { 0 };
+	struct tp_buf b = { 0 };
 	int c;
 
 	if (tp_starts(p, q == '"' ? "\"\"\"" : "'''")) {
 		return tp_fail(p, "multi-line strings are not supported");
 	}
 	p->pos++;
-	if (tbuf_put(p, &b, "", 0) < 0)
+	if (tp_buf_put(p, &b, "", 0) < 0)
 		return -1;
 	for (;;) {
 		c = tp_peek(p, 0);
@@ -358,7 +358,7 @@ tp_string(struct tp *p, struct toml_value *v)
 			p->pos++;
 			break;
 		}
-		if (is_bad_control(c)) {
+		if (tp_is_bad_control(c)) {
 			free(b.b);
 			return tp_fail(p, "control character in string");
 		}
@@ -368,7 +368,7 @@ tp_string(struct tp *p, struct toml_value *v)
 				free(b.b);
 				return -1;
 			}
-		} else if (tbuf_put(p, &b, &p->s[p->pos - 1], 1) < 0) {
+		} else if (tp_buf_put(p, &b, &p->s[p->pos - 1], 1) < 0) {
 			free(b.b);
 			return -1;
 		}
