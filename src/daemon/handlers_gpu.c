@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * handlers_gpu.c - the /gpu/... reads and writes of API.md (streams live in
- * their own module).
+ * handlers_gpu.c - the /gpu/... reads and writes of docs/api.md (streams
+ * live in their own module).
  *
  * A request becomes one gpu_cmd per listed GPU, queued on that GPU's worker:
  * GPUs run concurrently, each GPU's commands in arrival order, so a read

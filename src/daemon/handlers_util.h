@@ -2,8 +2,8 @@
 /*
  * handlers_util.h - pieces every device handler shares: query parsing that
  * answers 400 itself, id validation against the devices present, and the
- * per-device error aggregation of API.md ({"errors": {...}} with the worst
- * status).
+ * per-device error aggregation of docs/api.md ({"errors": {...}} with the
+ * worst status).
  */
 #ifndef ZEUS_HANDLERS_UTIL_H
 #define ZEUS_HANDLERS_UTIL_H

@@ -3,12 +3,13 @@
  * listen.c - creating the listening socket (see listen.h).
  *
  * The daemon hands the fd to libmicrohttpd, which only ever accepts on it; all
- * the policy of API.md about socket files lives here, and so does the
- * defence of docs/security.md ("Socket file safety"): zeusd runs as root and
- * creates, chmods, chowns and removes a file in a directory named on its
- * command line, so the directories on the way are checked first (as OpenSSH
- * checks key paths), and then every operation goes through a file descriptor
- * of the checked directory and none ever follows a symbolic link.
+ * the policy of docs/configuration.md ("Startup refusals") about socket
+ * files lives here, and so does the defence of docs/security.md ("Socket
+ * file safety"): zeusd runs as root and creates, chmods, chowns and removes
+ * a file in a directory named on its command line, so the directories on
+ * the way are checked first (as OpenSSH checks key paths), and then every
+ * operation goes through a file descriptor of the checked directory and
+ * none ever follows a symbolic link.
  */
 #include "listen.h"
 
@@ -437,8 +438,9 @@ listen_proc_addr(struct sockaddr_un *sun, int dirfd, const char *name,
 }
 
 /*
- * Applies API.md's rules to whatever is at `name` already; 0 when the name is
- * free. Nothing here follows a symlink: a symlink is "not a socket".
+ * Applies docs/configuration.md's rules ("Startup refusals") to whatever is
+ * at `name` already; 0 when the name is free. Nothing here follows a
+ * symlink: a symlink is "not a socket".
  */
 static int
 listen_clear_path(int dirfd, const char *name, const struct sockaddr_un *sun,

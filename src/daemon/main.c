@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - zeusd's entry point: subcommand dispatch, the startup checks of
- * API.md, and the signal-driven shutdown.
+ * docs/configuration.md ("Startup refusals"), and the signal-driven shutdown.
  *
  * Startup order: block the signals handled here (so that no thread, not
  * even one libmicrohttpd or a device library starts, can take one), parse
@@ -71,7 +71,10 @@ serve_end_children(void)
 	(void)reaper_shutdown(REAPER_GRACE_MS);
 }
 
-/* Refuses root-only groups without root (API.md), unless simulated. */
+/*
+ * Refuses root-only groups without root (docs/configuration.md), unless
+ * simulated.
+ */
 static int
 serve_check_privileges(const struct zeusd_config *cfg,
     const struct overrides *ov, struct zerr *err)
