@@ -52,6 +52,9 @@ void handlers_errors_add(struct handlers_errors *agg, uint32_t id,
 /* Answers and returns 1 when any error was added; else 0 (frees either way). */
 int handlers_errors_reply(struct request *req, struct handlers_errors *agg);
 
+/* Answers 500 "out of memory". */
+void handlers_reply_oom(struct request *req);
+
 /* Unix time in milliseconds. */
 int64_t handlers_now_ms(void);
 
