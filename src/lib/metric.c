@@ -13,9 +13,11 @@
  */
 #include "zeus/metric.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,6 +551,8 @@ struct zeus_energy_counter {
 	struct mwin_set set;	/* first: threads reach it through w->set */
 	bool kind_on[K_COUNT];
 };
+static_assert(offsetof(struct zeus_energy_counter, set) == 0,
+    "metric_counter_thread casts w->set to the counter");
 
 int
 zeus_energy_counter_create(const struct zeus_counter_options *opt,
@@ -784,6 +788,8 @@ zeus_energy_counter_text(struct zeus_energy_counter *c, const char *name)
 struct zeus_power_gauge {
 	struct mwin_set set;	/* first: threads reach it through w->set */
 };
+static_assert(offsetof(struct zeus_power_gauge, set) == 0,
+    "metric_gauge_thread casts w->set to the gauge");
 
 int
 zeus_power_gauge_create(const struct zeus_gauge_options *opt,
