@@ -25,6 +25,7 @@ enum zerr_kind {
 	ZERR_CONFLICT,		/* the GPU is leased by another user: 409 */
 };
 
+/* Room for one message and the names it quotes; longer ones are cut. */
 #define ZERR_MSG_MAX 2048
 
 struct zerr {
@@ -32,7 +33,11 @@ struct zerr {
 	char msg[ZERR_MSG_MAX];
 };
 
-/* Sets kind and message (truncated to fit); always returns -1. */
+/*
+ * Sets kind and message; always returns -1. A message too long for msg is
+ * cut at the last whole UTF-8 character that fits, never inside one: it
+ * ends up in JSON replies, which must be valid UTF-8.
+ */
 int zerr_set(struct zerr *e, enum zerr_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

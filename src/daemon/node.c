@@ -125,8 +125,7 @@ node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
 		/* explicit: fail fast, whatever the reason */
 		snprintf(why, sizeof(why), "%s", err->msg);
 		return zerr_set(err, err->kind == ZERR_NOT_FOUND ?
-		    ZERR_INVALID : err->kind, "--gpu-backend amdsmi: %.2000s",
-		    why);
+		    ZERR_INVALID : err->kind, "--gpu-backend amdsmi: %s", why);
 	}
 	if (cfg->gpu_backend == GPU_BACKEND_AUTO && lib == NULL &&
 	    !cfg->simulate)
