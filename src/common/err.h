@@ -25,8 +25,14 @@ enum zerr_kind {
 	ZERR_CONFLICT,		/* the GPU is leased by another user: 409 */
 };
 
-/* Room for one message and the names it quotes; longer ones are cut. */
-#define ZERR_MSG_MAX 2048
+/*
+ * Room for one message and the names it quotes; longer ones are cut. A
+ * zerr travels inside every queued device command and sits on many stacks,
+ * so it is kept small, but not below what a startup refusal needs: the
+ * unsafe-directory refusal of listen.c quotes the socket's directory twice
+ * and its path once, near 600 bytes with ordinary paths.
+ */
+#define ZERR_MSG_MAX 1024
 
 struct zerr {
 	enum zerr_kind kind;
