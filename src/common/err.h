@@ -25,14 +25,25 @@ enum zerr_kind {
 	ZERR_CONFLICT,		/* the GPU is leased by another user: 409 */
 };
 
-#define ZERR_MSG_MAX 2048
+/*
+ * Room for one message and the names it quotes; longer ones are cut. A
+ * zerr travels inside every queued device command and sits on many stacks,
+ * so it is kept small, but not below what a startup refusal needs: the
+ * unsafe-directory refusal of listen.c quotes the socket's directory twice
+ * and its path once, near 600 bytes with ordinary paths.
+ */
+#define ZERR_MSG_MAX 1024
 
 struct zerr {
 	enum zerr_kind kind;
 	char msg[ZERR_MSG_MAX];
 };
 
-/* Sets kind and message (truncated to fit); always returns -1. */
+/*
+ * Sets kind and message; always returns -1. A message too long for msg is
+ * cut at the last whole UTF-8 character that fits, never inside one: it
+ * ends up in JSON replies, which must be valid UTF-8.
+ */
 int zerr_set(struct zerr *e, enum zerr_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
