@@ -27,12 +27,13 @@ enum zerr_kind {
 
 /*
  * Room for one message and the names it quotes; longer ones are cut. A
- * zerr travels inside every queued device command and sits on many stacks,
- * so it is kept small, but not below what a startup refusal needs: the
- * unsafe-directory refusal of listen.c quotes the socket's directory twice
- * and its path once, near 600 bytes with ordinary paths.
+ * zerr travels inside every queued device command and every reply of the
+ * device process, so it is kept small, but not below what our longest
+ * messages need with ordinary paths: the unsafe-directory refusal of
+ * listen.c (a directory, the socket path, the reason and the fix) is about
+ * 400 bytes with 60-byte paths; only near-limit (107-byte) paths cut it.
  */
-#define ZERR_MSG_MAX 1024
+#define ZERR_MSG_MAX 512
 
 struct zerr {
 	enum zerr_kind kind;

@@ -189,13 +189,13 @@ listen_check_dir(int fd, const char *shown, bool own_dir, const char *path,
 	else
 		snprintf(owners, sizeof(owners), "root or uid %u",
 		    (unsigned)euid);
+	/* each name once: fits a zerr whole unless both paths are long */
 	zerr_set(err, ZERR_INVALID,
 	    "unsafe directory %s on the path of --socket-path %s (owner uid "
 	    "%u, mode %04o): %s; every directory up to the socket must be "
 	    "owned by %s and not writable by group or others; fix: chown root "
-	    "and chmod go-w %s, or choose another --socket-path", shown, path,
-	    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), why, owners,
-	    shown);
+	    "and chmod go-w it, or choose another --socket-path", shown, path,
+	    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), why, owners);
 	return 1;
 }
 
