@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.h - the zeusd client: every read and write of the zeusd HTTP API
- * (docs in /work/shared/API.md terms: discover, time, whoami, GPU reads and
+ * (docs in docs/api.md terms: discover, time, whoami, GPU reads and
  * writes, CPU reads, and the two power streams), over a Unix socket or TCP,
  * with an optional bearer token. Uses libcurl.
  *

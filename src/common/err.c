@@ -7,17 +7,52 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/*
+ * Drops a UTF-8 sequence that truncation left incomplete at the end of the
+ * `len` bytes of `s`. Only the tail is looked at: up to three continuation
+ * bytes and the lead byte before them. Bytes that were not UTF-8 to begin
+ * with are left as they are.
+ */
+static void
+zerr_cut_partial(char *s, size_t len)
+{
+	size_t i = len, cont = 0;
+	unsigned char lead;
+	size_t need;
+
+	while (i > 0 && cont < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+		i--;
+		cont++;
+	}
+	if (i == 0)
+		return;
+	lead = (unsigned char)s[i - 1];
+	if (lead >= 0xF0 && lead <= 0xF4)
+		need = 3;
+	else if (lead >= 0xE0 && lead <= 0xEF)
+		need = 2;
+	else if (lead >= 0xC2 && lead <= 0xDF)
+		need = 1;
+	else
+		need = 0;		/* ASCII, or not a lead byte */
+	if (need > cont)
+		s[i - 1] = '\0';
+}
+
 int
 zerr_set(struct zerr *e, enum zerr_kind kind, const char *fmt, ...)
 {
 	va_list ap;
+	int n;
 
 	if (e == NULL)
 		return -1;
 	e->kind = kind;
 	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
+	if (n >= (int)sizeof(e->msg))
+		zerr_cut_partial(e->msg, sizeof(e->msg) - 1);
 	return -1;
 }
 

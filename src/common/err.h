@@ -25,14 +25,26 @@ enum zerr_kind {
 	ZERR_CONFLICT,		/* the GPU is leased by another user: 409 */
 };
 
-#define ZERR_MSG_MAX 2048
+/*
+ * Room for one message and the names it quotes; longer ones are cut. A
+ * zerr travels inside every queued device command and every reply of the
+ * device process, so it is kept small, but not below what our longest
+ * messages need with ordinary paths: the unsafe-directory refusal of
+ * listen.c (a directory, the socket path, the reason and the fix) is about
+ * 400 bytes with 60-byte paths; only near-limit (107-byte) paths cut it.
+ */
+#define ZERR_MSG_MAX 512
 
 struct zerr {
 	enum zerr_kind kind;
 	char msg[ZERR_MSG_MAX];
 };
 
-/* Sets kind and message (truncated to fit); always returns -1. */
+/*
+ * Sets kind and message; always returns -1. A message too long for msg is
+ * cut at the last whole UTF-8 character that fits, never inside one: it
+ * ends up in JSON replies, which must be valid UTF-8.
+ */
 int zerr_set(struct zerr *e, enum zerr_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -30,7 +30,7 @@
 #define AUTH_SUB_MAX	256		/* bytes in `sub` */
 #define AUTH_LEEWAY_S	60		/* clock skew allowed on exp and nbf */
 
-/* The exact message for a token whose exp has passed (API.md). */
+/* The exact message for a token whose exp has passed (docs/security.md). */
 #define AUTH_MSG_EXPIRED "Token has expired."
 
 struct auth_key;	/* opaque: the key bytes */

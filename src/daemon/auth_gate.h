@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * auth_gate.h - applies API.md's authentication order to one request, using
+ * auth_gate.h - applies the authentication order of docs/security.md
+ * ("How a token is checked, in order") to one request, using
  * the route the router already chose (so routing and scope can never
  * disagree). Only called when a signing key is configured.
  */

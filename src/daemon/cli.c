@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cli.c - `zeusd serve` flags (API.md's table plus --nvml-library,
- * --rapl-dir and --simulate), validated here so that a bad value is one
- * clear line and exit code 2 before anything is opened.
+ * cli.c - `zeusd serve` flags (docs/configuration.md's table, with
+ * --nvml-library, --rapl-dir and --simulate), validated here so that a bad
+ * value is one clear line and exit code 2 before anything is opened.
  */
 #include "cli.h"
 

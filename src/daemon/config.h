@@ -44,7 +44,7 @@ struct zeusd_config {
 	bool simulate;
 };
 
-/* Fills defaults (API.md's table). */
+/* Fills defaults (docs/configuration.md's table). */
 void config_defaults(struct zeusd_config *cfg);
 
 #endif

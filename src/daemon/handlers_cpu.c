@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "../devices/cpu_cmd.h"
-#include "../devices/worker.h"
+#include "batch.h"
 #include "handlers.h"
 #include "handlers_util.h"
 #include "node.h"
@@ -35,18 +35,6 @@ struct cpu_batch {
 	struct cpu_cmd cmds[];
 };
 
-static void
-cpu_done(struct cpu_cmd *cmd, void *arg)
-{
-	request_complete_one(arg);
-}
-
-static void
-cpu_batch_free(void *p)
-{
-	free(p);
-}
-
 static json_t *
 cpu_value(bool want, bool have, uint64_t v)
 {
@@ -58,16 +46,9 @@ cpu_finish(struct request *req)
 {
 	const struct cpu_batch *b = req->hctx;
 	const struct node *node = req->srv->node;
-	struct handlers_errors agg;
 	json_t *map;
 
-	handlers_errors_init(&agg);
-	for (unsigned i = 0; i < b->n; i++)
-		if (b->cmds[i].rc != 0)
-			handlers_errors_add(&agg,
-			    rapl_package_id(node->rapl, b->cmds[i].pkg),
-			    &b->cmds[i].err);
-	if (handlers_errors_reply(req, &agg))
+	if (batch_cpu_errors(req, b->cmds, b->n))
 		return;
 	map = json_object();
 	for (unsigned i = 0; i < b->n; i++) {
@@ -97,45 +78,30 @@ cpu_finish(struct request *req)
 static void
 cpu_handle(struct request *req, enum cpu_cmd_op op)
 {
-	struct node *node = req->srv->node;
 	const struct query_spec *spec = op == CPU_CMD_GET_ENERGY ? spec_energy :
 	    spec_power;
 	struct query_values qv;
-	struct worker_batch wb;
 	struct cpu_batch *b;
 	struct id_list ids;
-	struct zerr err;
+	struct batch bt;
 
 	if (handlers_parse(req, spec, &qv) != 0 ||
-	    handlers_pick_cpus(req, &qv.v[0], &ids) != 0)
+	    handlers_pick_cpus(req, &qv.v[0], &ids) != 0 ||
+	    (b = batch_state(req, sizeof(*b) + ids.n * sizeof(b->cmds[0]),
+	    free)) == NULL)
 		return;
-	b = calloc(1, sizeof(*b) + ids.n * sizeof(b->cmds[0]));
-	if (b == NULL) {
-		zerr_set(&err, ZERR_INTERNAL, "out of memory");
-		request_reply_error(req, &err);
-		return;
-	}
 	b->op = op;
 	b->n = ids.n;
 	b->want_cpu = op == CPU_CMD_GET_ENERGY && qv.v[1].b;
 	b->want_dram = op == CPU_CMD_GET_ENERGY && qv.v[2].b;
-	req->hctx = b;
-	req->hctx_free = cpu_batch_free;
-	if (ids.n == 0) {
-		cpu_finish(req);
-		return;
-	}
-	worker_batch_init(&wb);
+	batch_init(&bt, req);
 	for (unsigned i = 0; i < ids.n; i++) {
-		cpu_cmd_init(&b->cmds[i], op, ids.ids[i], cpu_done, req);
+		cpu_cmd_init(&b->cmds[i], op, ids.ids[i], batch_cpu_done, req);
 		b->cmds[i].period_ms = 1000 / req->srv->cfg->cpu_power_poll_hz;
-		if (node_cpu_reserve(node, &wb, &b->cmds[i], &err) != 0) {
-			request_reply_busy(req, &err);
+		if (batch_add_cpu(&bt, &b->cmds[i]) != 0)
 			return;
-		}
 	}
-	request_defer(req, ids.n, cpu_finish);
-	worker_batch_submit(&wb);
+	batch_run(&bt, cpu_finish);
 }
 
 void

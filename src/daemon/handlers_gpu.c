@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * handlers_gpu.c - the /gpu/... reads and writes of API.md (streams live in
- * their own module).
+ * handlers_gpu.c - the /gpu/... reads and writes of docs/api.md (streams
+ * live in their own module).
  *
  * A request becomes one gpu_cmd per listed GPU, queued on that GPU's worker:
  * GPUs run concurrently, each GPU's commands in arrival order, so a read
@@ -29,8 +29,8 @@
 
 #include "../common/log.h"
 #include "../devices/gpu_cmd.h"
-#include "../devices/worker.h"
 #include "audit.h"
+#include "batch.h"
 #include "lease.h"
 #include "peer.h"
 #include "handlers.h"
@@ -72,12 +72,6 @@ struct gpu_batch {
 	unsigned n;
 	struct gpu_cmd cmds[];
 };
-
-static void
-gpu_batch_free(void *p)
-{
-	free(p);
-}
 
 static void
 gpu_done_request(struct gpu_cmd *cmd, void *arg)
@@ -175,40 +169,21 @@ gpu_dropped_log_free(struct gpu_cmd *cmd, void *arg)
 	free(cmd);
 }
 
-static void
-gpu_reply_oom(struct request *req)
-{
-	struct zerr err;
-
-	zerr_set(&err, ZERR_INTERNAL, "out of memory");
-	request_reply_error(req, &err);
-}
-
 /* One command per listed GPU, answered by `finish` once all are done. */
 static void
 gpu_batch_submit(struct request *req, const struct id_list *ids,
     enum gpu_cmd_op op, const struct gpu_write *w,
     void (*finish)(struct request *))
 {
-	struct node *node = req->srv->node;
-	struct worker_batch wb;
 	struct gpu_batch *b;
-	struct zerr err;
+	struct batch bt;
 
-	b = calloc(1, sizeof(*b) + ids->n * sizeof(b->cmds[0]));
-	if (b == NULL) {
-		gpu_reply_oom(req);
+	b = batch_state(req, sizeof(*b) + ids->n * sizeof(b->cmds[0]), free);
+	if (b == NULL)
 		return;
-	}
 	b->op = op;
 	b->n = ids->n;
-	req->hctx = b;
-	req->hctx_free = gpu_batch_free;
-	if (ids->n == 0) {
-		finish(req);
-		return;
-	}
-	worker_batch_init(&wb);
+	batch_init(&bt, req);
 	for (unsigned i = 0; i < ids->n; i++) {
 		gpu_cmd_init(&b->cmds[i], op, ids->ids[i], gpu_done_request, req);
 		if (w != NULL) {
@@ -216,13 +191,10 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 			b->cmds[i].want_before = audit_enabled() ||
 			    req->srv->leases != NULL;
 		}
-		if (node_gpu_reserve(node, &wb, &b->cmds[i], &err) != 0) {
-			request_reply_busy(req, &err);
+		if (batch_add_gpu(&bt, &b->cmds[i]) != 0)
 			return;
-		}
 	}
-	request_defer(req, ids->n, finish);
-	worker_batch_submit(&wb);
+	batch_run(&bt, finish);
 }
 
 /* block=false: one self-freeing command per GPU, answered at once. */
@@ -233,18 +205,17 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 	struct gpu_cmd *cmds[QUERY_MAX_IDS];
 	struct gpu_nb *whos[QUERY_MAX_IDS];
 	bool ctx = audit_enabled() || req->srv->leases != NULL;
-	struct worker_batch wb;
-	struct zerr err;
+	struct batch bt;
 	unsigned n;
 
-	worker_batch_init(&wb);
+	batch_init(&bt, req);
 	memset(whos, 0, sizeof(whos));
 	for (n = 0; n < ids->n; n++) {
 		if ((cmds[n] = calloc(1, sizeof(*cmds[n]))) == NULL ||
 		    (ctx && (whos[n] = malloc(sizeof(*whos[n]))) == NULL)) {
 			free(cmds[n]);
-			worker_batch_release(&wb);
-			gpu_reply_oom(req);
+			batch_cancel(&bt);
+			handlers_reply_oom(req);
 			goto free;
 		}
 		if (whos[n] != NULL) {
@@ -256,13 +227,12 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 		    gpu_done_log_free, whos[n]);
 		gpu_cmd_set_write(cmds[n], w, gpu_dropped_log_free);
 		cmds[n]->want_before = whos[n] != NULL;
-		if (node_gpu_reserve(req->srv->node, &wb, cmds[n], &err) != 0) {
+		if (batch_add_gpu(&bt, cmds[n]) != 0) {
 			n++;
-			request_reply_busy(req, &err);
 			goto free;
 		}
 	}
-	worker_batch_submit(&wb);
+	batch_queue(&bt);
 	request_reply_empty(req, 200);
 	return;
 free:
@@ -271,22 +241,6 @@ free:
 		free(cmds[n]);
 		free(whos[n]);
 	}
-}
-
-/*
- * If any command failed, answers {"errors": {...}} with the worst status
- * and returns 1; otherwise returns 0.
- */
-static int
-gpu_batch_errors(struct request *req, const struct gpu_batch *b)
-{
-	struct handlers_errors agg;
-
-	handlers_errors_init(&agg);
-	for (unsigned i = 0; i < b->n; i++)
-		if (b->cmds[i].rc != 0)
-			handlers_errors_add(&agg, b->cmds[i].gpu, &b->cmds[i].err);
-	return handlers_errors_reply(req, &agg);
 }
 
 static void
@@ -301,7 +255,7 @@ gpu_write_finish(struct request *req)
 		for (unsigned i = 0; i < b->n; i++)
 			gpu_audit(&who, &b->cmds[i], NULL);
 	}
-	if (gpu_batch_errors(req, req->hctx) == 0)
+	if (batch_gpu_errors(req, b->cmds, b->n) == 0)
 		request_reply_empty(req, 200);
 }
 
@@ -311,7 +265,7 @@ gpu_read_finish(struct request *req)
 	const struct gpu_batch *b = req->hctx;
 	json_t *map, *body;
 
-	if (gpu_batch_errors(req, b) != 0)
+	if (batch_gpu_errors(req, b->cmds, b->n) != 0)
 		return;
 	map = json_object();
 	for (unsigned i = 0; i < b->n; i++) {

@@ -15,9 +15,11 @@
  */
 #include <sys/resource.h>
 
+#include <assert.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +30,9 @@
 #include "../common/fileio.h"
 #include "../devices/cpu_cmd.h"
 #include "../devices/gpu_cmd.h"
-#include "../devices/worker.h"
-#include "deadline.h"
 #include "audit.h"
+#include "batch.h"
+#include "deadline.h"
 #include "handlers.h"
 #include "handlers_util.h"
 #include "node.h"
@@ -41,33 +43,16 @@
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
+/* One block: the GPU commands, then the CPU ones right after them. */
 struct metrics_scrape {
 	unsigned ngpu, ncpu;
-	struct gpu_cmd *gpu;		/* [ngpu] */
-	struct cpu_cmd *cpu;		/* [ncpu] */
+	struct cpu_cmd *cpu;		/* [ncpu], at gpu + ngpu */
+	struct gpu_cmd gpu[];		/* [ngpu] */
 };
 
-static void
-metrics_free(void *p)
-{
-	struct metrics_scrape *m = p;
-
-	free(m->gpu);
-	free(m->cpu);
-	free(m);
-}
-
-static void
-metrics_gpu_done(struct gpu_cmd *cmd, void *arg)
-{
-	request_complete_one(arg);
-}
-
-static void
-metrics_cpu_done(struct cpu_cmd *cmd, void *arg)
-{
-	request_complete_one(arg);
-}
+/* gpu + ngpu is aligned for a gpu_cmd, hence for a cpu_cmd too. */
+static_assert(alignof(struct cpu_cmd) <= alignof(struct gpu_cmd),
+    "struct metrics_scrape places cpu_cmds after gpu_cmds");
 
 /* Writes a label value with \, " and newline escaped, as the format asks. */
 static void
@@ -463,11 +448,9 @@ metrics_finish(struct request *req)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
-	struct zerr err;
 
 	if (out == NULL) {
-		zerr_set(&err, ZERR_INTERNAL, "out of memory");
-		request_reply_error(req, &err);
+		handlers_reply_oom(req);
 		return;
 	}
 	metrics_gpus(out, srv->node, m);
@@ -476,8 +459,7 @@ metrics_finish(struct request *req)
 	metrics_daemon(out, srv);
 	if (fclose(out) != 0) {
 		free(text);
-		zerr_set(&err, ZERR_INTERNAL, "out of memory");
-		request_reply_error(req, &err);
+		handlers_reply_oom(req);
 		return;
 	}
 	request_reply_text(req, 200, METRICS_CONTENT_TYPE, text, len);
@@ -487,48 +469,30 @@ void
 handle_metrics(struct request *req)
 {
 	static const struct query_spec none[] = { { NULL, Q_BOOL, false } };
-	struct node *node = req->srv->node;
+	const struct node *node = req->srv->node;
 	struct metrics_scrape *m;
 	struct query_values qv;
-	struct worker_batch wb;
-	struct zerr err;
+	struct batch bt;
 
-	if (handlers_parse(req, none, &qv) != 0)
+	if (handlers_parse(req, none, &qv) != 0 ||
+	    (m = batch_state(req, sizeof(*m) + node->ngpu * sizeof(m->gpu[0]) +
+	    node->ncpu * sizeof(*m->cpu), free)) == NULL)
 		return;
-	m = calloc(1, sizeof(*m));
-	if (m == NULL || (m->gpu = calloc(node->ngpu + 1,
-	    sizeof(*m->gpu))) == NULL || (m->cpu = calloc(node->ncpu + 1,
-	    sizeof(*m->cpu))) == NULL) {
-		if (m != NULL)
-			metrics_free(m);
-		zerr_set(&err, ZERR_INTERNAL, "out of memory");
-		request_reply_error(req, &err);
-		return;
-	}
 	m->ngpu = node->ngpu;
 	m->ncpu = node->ncpu;
-	req->hctx = m;
-	req->hctx_free = metrics_free;
-	if (m->ngpu + m->ncpu == 0) {
-		metrics_finish(req);
-		return;
-	}
-	worker_batch_init(&wb);
+	m->cpu = (struct cpu_cmd *)(m->gpu + m->ngpu);
+	batch_init(&bt, req);
 	for (unsigned i = 0; i < m->ngpu; i++) {
-		gpu_cmd_init(&m->gpu[i], GPU_CMD_SNAPSHOT, i, metrics_gpu_done,
+		gpu_cmd_init(&m->gpu[i], GPU_CMD_SNAPSHOT, i, batch_gpu_done,
 		    req);
-		if (node_gpu_reserve(node, &wb, &m->gpu[i], &err) != 0)
-			goto busy;
+		if (batch_add_gpu(&bt, &m->gpu[i]) != 0)
+			return;
 	}
 	for (unsigned i = 0; i < m->ncpu; i++) {
-		cpu_cmd_init(&m->cpu[i], CPU_CMD_GET_ENERGY, i, metrics_cpu_done,
+		cpu_cmd_init(&m->cpu[i], CPU_CMD_GET_ENERGY, i, batch_cpu_done,
 		    req);
-		if (node_cpu_reserve(node, &wb, &m->cpu[i], &err) != 0)
-			goto busy;
+		if (batch_add_cpu(&bt, &m->cpu[i]) != 0)
+			return;
 	}
-	request_defer(req, m->ngpu + m->ncpu, metrics_finish);
-	worker_batch_submit(&wb);
-	return;
-busy:
-	request_reply_busy(req, &err);
+	batch_run(&bt, metrics_finish);
 }

@@ -7,6 +7,8 @@
  * connection through streams.h and queues the never-ending SSE response.
  * The stream module does everything after that.
  */
+#include <assert.h>
+
 #include <microhttpd.h>
 
 #include "handlers.h"
@@ -34,6 +36,7 @@ stream_start(struct request *req, enum streams_kind kind,
 		request_reply_error(req, &err);
 		return;
 	}
+	assert(req->phase == REQ_NEW);	/* as request_reply_* */
 	req->status = 200;
 	req->phase = REQ_ANSWERED;
 	(void)MHD_queue_response(req->conn, 200, resp);

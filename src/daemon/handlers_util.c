@@ -168,6 +168,15 @@ handlers_errors_reply(struct request *req, struct handlers_errors *agg)
 	return 1;
 }
 
+void
+handlers_reply_oom(struct request *req)
+{
+	struct zerr err;
+
+	zerr_set(&err, ZERR_INTERNAL, "out of memory");
+	request_reply_error(req, &err);
+}
+
 int64_t
 handlers_now_ms(void)
 {

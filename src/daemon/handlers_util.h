@@ -2,8 +2,8 @@
 /*
  * handlers_util.h - pieces every device handler shares: query parsing that
  * answers 400 itself, id validation against the devices present, and the
- * per-device error aggregation of API.md ({"errors": {...}} with the worst
- * status).
+ * per-device error aggregation of docs/api.md ({"errors": {...}} with the
+ * worst status).
  */
 #ifndef ZEUS_HANDLERS_UTIL_H
 #define ZEUS_HANDLERS_UTIL_H
@@ -51,6 +51,9 @@ void handlers_errors_add(struct handlers_errors *agg, uint32_t id,
     const struct zerr *err);
 /* Answers and returns 1 when any error was added; else 0 (frees either way). */
 int handlers_errors_reply(struct request *req, struct handlers_errors *agg);
+
+/* Answers 500 "out of memory". */
+void handlers_reply_oom(struct request *req);
 
 /* Unix time in milliseconds. */
 int64_t handlers_now_ms(void);

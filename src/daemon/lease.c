@@ -15,11 +15,13 @@
  */
 #include "lease.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,9 @@ struct lease_restore {
 	bool skipped;		/* the user never changed this setting */
 	struct timespec t0;
 };
+/* lease_restore_exec gets the command's struct work: gpu_cmd's first too */
+static_assert(offsetof(struct lease_restore, cmd) == 0,
+    "struct lease_restore: cmd must stay first");
 
 static int
 lease_pidfd_open(pid_t pid)
@@ -195,6 +200,7 @@ lease_restore(struct leases *l, unsigned gpu, const char *reason)
 	    GPU_RESET_MEM_LOCKED_CLOCKS };
 	struct lease_gpu *g = &l->gpus[gpu];
 
+	assert(g->state == LEASE_HELD);
 	g->state = LEASE_RESTORING;
 	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++)
 		if (g->watch[i].fd >= 0) {
@@ -252,6 +258,8 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 	    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL, r->reason);
 out:
 	pthread_mutex_lock(&l->lock);
+	/* the lease stays RESTORING until its last restore is done */
+	assert(g->state == LEASE_RESTORING && g->restores_left > 0);
 	if (g->restores_left > 0 && --g->restores_left == 0)
 		lease_free_gpu(l, g, cmd->gpu);
 	pthread_mutex_unlock(&l->lock);

@@ -3,12 +3,13 @@
  * listen.c - creating the listening socket (see listen.h).
  *
  * The daemon hands the fd to libmicrohttpd, which only ever accepts on it; all
- * the policy of API.md about socket files lives here, and so does the
- * defence of docs/security.md ("Socket file safety"): zeusd runs as root and
- * creates, chmods, chowns and removes a file in a directory named on its
- * command line, so the directories on the way are checked first (as OpenSSH
- * checks key paths), and then every operation goes through a file descriptor
- * of the checked directory and none ever follows a symbolic link.
+ * the policy of docs/configuration.md ("Startup refusals") about socket
+ * files lives here, and so does the defence of docs/security.md ("Socket
+ * file safety"): zeusd runs as root and creates, chmods, chowns and removes
+ * a file in a directory named on its command line, so the directories on
+ * the way are checked first (as OpenSSH checks key paths), and then every
+ * operation goes through a file descriptor of the checked directory and
+ * none ever follows a symbolic link.
  */
 #include "listen.h"
 
@@ -92,6 +93,20 @@ listen_socket(int family, struct zerr *err)
 	return fd;
 }
 
+/*
+ * The tail both transports share: listen on the bound socket `fd` and
+ * return it, or close it and return -1 with the reason in `err`.
+ */
+static int
+listen_or_close(int fd, struct zerr *err)
+{
+	if (listen(fd, LISTEN_BACKLOG) == 0)
+		return fd;
+	zerr_set(err, ZERR_INTERNAL, "listen: %s", strerror(errno));
+	close(fd);
+	return -1;
+}
+
 static int
 listen_tcp(const struct zeusd_config *cfg, struct zerr *err)
 {
@@ -110,16 +125,10 @@ listen_tcp(const struct zeusd_config *cfg, struct zerr *err)
 	if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
 		zerr_set(err, ZERR_INTERNAL, "cannot bind TCP %s: %s",
 		    cfg->tcp_bind_address, strerror(errno));
-		goto fail;
+		close(fd);
+		return -1;
 	}
-	if (listen(fd, LISTEN_BACKLOG) != 0) {
-		zerr_set(err, ZERR_INTERNAL, "listen: %s", strerror(errno));
-		goto fail;
-	}
-	return fd;
-fail:
-	close(fd);
-	return -1;
+	return listen_or_close(fd, err);
 }
 
 /*
@@ -180,13 +189,13 @@ listen_check_dir(int fd, const char *shown, bool own_dir, const char *path,
 	else
 		snprintf(owners, sizeof(owners), "root or uid %u",
 		    (unsigned)euid);
+	/* each name once: fits a zerr whole unless both paths are long */
 	zerr_set(err, ZERR_INVALID,
 	    "unsafe directory %s on the path of --socket-path %s (owner uid "
 	    "%u, mode %04o): %s; every directory up to the socket must be "
 	    "owned by %s and not writable by group or others; fix: chown root "
-	    "and chmod go-w %s, or choose another --socket-path", shown, path,
-	    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), why, owners,
-	    shown);
+	    "and chmod go-w it, or choose another --socket-path", shown, path,
+	    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), why, owners);
 	return 1;
 }
 
@@ -437,8 +446,9 @@ listen_proc_addr(struct sockaddr_un *sun, int dirfd, const char *name,
 }
 
 /*
- * Applies API.md's rules to whatever is at `name` already; 0 when the name is
- * free. Nothing here follows a symlink: a symlink is "not a socket".
+ * Applies docs/configuration.md's rules ("Startup refusals") to whatever is
+ * at `name` already; 0 when the name is free. Nothing here follows a
+ * symlink: a symlink is "not a socket".
  */
 static int
 listen_clear_path(int dirfd, const char *name, const struct sockaddr_un *sun,
@@ -579,20 +589,18 @@ listen_uds(const struct zeusd_config *cfg, struct zerr *err)
 	if (rc != 0) {
 		zerr_set(err, ZERR_INTERNAL, "cannot bind %s: %s", path,
 		    strerror(saved));
-		close(fd);
-		close(dirfd);
-		return -1;
+		goto fail;
 	}
 	if (listen_adopt(dirfd, name, cfg, err) != 0)
 		goto fail;
-	if (listen(fd, LISTEN_BACKLOG) != 0) {
-		zerr_set(err, ZERR_INTERNAL, "listen: %s", strerror(errno));
+	if ((fd = listen_or_close(fd, err)) < 0)
 		goto fail;
-	}
 	listen_own.sockfd = fd;
 	return fd;
 fail:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	/* once adopted, the file is ours to remove; before, only the dirfd */
 	if (listen_own.dirfd == dirfd)
 		listen_remove_socket();	/* also closes dirfd */
 	else

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - zeusd's entry point: subcommand dispatch, the startup checks of
- * API.md, and the signal-driven shutdown.
+ * docs/configuration.md ("Startup refusals"), and the signal-driven shutdown.
  *
  * Startup order: block the signals handled here (so that no thread, not
  * even one libmicrohttpd or a device library starts, can take one), parse
@@ -71,7 +71,10 @@ serve_end_children(void)
 	(void)reaper_shutdown(REAPER_GRACE_MS);
 }
 
-/* Refuses root-only groups without root (API.md), unless simulated. */
+/*
+ * Refuses root-only groups without root (docs/configuration.md), unless
+ * simulated.
+ */
 static int
 serve_check_privileges(const struct zeusd_config *cfg,
     const struct overrides *ov, struct zerr *err)
@@ -135,12 +138,14 @@ static int
 serve_main(int argc, char **argv)
 {
 	static struct zeusd_config cfg;
-	struct overrides *ov = NULL;
+	struct overrides *ov = NULL;	/* ours until node_open takes it */
 	struct server srv;
 	struct node node;
 	struct zerr err;
 	sigset_t sigs;
 	char where[160], groups[80];
+	bool reaping = false;		/* reaper_enable done */
+	bool served = false;		/* the server ran: a signal stopped it */
 	int fd = -1, sig, rc;
 
 	/* Every thread created from here on inherits this mask. */
@@ -159,15 +164,20 @@ serve_main(int argc, char **argv)
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 2;
 	}
+	/*
+	 * From here every exit goes through `out`, whose steps all accept
+	 * what was never opened: a zeroed node, NULL pointers, no socket.
+	 */
 	memset(&srv, 0, sizeof(srv));
+	memset(&node, 0, sizeof(node));
 	srv.cfg = &cfg;
 	/* every configuration error stops startup before anything is opened */
 	if (server_configure(&srv, &err) != 0 || streams_check_env(&err) != 0)
-		return serve_fail(&err);
+		goto out;
 	/* Before any thread: both unset environment variables. */
 	notify_init();
 	if (listen_from_systemd(&cfg, &fd, &err) < 0)
-		return serve_fail(&err);
+		goto out;
 	if (cfg.gpu_command_overrides != NULL) {
 		if (!(cfg.enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
 			zlog(ZLOG_WARN, "overrides_ignored",
@@ -175,24 +185,14 @@ serve_main(int argc, char **argv)
 			    "is not enabled; the file is ignored\"");
 		else if (overrides_load(cfg.gpu_command_overrides, &ov,
 		    &err) != 0)
-			return serve_fail(&err);
+			goto out;
 	}
-	if (serve_check_privileges(&cfg, ov, &err) != 0) {
-		overrides_free(ov);
-		return serve_fail(&err);
-	}
-	if (cfg.signing_key_path != NULL &&
-	    auth_key_load(cfg.signing_key_path, &srv.key, &err) != 0) {
-		overrides_free(ov);
-		return serve_fail(&err);
-	}
-	if (serve_open_policy(&cfg, &srv, &err) != 0 ||
-	    audit_open(cfg.audit_log, &err) != 0) {
-		overrides_free(ov);
-		auth_key_free(srv.key);
-		policy_holder_free(srv.policy);
-		return serve_fail(&err);
-	}
+	if (serve_check_privileges(&cfg, ov, &err) != 0 ||
+	    (cfg.signing_key_path != NULL &&
+	    auth_key_load(cfg.signing_key_path, &srv.key, &err) != 0) ||
+	    serve_open_policy(&cfg, &srv, &err) != 0 ||
+	    audit_open(cfg.audit_log, &err) != 0)
+		goto out;
 	if (cfg.mode == MODE_TCP && srv.key == NULL)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
@@ -200,56 +200,33 @@ serve_main(int argc, char **argv)
 
 	serve_raise_fd_limit();
 	/* Before any device thread exists, so no override can run first. */
-	if (reaper_enable(&err) != 0) {
-		overrides_free(ov);
-		auth_key_free(srv.key);
-		return serve_fail(&err);
-	}
+	if (reaper_enable(&err) != 0)
+		goto out;
+	reaping = true;
 
-	if (node_open(&node, &cfg, ov, &err) != 0) {
-		serve_end_children();
-		auth_key_free(srv.key);
-		return serve_fail(&err);
-	}
+	rc = node_open(&node, &cfg, ov, &err);
+	ov = NULL;			/* the node took it over either way */
+	if (rc != 0)
+		goto out;
 	srv.node = &node;
-	if (cfg.gpu_leases && leases_create(&node, &srv.leases, &err) != 0) {
-		node_close(&node);
-		serve_end_children();
-		auth_key_free(srv.key);
-		return serve_fail(&err);
-	}
+	if (cfg.gpu_leases && leases_create(&node, &srv.leases, &err) != 0)
+		goto out;
 	if (cfg.gpu_leases && cfg.mode == MODE_TCP)
 		zlog(ZLOG_WARN, "leases_on_tcp", "msg=\"TCP clients have no "
 		    "process to watch: they never take a lease (see "
 		    "docs/security.md)\"");
-	if (streams_create(&cfg, &node, &srv.streams, &err) != 0) {
-		leases_stop(srv.leases);
-		node_close(&node);
-		leases_destroy(srv.leases);
-		node_close(&node);
-		serve_end_children();
-		auth_key_free(srv.key);
-		return serve_fail(&err);
-	}
+	if (streams_create(&cfg, &node, &srv.streams, &err) != 0)
+		goto out;
 	if (fd >= 0)
 		zlog(ZLOG_INFO, "socket_activated", "fd=%d msg=\"listening "
 		    "socket passed by systemd; its path, mode and owner come "
 		    "from the .socket unit\"", fd);
-	else
-		fd = listen_open(&cfg, &err);
-	if (fd < 0 || server_start(&srv, fd, &err) != 0) {
-		if (fd >= 0)
-			close(fd);
-		listen_remove_socket();	/* only the socket file we created */
-		streams_destroy(srv.streams);
-		leases_stop(srv.leases);
-		node_close(&node);
-		leases_destroy(srv.leases);
-		serve_end_children();
-		auth_key_free(srv.key);
-		return serve_fail(&err);
-	}
+	else if ((fd = listen_open(&cfg, &err)) < 0)
+		goto out;
+	if (server_start(&srv, fd, &err) != 0)
+		goto out;
 	listen_describe(fd, where, sizeof(where));
+	fd = -1;			/* the server's now */
 	group_set_format(cfg.enabled, groups, sizeof(groups));
 	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
 	    "groups=\"%s\" auth=%s simulate=%s version=%s", where,
@@ -305,18 +282,34 @@ serve_main(int argc, char **argv)
 		listen_remove_socket();
 		_exit(1);
 	}
+	served = true;
+out:
+	/*
+	 * The one teardown, for a startup failure at any step and for the
+	 * shutdown alike: the socket and the streams (the HTTP side has let
+	 * go), then leases and devices, then children, then the key, the
+	 * policy and the audit log.
+	 */
+	if (fd >= 0)
+		close(fd);	/* opened but never handed to the server */
 	listen_remove_socket();	/* only if still the socket we created */
 	streams_destroy(srv.streams);	/* after the HTTP side let go */
 	/* no request runs now: put leased GPUs back, through their queues */
-	if (srv.leases != NULL && cfg.restore_on_shutdown)
+	if (served && srv.leases != NULL && cfg.restore_on_shutdown)
 		leases_restore_all(srv.leases, SHUTDOWN_RESTORE_MS);
 	leases_stop(srv.leases);
 	node_close(&node);
 	leases_destroy(srv.leases);
-	(void)reaper_sweep(REAPER_GRACE_MS);	/* reparented since */
+	overrides_free(ov);
+	if (served)
+		(void)reaper_sweep(REAPER_GRACE_MS);	/* reparented since */
+	else if (reaping)
+		serve_end_children();
 	auth_key_free(srv.key);
 	policy_holder_free(srv.policy);
 	audit_close();
+	if (!served)
+		return serve_fail(&err);
 	zlog(ZLOG_INFO, "stopped", NULL);
 	return 0;
 }

@@ -19,6 +19,7 @@
  */
 #include "node.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,8 +125,7 @@ node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
 		/* explicit: fail fast, whatever the reason */
 		snprintf(why, sizeof(why), "%s", err->msg);
 		return zerr_set(err, err->kind == ZERR_NOT_FOUND ?
-		    ZERR_INVALID : err->kind, "--gpu-backend amdsmi: %.2000s",
-		    why);
+		    ZERR_INVALID : err->kind, "--gpu-backend amdsmi: %s", why);
 	}
 	if (cfg->gpu_backend == GPU_BACKEND_AUTO && lib == NULL &&
 	    !cfg->simulate)
@@ -279,9 +279,11 @@ node_gpu_reserve(struct node *node, struct worker_batch *batch,
     struct gpu_cmd *cmd, struct zerr *err)
 {
 	bool shared = cmd->op == GPU_CMD_GET_POWER;
-	struct worker *wk = shared ? node->gpu_power_reader :
-	    node->gpu_workers[cmd->gpu];
+	struct worker *wk;
 
+	/* ids from a request were checked against the node before this */
+	assert(cmd->gpu < node->ngpu);
+	wk = shared ? node->gpu_power_reader : node->gpu_workers[cmd->gpu];
 	cmd->work.counters = &node->gpu_counters[cmd->gpu];
 	if (worker_batch_reserve(batch, wk, &cmd->work) != 0)
 		return node_full("GPU", shared ? "power reader" : NULL,
@@ -294,9 +296,10 @@ node_cpu_reserve(struct node *node, struct worker_batch *batch,
     struct cpu_cmd *cmd, struct zerr *err)
 {
 	bool shared = cmd->op == CPU_CMD_GET_ENERGY;
-	struct worker *wk = shared ? node->cpu_energy_reader :
-	    node->cpu_workers[cmd->pkg];
+	struct worker *wk;
 
+	assert(cmd->pkg < node->ncpu);	/* as for GPUs */
+	wk = shared ? node->cpu_energy_reader : node->cpu_workers[cmd->pkg];
 	cmd->work.counters = &node->cpu_counters[cmd->pkg];
 	if (worker_batch_reserve(batch, wk, &cmd->work) != 0)
 		return node_full("CPU", shared ? "energy reader" : NULL,

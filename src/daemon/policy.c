@@ -52,7 +52,12 @@ static int
 policy_fail(struct zerr *err, const char *name, unsigned line,
     const char *fmt, ...)
 {
-	char msg[ZERR_MSG_MAX / 2];
+	/*
+	 * As large as the zerr: whatever vsnprintf cuts here (possibly in the
+	 * middle of a UTF-8 character) lies beyond where zerr_set cuts the
+	 * whole message, at a character boundary.
+	 */
+	char msg[ZERR_MSG_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);

@@ -17,6 +17,7 @@
  */
 #include "server.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <signal.h>
@@ -205,6 +206,8 @@ server_queue_typed(struct request *req, unsigned status,
 	}
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 	    content_type);
+	/* one answer per request, never while its commands are out */
+	assert(req->phase == REQ_NEW);
 	req->status = status;
 	req->phase = REQ_ANSWERED;
 	(void)MHD_queue_response(req->conn, status, resp);
@@ -312,6 +315,7 @@ void
 request_defer(struct request *req, unsigned n,
     void (*finish)(struct request *req))
 {
+	assert(req->phase == REQ_NEW && n >= 1 && finish != NULL);
 	req->finish = finish;
 	req->phase = REQ_DEFERRED;
 	atomic_store(&req->pending, n);
@@ -323,8 +327,10 @@ void
 request_complete_one(struct request *req)
 {
 	struct server *srv = req->srv;
+	unsigned left = atomic_fetch_sub(&req->pending, 1);
 
-	if (atomic_fetch_sub(&req->pending, 1) == 1) {
+	assert(left >= 1);	/* no more completions than request_defer's n */
+	if (left == 1) {
 		MHD_resume_connection(req->conn);
 		/* req may be gone from here on */
 		atomic_fetch_sub(&srv->deferred, 1);
@@ -604,6 +610,8 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 		server_dispatch(req);
 		break;
 	case REQ_DEFERRED:
+		/* resumed only by the last completion */
+		assert(atomic_load(&req->pending) == 0);
 		req->phase = REQ_NEW;
 		req->finish(req);
 		break;
@@ -674,6 +682,12 @@ server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		deadline_arm(srv->deadlines, &c->deadline);
 	if (req == NULL)
 		return;
+	/*
+	 * A suspended connection is never completed, so no device command
+	 * can still point at req (a client gone while its request was
+	 * deferred is noticed after the resume).
+	 */
+	assert(atomic_load(&req->pending) == 0);
 	if (req->status != 0)
 		stats_record(&srv->stats, req->route, req->status);
 	server_log_request(req, toe);

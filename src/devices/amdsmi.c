@@ -801,7 +801,8 @@ amd_load(unsigned *abi, struct amd_fns *fn, char *used, size_t usedsize,
     struct zerr *err)
 {
 	char dirs[AMD_DIRS_MAX][AMD_PATH_MAX];
-	char path[AMD_PATH_MAX + 32], tried[ZERR_MSG_MAX / 2] = "";
+	/* tried: as large as the zerr, so only zerr_set's cut shows */
+	char path[AMD_PATH_MAX + 32], tried[ZERR_MSG_MAX] = "";
 	bool loader;
 	size_t n = amd_search_dirs(getenv("AMDSMI_LIB_DIR"),
 	    getenv("ROCM_PATH"), "/opt", dirs, AMD_DIRS_MAX, &loader);

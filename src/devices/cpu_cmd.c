@@ -8,9 +8,15 @@
  */
 #include "cpu_cmd.h"
 
+#include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../common/clock.h"
+
+/* The worker hands back the struct work it ran: it is the command. */
+static_assert(offsetof(struct cpu_cmd, work) == 0,
+    "struct cpu_cmd: work must stay first");
 
 /*
  * Values go out as JSON integers, which are signed 64-bit in jansson: a

@@ -37,7 +37,7 @@
 
 #include "../common/err.h"
 
-/* The seven write operations of the API, in API.md's order. */
+/* The seven write operations of the API, in docs/api.md's order. */
 enum gpu_write_op {
 	GPU_SET_POWER_LIMIT,
 	GPU_SET_PERSISTENCE_MODE,
@@ -61,7 +61,7 @@ struct gpu_write {
 /* The API name of an operation ("set_power_limit", ...). */
 const char *gpu_write_op_name(enum gpu_write_op op);
 
-/* The five reads of the API, in API.md's order. */
+/* The five reads of the API, in docs/api.md's order. */
 enum gpu_read_op {
 	GPU_GET_POWER,
 	GPU_GET_CUMULATIVE_ENERGY,

@@ -4,7 +4,13 @@
  */
 #include "gpu_cmd.h"
 
+#include <assert.h>
+#include <stddef.h>
 #include <string.h>
+
+/* The worker hands back the struct work it ran: it is the command. */
+static_assert(offsetof(struct gpu_cmd, work) == 0,
+    "struct gpu_cmd: work must stay first");
 
 /* What each read returns, for its place in the queue (worker.h). */
 static const unsigned gpu_cmd_read_depends[] = {

@@ -14,6 +14,7 @@
  */
 #include "worker.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -258,6 +259,8 @@ worker_reserve(struct worker *wk, struct work *w)
 {
 	int rc = 0;
 
+	/* one reservation at a time: submit or unreserve clears it */
+	assert(w->reservation == WORKER_RES_NONE && w->reserved_on == NULL);
 	pthread_mutex_lock(&wk->lock);
 	if (wk->held[w->kind] < wk->max) {
 		wk->held[w->kind]++;
@@ -279,9 +282,12 @@ worker_reserve(struct worker *wk, struct work *w)
 void
 worker_unreserve(struct worker *wk, struct work *w)
 {
+	assert(w->reserved_on == wk);
 	pthread_mutex_lock(&wk->lock);
-	if (w->reservation == WORKER_RES_ROOM)
+	if (w->reservation == WORKER_RES_ROOM) {
+		assert(wk->held[w->kind] > 0);
 		wk->held[w->kind]--;
+	}
 	w->reservation = WORKER_RES_NONE;
 	w->reserved_on = NULL;
 	pthread_mutex_unlock(&wk->lock);
@@ -291,17 +297,23 @@ void
 worker_submit(struct worker *wk, struct work *w)
 {
 	struct work *dropped = NULL, *next;
+	unsigned replaced;
 
 	w->queued_ns = zclock_now_ns();
 	pthread_mutex_lock(&wk->lock);
+	assert(w->reserved_on == wk);	/* worker_reserve came first */
 	if (w->reservation != WORKER_RES_ROOM)
 		wk->held[w->kind]++;
 	w->reservation = WORKER_RES_NONE;
 	w->reserved_on = NULL;
 	if (w->kind == WORK_READ)
 		worker_queue_read(wk, w);
-	else
-		wk->held[WORK_WRITE] -= worker_queue_write(wk, w, &dropped);
+	else {
+		replaced = worker_queue_write(wk, w, &dropped);
+		/* w and each write it replaced are counted in held */
+		assert(replaced < wk->held[WORK_WRITE]);
+		wk->held[WORK_WRITE] -= replaced;
+	}
 	pthread_cond_signal(&wk->cond);
 	pthread_mutex_unlock(&wk->lock);
 	/* outside the lock: `drop` logs and frees */

@@ -13,9 +13,11 @@
  */
 #include "zeus/metric.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +42,9 @@ static const char *const metric_help[K_COUNT] = {
 	"CPU energy consumption",
 	"DRAM energy consumption",
 };
-static const char *const kind_upper[K_COUNT] = { "GPU", "CPU", "DRAM" };
+static const char *const metric_kind_upper[K_COUNT] = { "GPU", "CPU", "DRAM" };
 
-static const double default_buckets[K_COUNT][5] = {
+static const double metric_default_buckets[K_COUNT][5] = {
 	{ 50.0, 100.0, 200.0, 500.0, 1000.0 },
 	{ 10.0, 50.0, 100.0, 500.0, 1000.0 },
 	{ 5.0, 10.0, 20.0, 50.0, 150.0 },
@@ -85,7 +87,7 @@ struct mwin_set {
 };
 
 static int
-set_init(struct mwin_set *s, struct zeus_monitor *monitor,
+metric_set_init(struct mwin_set *s, struct zeus_monitor *monitor,
     const struct zeus_push_options *push, unsigned period_ms,
     struct zeus_error *err)
 {
@@ -131,7 +133,7 @@ set_init(struct mwin_set *s, struct zeus_monitor *monitor,
 }
 
 static void
-set_free(struct mwin_set *s)
+metric_set_free(struct mwin_set *s)
 {
 	for (size_t i = 0; i < s->nwin; i++)
 		free(s->win[i]);
@@ -142,7 +144,7 @@ set_free(struct mwin_set *s)
 
 /* The window named `name`, created when missing. Locked. */
 static struct mwin *
-set_window(struct mwin_set *s, const char *name, struct zeus_error *err)
+metric_set_window(struct mwin_set *s, const char *name, struct zeus_error *err)
 {
 	struct mwin *w;
 
@@ -172,10 +174,10 @@ nomem:
 
 /*
  * Pushes text for window `name`; -1 and err on failure, not logged: the
- * caller returns it, or a thread logs its first one (win_push_result).
+ * caller returns it, or a thread logs its first one (metric_win_push_result).
  */
 static int
-set_push(struct mwin_set *s, const char *name, const char *text,
+metric_set_push(struct mwin_set *s, const char *name, const char *text,
     struct zeus_error *err)
 {
 	if (s->push.url == NULL)
@@ -196,7 +198,7 @@ metric_check_name(const char *name, struct zeus_error *err)
 
 /* Series of window `w`, kind k, for device `index`. Locked. */
 static struct series *
-win_series(struct mwin *w, int k, unsigned index)
+metric_win_series(struct mwin *w, int k, unsigned index)
 {
 	struct series *s = w->s[k];
 
@@ -222,27 +224,27 @@ struct zeus_energy_histogram {
 };
 
 static int
-hist_buckets(struct zeus_energy_histogram *h, int k, const double *b,
+metric_hist_buckets(struct zeus_energy_histogram *h, int k, const double *b,
     size_t n, struct zeus_error *err)
 {
 	if (b == NULL) {
-		b = default_buckets[k];
+		b = metric_default_buckets[k];
 		n = 5;
 	}
 	if (n == 0)
 		return lib_err(err, ZEUS_ERR_INVALID,
 		    "%s bucket range cannot be empty. Please provide a valid "
 		    "range or omit the argument to use defaults.",
-		    kind_upper[k]);
+		    metric_kind_upper[k]);
 	if (n > METRIC_MAX_BUCKETS)
 		return lib_err(err, ZEUS_ERR_INVALID,
-		    "%s bucket range has more than %d bounds", kind_upper[k],
-		    METRIC_MAX_BUCKETS);
+		    "%s bucket range has more than %d bounds",
+		    metric_kind_upper[k], METRIC_MAX_BUCKETS);
 	for (size_t i = 0; i < n; i++) {
 		if (!isfinite(b[i]) || (i > 0 && b[i] <= b[i - 1]))
 			return lib_err(err, ZEUS_ERR_INVALID,
 			    "%s bucket bounds must be finite and strictly "
-			    "increasing", kind_upper[k]);
+			    "increasing", metric_kind_upper[k]);
 		h->bounds[k][i] = b[i];
 	}
 	h->nbounds[k] = n;
@@ -263,11 +265,13 @@ zeus_energy_histogram_create(const struct zeus_histogram_options *opt,
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
-	if (hist_buckets(h, K_GPU, opt->gpu_buckets, opt->gpu_bucket_count,
-	    err) != 0 || hist_buckets(h, K_CPU, opt->cpu_buckets,
-	    opt->cpu_bucket_count, err) != 0 || hist_buckets(h, K_DRAM,
-	    opt->dram_buckets, opt->dram_bucket_count, err) != 0 ||
-	    set_init(&h->set, opt->monitor, &opt->push, 0, err) != 0) {
+	if (metric_hist_buckets(h, K_GPU, opt->gpu_buckets,
+	    opt->gpu_bucket_count, err) != 0 ||
+	    metric_hist_buckets(h, K_CPU, opt->cpu_buckets,
+	    opt->cpu_bucket_count, err) != 0 ||
+	    metric_hist_buckets(h, K_DRAM, opt->dram_buckets,
+	    opt->dram_bucket_count, err) != 0 ||
+	    metric_set_init(&h->set, opt->monitor, &opt->push, 0, err) != 0) {
 		free(h);
 		return -1;
 	}
@@ -295,7 +299,7 @@ zeus_energy_histogram_destroy(struct zeus_energy_histogram *h)
 			zeus_monitor_end_window(h->set.monitor, inner, false,
 			    NULL, NULL);
 	}
-	set_free(&h->set);
+	metric_set_free(&h->set);
 	free(h);
 }
 
@@ -309,7 +313,7 @@ zeus_energy_histogram_begin_window(struct zeus_energy_histogram *h,
 	if (metric_check_name(name, err) != 0)
 		return -1;
 	pthread_mutex_lock(&h->set.lock);
-	w = set_window(&h->set, name, err);
+	w = metric_set_window(&h->set, name, err);
 	pthread_mutex_unlock(&h->set.lock);
 	if (w == NULL)
 		return -1;
@@ -318,13 +322,13 @@ zeus_energy_histogram_begin_window(struct zeus_energy_histogram *h,
 }
 
 static void
-hist_observe(struct zeus_energy_histogram *h, struct mwin *w, int k,
+metric_hist_observe(struct zeus_energy_histogram *h, struct mwin *w, int k,
     const struct zeus_energy *e, size_t n)
 {
 	size_t nb = h->nbounds[k];
 
 	for (size_t i = 0; i < n; i++) {
-		struct series *s = win_series(w, k, e[i].index);
+		struct series *s = metric_win_series(w, k, e[i].index);
 		double v = e[i].joules;
 		size_t b;
 
@@ -337,18 +341,18 @@ hist_observe(struct zeus_energy_histogram *h, struct mwin *w, int k,
 		s->count++;
 		if (v > h->bounds[k][nb - 1])
 			lib_log(ZEUS_LOG_WARN, "%s %u energy %g exceeds the "
-			    "maximum bucket value of %g", kind_upper[k],
+			    "maximum bucket value of %g", metric_kind_upper[k],
 			    e[i].index, v, h->bounds[k][nb - 1]);
 		if (v < h->bounds[k][0])
 			lib_log(ZEUS_LOG_WARN, "%s %u energy %g exceeds the "
-			    "minimum bucket value of %g", kind_upper[k],
+			    "minimum bucket value of %g", metric_kind_upper[k],
 			    e[i].index, v, h->bounds[k][0]);
 	}
 }
 
 /* Renders window w (NULL: all). Locked. */
 static char *
-hist_render(struct zeus_energy_histogram *h, const struct mwin *only)
+metric_hist_render(struct zeus_energy_histogram *h, const struct mwin *only)
 {
 	struct zbuf b;
 
@@ -403,16 +407,16 @@ zeus_energy_histogram_end_window(struct zeus_energy_histogram *h,
 	if (out != NULL)
 		*out = *m;
 	pthread_mutex_lock(&h->set.lock);
-	w = set_window(&h->set, name, NULL);	/* exists since begin */
+	w = metric_set_window(&h->set, name, NULL);	/* exists since begin */
 	if (w != NULL) {
-		hist_observe(h, w, K_GPU, m->gpu, m->gpu_count);
-		hist_observe(h, w, K_CPU, m->cpu, m->cpu_count);
-		hist_observe(h, w, K_DRAM, m->dram, m->dram_count);
+		metric_hist_observe(h, w, K_GPU, m->gpu, m->gpu_count);
+		metric_hist_observe(h, w, K_CPU, m->cpu, m->cpu_count);
+		metric_hist_observe(h, w, K_DRAM, m->dram, m->dram_count);
 	}
-	text = w != NULL ? hist_render(h, w) : NULL;
+	text = w != NULL ? metric_hist_render(h, w) : NULL;
 	pthread_mutex_unlock(&h->set.lock);
 	free(m);
-	rc = set_push(&h->set, name, text, err);
+	rc = metric_set_push(&h->set, name, text, err);
 	free(text);
 	return rc;
 }
@@ -428,7 +432,7 @@ zeus_energy_histogram_text(struct zeus_energy_histogram *h, const char *name)
 		if (strcmp(h->set.win[i]->name, name) == 0)
 			w = h->set.win[i];
 	if (name == NULL || w != NULL)
-		text = hist_render(h, w);
+		text = metric_hist_render(h, w);
 	pthread_mutex_unlock(&h->set.lock);
 	return text;
 }
@@ -437,7 +441,7 @@ zeus_energy_histogram_text(struct zeus_energy_histogram *h, const char *name)
 
 /* Waits until `deadline` or w->stop. Locked. Returns true when stopping. */
 static bool
-win_wait(struct mwin *w, struct timespec *deadline)
+metric_win_wait(struct mwin *w, struct timespec *deadline)
 {
 	while (!w->stop) {
 		if (pthread_cond_timedwait(&w->set->cond, &w->set->lock,
@@ -448,7 +452,7 @@ win_wait(struct mwin *w, struct timespec *deadline)
 }
 
 static void
-deadline_add(struct timespec *ts, unsigned ms)
+metric_deadline_add(struct timespec *ts, unsigned ms)
 {
 	ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
 	ts->tv_sec += ms / 1000u + ts->tv_nsec / 1000000000L;
@@ -462,7 +466,7 @@ deadline_add(struct timespec *ts, unsigned ms)
  * returns that first failure anyway.
  */
 static bool
-win_push_result(struct mwin *w, int rc, const struct zeus_error *e)
+metric_win_push_result(struct mwin *w, int rc, const struct zeus_error *e)
 {
 	if (rc == 0 || w->push_failed)
 		return false;
@@ -472,7 +476,7 @@ win_push_result(struct mwin *w, int rc, const struct zeus_error *e)
 }
 
 static void
-win_log_push_failure(const struct mwin *w, const struct zeus_error *e)
+metric_win_log_push_failure(const struct mwin *w, const struct zeus_error *e)
 {
 	lib_log(ZEUS_LOG_WARN, "push of window '%s' failed: %s", w->name,
 	    e->message);
@@ -480,14 +484,14 @@ win_log_push_failure(const struct mwin *w, const struct zeus_error *e)
 
 /* Opens a thread window; `fn` runs in the thread. */
 static int
-win_start(struct mwin_set *s, const char *name, void *(*fn)(void *),
+metric_win_start(struct mwin_set *s, const char *name, void *(*fn)(void *),
     struct mwin **out, struct zeus_error *err)
 {
 	struct mwin *w;
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	w = set_window(s, name, err);
+	w = metric_set_window(s, name, err);
 	if (w != NULL && w->open) {
 		lib_err(err, ZEUS_ERR_INVALID, "window '%s' is already open",
 		    name);
@@ -512,7 +516,7 @@ win_start(struct mwin_set *s, const char *name, void *(*fn)(void *),
 
 /* Stops and joins a thread window; the push outcome goes to err. */
 static int
-win_stop(struct mwin_set *s, const char *name, struct mwin **out,
+metric_win_stop(struct mwin_set *s, const char *name, struct mwin **out,
     struct zeus_error *err)
 {
 	struct mwin *w = NULL;
@@ -547,6 +551,8 @@ struct zeus_energy_counter {
 	struct mwin_set set;	/* first: threads reach it through w->set */
 	bool kind_on[K_COUNT];
 };
+static_assert(offsetof(struct zeus_energy_counter, set) == 0,
+    "metric_counter_thread casts w->set to the counter");
 
 int
 zeus_energy_counter_create(const struct zeus_counter_options *opt,
@@ -562,8 +568,8 @@ zeus_energy_counter_create(const struct zeus_counter_options *opt,
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
-	if (set_init(&c->set, opt->monitor, &opt->push, opt->update_period_ms,
-	    err) != 0) {
+	if (metric_set_init(&c->set, opt->monitor, &opt->push,
+	    opt->update_period_ms, err) != 0) {
 		free(c);
 		return -1;
 	}
@@ -577,7 +583,8 @@ zeus_energy_counter_create(const struct zeus_counter_options *opt,
 }
 
 static char *
-counter_render(const struct zeus_energy_counter *c, const struct mwin *only)
+metric_counter_render(const struct zeus_energy_counter *c,
+    const struct mwin *only)
 {
 	struct zbuf b;
 	char fam[128];
@@ -607,11 +614,11 @@ counter_render(const struct zeus_energy_counter *c, const struct mwin *only)
 }
 
 static void
-counter_add(struct mwin *w, int k, const struct zeus_energy *e, size_t n,
+metric_counter_add(struct mwin *w, int k, const struct zeus_energy *e, size_t n,
     struct zeus_energy *tot, size_t *ntot)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct series *s = win_series(w, k, e[i].index);
+		struct series *s = metric_win_series(w, k, e[i].index);
 
 		if (s != NULL)
 			s->sum += e[i].joules;
@@ -623,7 +630,7 @@ counter_add(struct mwin *w, int k, const struct zeus_energy *e, size_t n,
 
 /* End the inner window, start the next one, add what it measured. */
 static void
-counter_period(struct zeus_energy_counter *c, struct mwin *w,
+metric_counter_period(struct zeus_energy_counter *c, struct mwin *w,
     const char *inner, bool last, struct zeus_measurement *m)
 {
 	struct zeus_error e;
@@ -636,18 +643,18 @@ counter_period(struct zeus_energy_counter *c, struct mwin *w,
 	    &e) != 0)
 		lib_log(ZEUS_LOG_WARN, "counter '%s': %s", w->name, e.message);
 	pthread_mutex_lock(&c->set.lock);
-	counter_add(w, K_GPU, m->gpu, m->gpu_count, w->total.gpu,
+	metric_counter_add(w, K_GPU, m->gpu, m->gpu_count, w->total.gpu,
 	    &w->total.gpu_count);
-	counter_add(w, K_CPU, m->cpu, m->cpu_count, w->total.cpu,
+	metric_counter_add(w, K_CPU, m->cpu, m->cpu_count, w->total.cpu,
 	    &w->total.cpu_count);
-	counter_add(w, K_DRAM, m->dram, m->dram_count, w->total.dram,
+	metric_counter_add(w, K_DRAM, m->dram, m->dram_count, w->total.dram,
 	    &w->total.dram_count);
 	w->total.time_s += m->time_s;
 	pthread_mutex_unlock(&c->set.lock);
 }
 
 static void *
-counter_thread(void *arg)
+metric_counter_thread(void *arg)
 {
 	struct mwin *w = arg;
 	struct zeus_energy_counter *c = (struct zeus_energy_counter *)w->set;
@@ -665,21 +672,21 @@ counter_thread(void *arg)
 		bool first;
 		int rc;
 
-		deadline_add(&next, c->set.period_ms);
+		metric_deadline_add(&next, c->set.period_ms);
 		pthread_mutex_lock(&c->set.lock);
-		last = win_wait(w, &next);
+		last = metric_win_wait(w, &next);
 		pthread_mutex_unlock(&c->set.lock);
-		counter_period(c, w, inner, last, m);
+		metric_counter_period(c, w, inner, last, m);
 		pthread_mutex_lock(&c->set.lock);
-		text = counter_render(c, w);
+		text = metric_counter_render(c, w);
 		pthread_mutex_unlock(&c->set.lock);
-		rc = set_push(&c->set, w->name, text, &e);
+		rc = metric_set_push(&c->set, w->name, text, &e);
 		free(text);
 		pthread_mutex_lock(&c->set.lock);
-		first = win_push_result(w, rc, &e);
+		first = metric_win_push_result(w, rc, &e);
 		pthread_mutex_unlock(&c->set.lock);
 		if (first)
-			win_log_push_failure(w, &e);
+			metric_win_log_push_failure(w, &e);
 	}
 	if (m == NULL)
 		lib_log(ZEUS_LOG_ERROR, "counter '%s': out of memory",
@@ -699,7 +706,7 @@ zeus_energy_counter_begin_window(struct zeus_energy_counter *c,
 	if (metric_check_name(name, err) != 0)
 		return -1;
 	pthread_mutex_lock(&c->set.lock);
-	w = set_window(&c->set, name, err);
+	w = metric_set_window(&c->set, name, err);
 	busy = w != NULL && w->open;
 	pthread_mutex_unlock(&c->set.lock);
 	if (w == NULL)
@@ -711,7 +718,8 @@ zeus_energy_counter_begin_window(struct zeus_energy_counter *c,
 	if (zeus_monitor_begin_window(c->set.monitor, inner, sync, err) != 0)
 		return -1;
 	memset(&w->total, 0, sizeof(w->total));
-	if (win_start(&c->set, name, counter_thread, &w, err) != 0) {
+	if (metric_win_start(&c->set, name, metric_counter_thread, &w,
+	    err) != 0) {
 		zeus_monitor_end_window(c->set.monitor, inner, false, NULL,
 		    NULL);
 		return -1;
@@ -732,7 +740,7 @@ zeus_energy_counter_end_window(struct zeus_energy_counter *c,
 		return -1;
 	if (sync)	/* the thread measures the tail; sync before it does */
 		zeus_monitor_sync(mon);
-	rc = win_stop(&c->set, name, &w, err);
+	rc = metric_win_stop(&c->set, name, &w, err);
 	if (w != NULL && total != NULL) {
 		pthread_mutex_lock(&c->set.lock);
 		*total = w->total;
@@ -750,9 +758,9 @@ zeus_energy_counter_destroy(struct zeus_energy_counter *c)
 		struct mwin *w = NULL;
 
 		if (c->set.win[i]->open)
-			win_stop(&c->set, c->set.win[i]->name, &w, NULL);
+			metric_win_stop(&c->set, c->set.win[i]->name, &w, NULL);
 	}
-	set_free(&c->set);
+	metric_set_free(&c->set);
 	free(c);
 }
 
@@ -767,7 +775,7 @@ zeus_energy_counter_text(struct zeus_energy_counter *c, const char *name)
 		if (strcmp(c->set.win[i]->name, name) == 0)
 			w = c->set.win[i];
 	if (name == NULL || w != NULL)
-		text = counter_render(c, w);
+		text = metric_counter_render(c, w);
 	pthread_mutex_unlock(&c->set.lock);
 	return text;
 }
@@ -780,6 +788,8 @@ zeus_energy_counter_text(struct zeus_energy_counter *c, const char *name)
 struct zeus_power_gauge {
 	struct mwin_set set;	/* first: threads reach it through w->set */
 };
+static_assert(offsetof(struct zeus_power_gauge, set) == 0,
+    "metric_gauge_thread casts w->set to the gauge");
 
 int
 zeus_power_gauge_create(const struct zeus_gauge_options *opt,
@@ -793,8 +803,8 @@ zeus_power_gauge_create(const struct zeus_gauge_options *opt,
 	g = calloc(1, sizeof(*g));
 	if (g == NULL)
 		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
-	if (set_init(&g->set, opt->monitor, &opt->push, opt->update_period_ms,
-	    err) != 0) {
+	if (metric_set_init(&g->set, opt->monitor, &opt->push,
+	    opt->update_period_ms, err) != 0) {
 		free(g);
 		return -1;
 	}
@@ -803,7 +813,7 @@ zeus_power_gauge_create(const struct zeus_gauge_options *opt,
 }
 
 static char *
-gauge_render(const struct zeus_power_gauge *g, const struct mwin *only)
+metric_gauge_render(const struct zeus_power_gauge *g, const struct mwin *only)
 {
 	struct zbuf b;
 
@@ -827,7 +837,7 @@ gauge_render(const struct zeus_power_gauge *g, const struct mwin *only)
 }
 
 static void *
-gauge_thread(void *arg)
+metric_gauge_thread(void *arg)
 {
 	struct mwin *w = arg;
 	struct zeus_power_gauge *g = (struct zeus_power_gauge *)w->set;
@@ -848,25 +858,25 @@ gauge_thread(void *arg)
 		} else {
 			pthread_mutex_lock(&g->set.lock);
 			for (size_t i = 0; i < p->gpu_count; i++) {
-				struct series *s = win_series(w, K_GPU,
+				struct series *s = metric_win_series(w, K_GPU,
 				    p->gpu[i].index);
 
 				if (s != NULL)
 					s->sum = p->gpu[i].watts;
 			}
-			text = gauge_render(g, w);
+			text = metric_gauge_render(g, w);
 			pthread_mutex_unlock(&g->set.lock);
-			rc = set_push(&g->set, w->name, text, &e);
+			rc = metric_set_push(&g->set, w->name, text, &e);
 			free(text);
 		}
-		deadline_add(&next, g->set.period_ms);
+		metric_deadline_add(&next, g->set.period_ms);
 		pthread_mutex_lock(&g->set.lock);
-		first = win_push_result(w, rc, &e);
+		first = metric_win_push_result(w, rc, &e);
 		pthread_mutex_unlock(&g->set.lock);
 		if (first)
-			win_log_push_failure(w, &e);
+			metric_win_log_push_failure(w, &e);
 		pthread_mutex_lock(&g->set.lock);
-		stop = win_wait(w, &next);
+		stop = metric_win_wait(w, &next);
 		pthread_mutex_unlock(&g->set.lock);
 	}
 	free(p);
@@ -882,7 +892,7 @@ zeus_power_gauge_begin_window(struct zeus_power_gauge *g, const char *name,
 	if (metric_check_name(name, err) != 0)
 		return -1;
 	(void)sync;	/* power is instantaneous: nothing to wait for */
-	return win_start(&g->set, name, gauge_thread, &w, err);
+	return metric_win_start(&g->set, name, metric_gauge_thread, &w, err);
 }
 
 int
@@ -893,7 +903,7 @@ zeus_power_gauge_end_window(struct zeus_power_gauge *g, const char *name,
 
 	if (metric_check_name(name, err) != 0)
 		return -1;
-	return win_stop(&g->set, name, &w, err);
+	return metric_win_stop(&g->set, name, &w, err);
 }
 
 void
@@ -905,9 +915,9 @@ zeus_power_gauge_destroy(struct zeus_power_gauge *g)
 		struct mwin *w = NULL;
 
 		if (g->set.win[i]->open)
-			win_stop(&g->set, g->set.win[i]->name, &w, NULL);
+			metric_win_stop(&g->set, g->set.win[i]->name, &w, NULL);
 	}
-	set_free(&g->set);
+	metric_set_free(&g->set);
 	free(g);
 }
 
@@ -922,7 +932,7 @@ zeus_power_gauge_text(struct zeus_power_gauge *g, const char *name)
 		if (strcmp(g->set.win[i]->name, name) == 0)
 			w = g->set.win[i];
 	if (name == NULL || w != NULL)
-		text = gauge_render(g, w);
+		text = metric_gauge_render(g, w);
 	pthread_mutex_unlock(&g->set.lock);
 	return text;
 }

@@ -1,4 +1,4 @@
-"""Black-box tests of the GPU half of API.md (everything but streaming),
+"""Black-box tests of the GPU half of docs/api.md (everything but streaming),
 against the real zeusd on the NVML simulator, over UDS and TCP.
 
 The suite runs on two simulated GPU models without doubling its time: the
