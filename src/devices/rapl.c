@@ -11,6 +11,7 @@
  */
 #include "rapl.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -128,26 +129,22 @@ rapl_range_error(struct rapl *r, unsigned i, enum rapl_zone zone,
 }
 
 /* Reads both raw counters, then commits both states; p->mu is held. */
+/* Applies raw counters read at one moment to package i's wrap tracking. */
 static int
-rapl_read_locked(struct rapl *r, unsigned i, uint64_t *cpu_uj,
-    uint64_t *dram_uj, struct zerr *err)
+rapl_apply_locked(struct rapl *r, unsigned i, uint64_t cpu_raw,
+    uint64_t dram_raw, uint64_t *cpu_uj, uint64_t *dram_uj, struct zerr *err)
 {
 	struct rapl_pkg *p = &r->pkgs[i];
 	struct rapl_counter_state cpu = p->cpu, dram = p->dram;
-	uint64_t raw, cpu_total, dram_total = 0;
+	uint64_t cpu_total, dram_total = 0;
 
-	if (r->ops->read(r->ctx, i, RAPL_ZONE_CPU, &raw, err) != 0)
-		return -1;
-	if (rapl_counter_update(&cpu, raw, &cpu_total) != 0)
-		return rapl_range_error(r, i, RAPL_ZONE_CPU, raw, cpu.max,
+	if (rapl_counter_update(&cpu, cpu_raw, &cpu_total) != 0)
+		return rapl_range_error(r, i, RAPL_ZONE_CPU, cpu_raw, cpu.max,
 		    err);
-	if (p->desc.has_dram) {
-		if (r->ops->read(r->ctx, i, RAPL_ZONE_DRAM, &raw, err) != 0)
-			return -1;
-		if (rapl_counter_update(&dram, raw, &dram_total) != 0)
-			return rapl_range_error(r, i, RAPL_ZONE_DRAM, raw,
-			    dram.max, err);
-	}
+	if (p->desc.has_dram && rapl_counter_update(&dram, dram_raw,
+	    &dram_total) != 0)
+		return rapl_range_error(r, i, RAPL_ZONE_DRAM, dram_raw,
+		    dram.max, err);
 	p->cpu = cpu;
 	p->dram = dram;
 	if (cpu_uj != NULL)
@@ -155,6 +152,21 @@ rapl_read_locked(struct rapl *r, unsigned i, uint64_t *cpu_uj,
 	if (dram_uj != NULL)
 		*dram_uj = dram_total;
 	return 0;
+}
+
+static int
+rapl_read_locked(struct rapl *r, unsigned i, uint64_t *cpu_uj,
+    uint64_t *dram_uj, struct zerr *err)
+{
+	uint64_t cpu_raw, dram_raw = 0;
+
+	if (r->ops->read(r->ctx, i, RAPL_ZONE_CPU, &cpu_raw, err) != 0)
+		return -1;
+	if (r->pkgs[i].desc.has_dram && r->ops->read(r->ctx, i,
+	    RAPL_ZONE_DRAM, &dram_raw, err) != 0)
+		return -1;
+	return rapl_apply_locked(r, i, cpu_raw, dram_raw, cpu_uj, dram_uj,
+	    err);
 }
 
 static void
@@ -327,6 +339,53 @@ rapl_sample(struct rapl *r, unsigned i, struct rapl_sample *out,
 	out->mono_ns = zclock_now_ns();
 	pthread_mutex_unlock(&p->mu);
 	return rc;
+}
+
+int
+rapl_read_raw(struct rapl *r, unsigned i, enum rapl_zone zone, uint64_t *raw,
+    struct zerr *err)
+{
+	if (i >= rapl_count(r) || (zone == RAPL_ZONE_DRAM &&
+	    !r->pkgs[i].desc.has_dram) || (zone != RAPL_ZONE_CPU &&
+	    zone != RAPL_ZONE_DRAM))
+		return zerr_set(err, ZERR_INVALID, "no such RAPL counter "
+		    "(package index %u, zone %d)", i, (int)zone);
+	return r->ops->read(r->ctx, i, zone, raw, err);
+}
+
+void
+rapl_describe(const struct rapl *r, unsigned i, struct rapl_package_desc *out)
+{
+	*out = r->pkgs[i].desc;
+}
+
+int
+rapl_sample_batch(struct rapl *r, const unsigned *idx, unsigned n,
+    int (*fetch)(void *arg, struct rapl_raw_sample *raw), void *arg,
+    struct rapl_raw_sample *raw, struct rapl_sample *out, int *rc,
+    struct zerr *err)
+{
+	int frc;
+
+	for (unsigned k = 0; k < n; k++) {
+		assert(idx[k] < rapl_count(r));
+		assert(k == 0 || idx[k] > idx[k - 1]);	/* the lock order */
+		pthread_mutex_lock(&r->pkgs[idx[k]].mu);
+	}
+	frc = fetch(arg, raw);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = idx[k];
+
+		memset(&out[k], 0, sizeof(out[k]));
+		out[k].has_dram = r->pkgs[i].desc.has_dram;
+		out[k].mono_ns = raw[k].mono_ns;
+		rc[k] = frc != 0 || !raw[k].ok ? -1 : rapl_apply_locked(r, i,
+		    raw[k].cpu_raw, raw[k].dram_raw, &out[k].cpu_uj,
+		    &out[k].dram_uj, err);
+	}
+	for (unsigned k = n; k-- > 0;)
+		pthread_mutex_unlock(&r->pkgs[idx[k]].mu);
+	return frc;
 }
 
 /* ---- Keepalive ---------------------------------------------------------- */

@@ -154,6 +154,39 @@ int rapl_open_source(const struct rapl_source_ops *ops, void *ctx,
     const struct rapl_package_desc *pkgs, unsigned npkgs, struct rapl **out,
     struct zerr *err);
 
+/*
+ * One raw counter of package i, straight from the source (no wrap
+ * tracking): what the device process answers for the network process,
+ * whose own RAPL core tracks wraps (docs/design.md, "Two processes").
+ */
+int rapl_read_raw(struct rapl *r, unsigned i, enum rapl_zone zone,
+    uint64_t *raw, struct zerr *err);
+
+/* What package i was opened with (to open a core over another source). */
+void rapl_describe(const struct rapl *r, unsigned i,
+    struct rapl_package_desc *out);
+
+/* Raw counters of one package read together elsewhere (a batch). */
+struct rapl_raw_sample {
+	bool ok;			/* read; the values below are set */
+	uint64_t cpu_raw, dram_raw;
+	uint64_t mono_ns;		/* CLOCK_MONOTONIC right after */
+};
+
+/*
+ * Samples packages idx[0..n-1] (ascending) with one fetch of raw counters:
+ * the packages are locked, fetch(arg, raw) fills raw[0..n-1] (the same
+ * order), the values go through wrap tracking into out[k], and rc[k] says
+ * which worked (err holds the last failure). Holding the locks across the
+ * fetch keeps a concurrent read (a worker, the keepalive) from applying a
+ * newer counter first, which would make the batch's look like a wrap.
+ * Returns fetch's result.
+ */
+int rapl_sample_batch(struct rapl *r, const unsigned *idx, unsigned n,
+    int (*fetch)(void *arg, struct rapl_raw_sample *raw), void *arg,
+    struct rapl_raw_sample *raw, struct rapl_sample *out, int *rc,
+    struct zerr *err);
+
 /* ---- The sysfs source (rapl_sysfs.c) ----------------------------------- */
 
 /* The two roots, in order of preference (containers bind-mount the host's). */
