@@ -77,6 +77,26 @@ audit_reopen(void)
 	return 0;
 }
 
+int
+audit_fileno(void)
+{
+	return audit_fd;
+}
+
+void
+audit_replace_fd(int fd)
+{
+	int old;
+
+	pthread_mutex_lock(&audit_lock);
+	old = audit_fd;
+	audit_fd = fd;
+	pthread_mutex_unlock(&audit_lock);
+	if (old >= 0)
+		close(old);
+	zlog(ZLOG_INFO, "audit_reopened", "fd=%d", fd);
+}
+
 bool
 audit_enabled(void)
 {

@@ -45,6 +45,14 @@ int audit_reopen(void);
 
 bool audit_enabled(void);
 
+/*
+ * The log's fd (-1: none), and a swap to a file opened elsewhere: the
+ * network process of a split daemon writes the log but cannot open it, so
+ * the device process reopens it on SIGHUP and passes the fd.
+ */
+int audit_fileno(void);
+void audit_replace_fd(int fd);
+
 /* Fills `w` from a connection's peer and the request's token claims. */
 void audit_who_fill(struct audit_who *w, const struct peer *p,
     const struct auth_claims *claims);

@@ -129,49 +129,55 @@ auth_warn_permissions(const char *path, const struct stat *st)
 int
 auth_key_load(const char *path, struct auth_key **out, struct zerr *err)
 {
-	unsigned char *buf;
-	struct stat st;
-	ssize_t n;
-	int fd, rc, e = 0;
+	int fd, rc;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return zerr_set(err, ZERR_INVALID,
-		    "cannot open signing key file '%.512s': %s", path,
+		    "cannot open signing key file '%.400s': %s", path,
 		    strerror(errno));
+	rc = auth_key_load_fd(fd, path, out, err);
+	close(fd);
+	return rc;
+}
+
+int
+auth_key_load_fd(int fd, const char *path, struct auth_key **out,
+    struct zerr *err)
+{
+	unsigned char *buf;
+	struct stat st;
+	ssize_t n;
+	int rc, e = 0;
+
 	if (fstat(fd, &st) != 0)
 		e = errno;
 	else if (S_ISDIR(st.st_mode))
 		e = EISDIR;
-	if (e != 0) {
-		close(fd);
+	if (e != 0)
 		return zerr_set(err, ZERR_INVALID,
-		    "cannot read signing key file '%.512s': %s", path,
+		    "cannot read signing key file '%.400s': %s", path,
 		    strerror(e));
-	}
 	buf = malloc(AUTH_KEY_MAX + 1);
-	if (buf == NULL) {
-		close(fd);
+	if (buf == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
-	}
 	/* One extra byte tells "exactly the limit" from "too large". */
 	n = fileio_read_all(fd, buf, AUTH_KEY_MAX + 1);
 	if (n < 0)
 		rc = zerr_set(err, ZERR_INVALID,
-		    "cannot read signing key file '%.512s': %s", path,
+		    "cannot read signing key file '%.400s': %s", path,
 		    strerror(errno));
 	else if (n == 0)
 		rc = zerr_set(err, ZERR_INVALID,
-		    "signing key file '%.512s' is empty", path);
+		    "signing key file '%.400s' is empty", path);
 	else if (n > AUTH_KEY_MAX)
 		rc = zerr_set(err, ZERR_INVALID,
-		    "signing key file '%.512s' is larger than %d bytes", path,
+		    "signing key file '%.400s' is larger than %d bytes", path,
 		    AUTH_KEY_MAX);
 	else
 		rc = auth_key_from_bytes(buf, (size_t)n, out, err);
 	if (rc == 0)
 		auth_warn_permissions(path, &st);
-	close(fd);
 	explicit_bzero(buf, AUTH_KEY_MAX + 1);
 	free(buf);
 	return rc;

@@ -49,6 +49,14 @@ struct auth_claims {
  */
 int auth_key_load(const char *path, struct auth_key **out, struct zerr *err);
 
+/*
+ * The same from a file already open (read from the start; not closed):
+ * the network process of a split daemon gets the key file from the device
+ * process as an fd, having no right to open it.
+ */
+int auth_key_load_fd(int fd, const char *path, struct auth_key **out,
+    struct zerr *err);
+
 /* A key from bytes in memory (tests, fuzzing). len must be 1..AUTH_KEY_MAX. */
 int auth_key_from_bytes(const void *bytes, size_t len, struct auth_key **out,
     struct zerr *err);

@@ -32,6 +32,7 @@ config_defaults(struct zeusd_config *cfg)
 	cfg->cpu_power_poll_hz = 10;
 	cfg->gpu_backend = GPU_BACKEND_AUTO;
 	cfg->enabled = GROUP_DEFAULT_SET;
+	cfg->privsep = true;
 }
 
 void
@@ -96,6 +97,11 @@ cli_print_serve_usage(FILE *out)
 	    "                                 other users and are restored\n"
 	    "                                 when its processes exit\n"
 	    "  --restore-on-shutdown          restore leased GPUs on SIGTERM\n"
+	    "  --user NAME                    user of the network process\n"
+	    "                                 (default: zeusd if it exists,\n"
+	    "                                 else nobody)\n"
+	    "  --no-privsep                   one process, all of it root\n"
+	    "                                 (debugging and benchmarks only)\n"
 	    "  -h, --help                     show this help\n"
 	    "\n"
 	    "Environment: ZEUSD_LOG=debug|info|warn|error sets the log level;\n"
@@ -226,7 +232,8 @@ enum {
 	OPT_SOCKET_GID, OPT_TCP_BIND, OPT_NUM_WORKERS, OPT_GPU_HZ, OPT_CPU_HZ,
 	OPT_GPU_BACKEND, OPT_ENABLE, OPT_OVERRIDES, OPT_SIGNING_KEY,
 	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
-	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN,
+	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN, OPT_USER,
+	OPT_NO_PRIVSEP,
 };
 
 static const struct option cli_serve_options[] = {
@@ -247,6 +254,8 @@ static const struct option cli_serve_options[] = {
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "gpu-leases", no_argument, NULL, OPT_GPU_LEASES },
 	{ "restore-on-shutdown", no_argument, NULL, OPT_RESTORE_ON_SHUTDOWN },
+	{ "user", required_argument, NULL, OPT_USER },
+	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
 	{ "nvml-library", required_argument, NULL, OPT_NVML_LIBRARY },
 	{ "rapl-dir", required_argument, NULL, OPT_RAPL_DIR },
 	{ "simulate", no_argument, NULL, OPT_SIMULATE },
@@ -357,6 +366,15 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 		return 0;
 	case OPT_RAPL_DIR:
 		cfg->rapl_dir = arg;
+		return 0;
+	case OPT_USER:
+		if (arg[0] == '\0' || strlen(arg) > 32)
+			return zerr_set(err, ZERR_INVALID,
+			    "invalid --user: must be a user name of 1-32 bytes");
+		cfg->user = arg;
+		return 0;
+	case OPT_NO_PRIVSEP:
+		cfg->privsep = false;
 		return 0;
 	case OPT_SIMULATE:
 		cfg->simulate = true;

@@ -42,6 +42,8 @@ struct zeusd_config {
 	const char *nvml_library;		/* NULL: the driver's */
 	const char *rapl_dir;			/* NULL: default detection */
 	bool simulate;
+	bool privsep;				/* off: --no-privsep */
+	const char *user;			/* --user; NULL: the default */
 };
 
 /* Fills defaults (docs/configuration.md's table). */

@@ -609,6 +609,14 @@ fail:
 }
 
 void
+listen_forget_socket(void)
+{
+	if (listen_own.dirfd >= 0)
+		close(listen_own.dirfd);
+	listen_own.dirfd = -1;
+}
+
+void
 listen_remove_socket(void)
 {
 	struct stat st;

@@ -52,6 +52,12 @@ int listen_from_systemd(const struct zeusd_config *cfg, int *fd,
  */
 void listen_remove_socket(void);
 
+/*
+ * Forgets the socket file without removing it: the network process of a
+ * split daemon, whose device process removes it.
+ */
+void listen_forget_socket(void);
+
 /* Describes the bound address ("unix:/run/zeusd/zeusd.sock",
  * "tcp:127.0.0.1:4938") for logs. */
 void listen_describe(int fd, char *buf, size_t size);

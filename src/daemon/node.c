@@ -35,6 +35,9 @@
 #include "../devices/rapl.h"
 #include "../devices/rapl_sim.h"
 #include "../devices/worker.h"
+#include "../privsep/chan.h"
+#include "../privsep/remote_gpu.h"
+#include "../privsep/remote_rapl.h"
 #include "cli.h"
 
 #ifndef ZEUS_SIM_INSTALLED
@@ -156,8 +159,6 @@ static int
 node_open_gpus(struct node *node, const struct zeusd_config *cfg,
     struct overrides *ov, struct zerr *err)
 {
-	char label[32];
-
 	if (node_open_gpu_backend(node, cfg, err) != 0) {
 		overrides_free(ov);
 		return -1;
@@ -169,25 +170,12 @@ node_open_gpus(struct node *node, const struct zeusd_config *cfg,
 	node->ngpu = node->gpu.ops->count(&node->gpu);
 	node->gpu_info = calloc(node->ngpu ? node->ngpu : 1,
 	    sizeof(*node->gpu_info));
-	node->gpu_workers = calloc(node->ngpu ? node->ngpu : 1,
-	    sizeof(*node->gpu_workers));
-	node->gpu_counters = calloc(node->ngpu ? node->ngpu : 1,
-	    sizeof(*node->gpu_counters));
-	if (node->gpu_info == NULL || node->gpu_workers == NULL ||
-	    node->gpu_counters == NULL)
+	if (node->gpu_info == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
-	for (unsigned i = 0; i < node->ngpu; i++) {
+	for (unsigned i = 0; i < node->ngpu; i++)
 		if (node->gpu.ops->info(&node->gpu, i, &node->gpu_info[i],
 		    err) != 0)
 			return -1;
-		snprintf(label, sizeof(label), "gpu%u", i);
-		if (worker_start(label, &node->gpu, node->queue_max,
-		    &node->gpu_workers[i], err) != 0)
-			return -1;
-	}
-	if (node->ngpu > 0 && worker_start("gpu-power", &node->gpu,
-	    node->queue_max * node->ngpu, &node->gpu_power_reader, err) != 0)
-		return -1;
 	zlog(ZLOG_INFO, "gpus_opened", "backend=%s count=%u overrides=%u",
 	    node->gpu.ops->name, node->ngpu, node->overrides);
 	return 0;
@@ -197,8 +185,8 @@ static int
 node_open_cpus(struct node *node, const struct zeusd_config *cfg,
     struct zerr *err)
 {
-	char label[32];
 	const char *root;
+	char q[600];
 
 	if (cfg->simulate && cfg->rapl_dir == NULL) {
 		if (rapl_sim_open(NULL, &node->rapl, err) != 0)
@@ -210,32 +198,13 @@ node_open_cpus(struct node *node, const struct zeusd_config *cfg,
 			return -1;
 	}
 	node->ncpu = rapl_count(node->rapl);
-	if (node->ncpu > 0 && rapl_start_keepalive(node->rapl, 0, err) != 0)
-		return -1;
-	node->cpu_workers = calloc(node->ncpu ? node->ncpu : 1,
-	    sizeof(*node->cpu_workers));
-	node->cpu_counters = calloc(node->ncpu ? node->ncpu : 1,
-	    sizeof(*node->cpu_counters));
-	if (node->cpu_workers == NULL || node->cpu_counters == NULL)
-		return zerr_set(err, ZERR_INTERNAL, "out of memory");
-	for (unsigned i = 0; i < node->ncpu; i++) {
-		snprintf(label, sizeof(label), "cpu%u",
-		    rapl_package_id(node->rapl, i));
-		if (worker_start(label, node->rapl, node->queue_max,
-		    &node->cpu_workers[i], err) != 0)
-			return -1;
-	}
-	if (node->ncpu > 0 && worker_start("cpu-energy", node->rapl,
-	    node->queue_max * node->ncpu, &node->cpu_energy_reader, err) != 0)
-		return -1;
-	char q[600];
 	zlog(ZLOG_INFO, "cpus_opened", "root=%s count=%u",
 	    zlog_quote(q, sizeof(q), root), node->ncpu);
 	return 0;
 }
 
 int
-node_open(struct node *node, const struct zeusd_config *cfg,
+node_open_devices(struct node *node, const struct zeusd_config *cfg,
     struct overrides *ov, struct zerr *err)
 {
 	uint64_t max;
@@ -260,6 +229,201 @@ node_open(struct node *node, const struct zeusd_config *cfg,
 fail:
 	node_close(node);
 	return -1;
+}
+
+int
+node_start(struct node *node, struct zerr *err)
+{
+	unsigned ng = node->ngpu ? node->ngpu : 1;
+	unsigned nc = node->ncpu ? node->ncpu : 1;
+	char label[32];
+
+	node->gpu_workers = calloc(ng, sizeof(*node->gpu_workers));
+	node->gpu_counters = calloc(ng, sizeof(*node->gpu_counters));
+	node->cpu_workers = calloc(nc, sizeof(*node->cpu_workers));
+	node->cpu_counters = calloc(nc, sizeof(*node->cpu_counters));
+	if (node->gpu_workers == NULL || node->gpu_counters == NULL ||
+	    node->cpu_workers == NULL || node->cpu_counters == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	for (unsigned i = 0; i < node->ngpu; i++) {
+		snprintf(label, sizeof(label), "gpu%u", i);
+		if (worker_start(label, &node->gpu, node->queue_max,
+		    &node->gpu_workers[i], err) != 0)
+			return -1;
+	}
+	if (node->ngpu > 0 && worker_start("gpu-power", &node->gpu,
+	    node->queue_max * node->ngpu, &node->gpu_power_reader, err) != 0)
+		return -1;
+	if (node->ncpu > 0 && rapl_start_keepalive(node->rapl, 0, err) != 0)
+		return -1;
+	for (unsigned i = 0; i < node->ncpu; i++) {
+		snprintf(label, sizeof(label), "cpu%u",
+		    rapl_package_id(node->rapl, i));
+		if (worker_start(label, node->rapl, node->queue_max,
+		    &node->cpu_workers[i], err) != 0)
+			return -1;
+	}
+	if (node->ncpu > 0 && worker_start("cpu-energy", node->rapl,
+	    node->queue_max * node->ncpu, &node->cpu_energy_reader, err) != 0)
+		return -1;
+	return 0;
+}
+
+int
+node_open(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	if (node_open_devices(node, cfg, ov, err) != 0)
+		return -1;
+	if (node_start(node, err) != 0) {
+		node_close(node);
+		return -1;
+	}
+	return 0;
+}
+
+int
+node_open_remote(struct node *net, const struct node *dev,
+    struct pschan_pool *pool, struct zerr *err)
+{
+	struct gpu_backend devgpu = dev->gpu;	/* lacks take it non-const */
+	struct rapl_package_desc descs[PSMSG_MAX_PKGS];
+	struct psgpu_lacks *lacks;
+
+	memset(net, 0, sizeof(*net));
+	net->queue_max = dev->queue_max;
+	net->overrides = dev->overrides;
+	net->pool = pool;
+	if (dev->gpu.ops != NULL) {
+		if ((lacks = malloc(sizeof(*lacks))) == NULL)
+			return zerr_set(err, ZERR_INTERNAL, "out of memory");
+		psgpu_lacks_of(&devgpu, lacks);
+		if (psgpu_create(pool, dev->ngpu, dev->gpu_info, lacks,
+		    &net->gpu, err) != 0) {
+			free(lacks);
+			return -1;
+		}
+		free(lacks);
+		net->ngpu = dev->ngpu;
+		net->gpu_info = calloc(net->ngpu ? net->ngpu : 1,
+		    sizeof(*net->gpu_info));
+		if (net->gpu_info == NULL)
+			goto oom;
+		memcpy(net->gpu_info, dev->gpu_info,
+		    net->ngpu * sizeof(*net->gpu_info));
+	}
+	if (dev->rapl != NULL) {
+		if (dev->ncpu > PSMSG_MAX_PKGS) {
+			node_close(net);
+			return zerr_set(err, ZERR_INTERNAL, "%u RAPL packages: "
+			    "privilege separation handles at most %d (try "
+			    "--no-privsep)", dev->ncpu, PSMSG_MAX_PKGS);
+		}
+		for (unsigned i = 0; i < dev->ncpu; i++)
+			rapl_describe(dev->rapl, i, &descs[i]);
+		if (rapl_open_source(&psrapl_ops, pool, descs, dev->ncpu,
+		    &net->rapl, err) != 0) {
+			node_close(net);
+			return -1;
+		}
+		net->ncpu = dev->ncpu;
+	}
+	if (node_start(net, err) != 0) {
+		node_close(net);
+		return -1;
+	}
+	return 0;
+oom:
+	node_close(net);
+	return zerr_set(err, ZERR_INTERNAL, "out of memory");
+}
+
+/* ---- Stream samples ------------------------------------------------------ */
+
+/* One request to the device process for every device of the tick. */
+struct node_fetch {
+	struct node *node;
+	const unsigned *gpus, *pkgs;
+	unsigned ngpus, npkgs;
+	struct node_sample *out;
+	struct psmsg_reply rep;
+};
+
+static int
+node_fetch_remote(void *arg, struct rapl_raw_sample *raw)
+{
+	struct node_fetch *f = arg;
+	struct psmsg_request req;
+
+	psmsg_request_init(&req, PSMSG_SAMPLE, 0);
+	for (unsigned k = 0; k < f->ngpus; k++)
+		req.gpu_mask |= 1ull << f->gpus[k];
+	for (unsigned k = 0; k < f->npkgs; k++)
+		req.pkg_mask |= 1ull << f->pkgs[k];
+	pschan_call(f->node->pool, &req, &f->rep);
+	for (unsigned k = 0; raw != NULL && k < f->npkgs; k++) {
+		unsigned i = f->pkgs[k];
+
+		raw[k].ok = (f->rep.pkg_ok >> i) & 1;
+		raw[k].cpu_raw = f->rep.cpu_raw[i];
+		raw[k].dram_raw = f->rep.dram_raw[i];
+		raw[k].mono_ns = f->rep.mono_ns[i];
+	}
+	return 0;
+}
+
+static void
+node_sample_remote(struct node *node, struct node_fetch *f)
+{
+	struct node_sample *out = f->out;
+	struct rapl_raw_sample raw[PSMSG_MAX_PKGS];
+	struct rapl_sample rs[PSMSG_MAX_PKGS];
+	int rc[PSMSG_MAX_PKGS];
+
+	if (f->npkgs > 0)
+		(void)rapl_sample_batch(node->rapl, f->pkgs, f->npkgs,
+		    node_fetch_remote, f, raw, rs, rc, &out->cpu_err);
+	else
+		(void)node_fetch_remote(f, NULL);
+	psgpu_note_sample(&node->gpu, &f->rep);
+	for (unsigned k = 0; k < f->ngpus; k++) {
+		unsigned i = f->gpus[k];
+
+		out->gpu_rc[k] = (f->rep.gpu_ok >> i) & 1 ? 0 : -1;
+		out->gpu_mw[k] = f->rep.gpu_mw[i];
+	}
+	if (f->rep.err_gpu_kind != ZERR_NONE)
+		zerr_set(&out->gpu_err, (enum zerr_kind)f->rep.err_gpu_kind,
+		    "%s", f->rep.err_msg);
+	for (unsigned k = 0; k < f->npkgs; k++) {
+		out->cpu_rc[k] = rc[k];
+		out->cpu[k] = rs[k];
+		if (rc[k] != 0 && !raw[k].ok)
+			zerr_set(&out->cpu_err, ZERR_INTERNAL, "RAPL package "
+			    "%u: the device process could not read its "
+			    "counters", rapl_package_id(node->rapl, f->pkgs[k]));
+	}
+}
+
+void
+node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
+    const unsigned *pkgs, unsigned npkgs, struct node_sample *out)
+{
+	zerr_clear(&out->gpu_err);
+	zerr_clear(&out->cpu_err);
+	if (node->pool != NULL) {
+		struct node_fetch f = { .node = node, .gpus = gpus,
+		    .ngpus = ngpus, .pkgs = pkgs, .npkgs = npkgs, .out = out };
+
+		node_sample_remote(node, &f);
+		return;
+	}
+	for (unsigned k = 0; k < ngpus; k++)
+		out->gpu_rc[k] = node->gpu.ops->get_power_mw(&node->gpu,
+		    gpus[k], &out->gpu_mw[k], &out->gpu_err);
+	for (unsigned k = 0; k < npkgs; k++)
+		out->cpu_rc[k] = rapl_sample(node->rapl, pkgs[k], &out->cpu[k],
+		    &out->cpu_err);
 }
 
 /* The 503 message: the queue (a device's, or a shared reader's) and bound. */

@@ -12,9 +12,11 @@
 #define ZEUS_NODE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "../common/err.h"
 #include "../devices/gpu.h"
+#include "../devices/rapl.h"
 #include "config.h"
 
 #define NODE_QUEUE_MAX_ENV "ZEUSD_DEVICE_QUEUE_MAX"
@@ -28,6 +30,7 @@ struct rapl;
 struct overrides;
 struct gpu_cmd;
 struct cpu_cmd;
+struct pschan_pool;
 
 struct node {
 	struct gpu_backend gpu;		/* ops NULL when there are no GPUs */
@@ -53,6 +56,12 @@ struct node {
 	struct work_counters *gpu_counters;	/* [ngpu] */
 	struct work_counters *cpu_counters;	/* [ncpu] */
 	unsigned overrides;		/* number of overridden operations */
+	/*
+	 * The network process of a split daemon: every device call goes to
+	 * the device process through these channels (gpu is a remote
+	 * backend, rapl a core over a remote source). NULL otherwise.
+	 */
+	struct pschan_pool *pool;
 	unsigned queue_max;		/* ZEUSD_DEVICE_QUEUE_MAX */
 };
 
@@ -81,6 +90,41 @@ int node_cpu_reserve(struct node *node, struct worker_batch *batch,
  * thread; asks the backend's flag, not the driver.
  */
 bool node_gpu_lost(const struct node *node, unsigned gpu);
+
+/*
+ * The two halves of node_open, for the split daemon (docs/design.md, "Two
+ * processes"): node_open_devices opens the backends, wraps the overrides
+ * and reads the GPU facts, and starts no thread, so the process can fork
+ * right after; node_start starts the workers and the RAPL keepalive.
+ */
+int node_open_devices(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err);
+int node_start(struct node *node, struct zerr *err);
+
+/*
+ * The network process's node: the same GPUs and packages as `dev` (the
+ * device process's node, as copied by fork), reached through `pool`
+ * (not owned), with its own workers started.
+ */
+int node_open_remote(struct node *net, const struct node *dev,
+    struct pschan_pool *pool, struct zerr *err);
+
+/*
+ * One stream tick: the power of GPUs gpus[0..ngpus-1] and a RAPL sample
+ * of packages pkgs[0..npkgs-1] (both ascending), as one request to the
+ * device process when the daemon is split. Results go to the caller's
+ * arrays; gpu_err/cpu_err hold the last failure of each kind.
+ */
+struct node_sample {
+	int *gpu_rc;			/* [ngpus]: 0 or -1 */
+	uint32_t *gpu_mw;		/* [ngpus] */
+	int *cpu_rc;			/* [npkgs] */
+	struct rapl_sample *cpu;	/* [npkgs] */
+	struct zerr gpu_err, cpu_err;
+};
+
+void node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
+    const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

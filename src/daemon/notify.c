@@ -86,10 +86,13 @@ notify_init(void)
 	(void)unsetenv("WATCHDOG_PID");
 }
 
+/* Set in the network process of a split daemon (notify_relay_to). */
+static void (*notify_relay)(const char *state);
+
 bool
 notify_enabled(void)
 {
-	return notify.fd >= 0;
+	return notify.fd >= 0 || notify_relay != NULL;
 }
 
 uint64_t
@@ -99,10 +102,24 @@ notify_watchdog_usec(void)
 }
 
 void
+notify_relay_to(void (*fn)(const char *state))
+{
+	if (notify.fd < 0)
+		return;		/* not under systemd: nothing to relay */
+	close(notify.fd);
+	notify.fd = -1;
+	notify_relay = fn;
+}
+
+void
 notify_send(const char *state)
 {
 	static _Atomic int warned;
 
+	if (notify_relay != NULL) {
+		notify_relay(state);
+		return;
+	}
 	if (notify.fd < 0)
 		return;
 	if (sendto(notify.fd, state, strlen(state), MSG_NOSIGNAL,
@@ -119,7 +136,7 @@ notify_status(const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (notify.fd < 0)
+	if (notify.fd < 0 && notify_relay == NULL)
 		return;
 	n = snprintf(buf, sizeof(buf), "STATUS=");
 	va_start(ap, fmt);

@@ -37,6 +37,14 @@ uint64_t notify_watchdog_usec(void);
 /* Sends `state` ("READY=1", "STOPPING=1\nSTATUS=..."), one datagram. */
 void notify_send(const char *state);
 
+/*
+ * The network process of a split daemon: systemd takes notifications from
+ * the main process only (NotifyAccess=main), so from now on every state is
+ * handed to fn (which sends it to the device process) instead. Nothing
+ * changes when not under systemd.
+ */
+void notify_relay_to(void (*fn)(const char *state));
+
 /* notify_send of "STATUS=<formatted>". */
 void notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

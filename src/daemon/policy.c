@@ -255,9 +255,6 @@ fail:
 int
 policy_load(const char *path, struct policy **out, struct zerr *err)
 {
-	struct stat st;
-	char *buf;
-	ssize_t n;
 	int fd, rc;
 
 	*out = NULL;
@@ -265,26 +262,34 @@ policy_load(const char *path, struct policy **out, struct zerr *err)
 	if (fd < 0)
 		return zerr_set(err, ZERR_INVALID, "%s: cannot open: %s", path,
 		    strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	rc = policy_load_fd(fd, path, geteuid(), out, err);
+	close(fd);
+	return rc;
+}
+
+int
+policy_load_fd(int fd, const char *path, uid_t owner, struct policy **out,
+    struct zerr *err)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int rc;
+
+	*out = NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return zerr_set(err, ZERR_INVALID, "%s: not a regular file",
 		    path);
-	}
 	/* it decides who may change GPU settings: only root may edit it */
-	if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		close(fd);
+	if ((st.st_uid != 0 && st.st_uid != owner) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
 		return zerr_set(err, ZERR_FORBIDDEN, "%s: owned by uid %u with "
 		    "mode %04o; the policy file must be owned by root (or the "
 		    "daemon's user) and writable by no one else", path,
 		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-	}
-	if ((buf = malloc(TOML_MAX_INPUT + 1)) == NULL) {
-		close(fd);
+	if ((buf = malloc(TOML_MAX_INPUT + 1)) == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
-	}
 	n = fileio_read_all(fd, buf, TOML_MAX_INPUT + 1);
-	close(fd);
 	if (n < 0 || n > TOML_MAX_INPUT) {
 		free(buf);
 		return zerr_set(err, ZERR_INVALID, n < 0 ? "%s: cannot read" :

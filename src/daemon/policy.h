@@ -55,6 +55,13 @@ int policy_parse(const char *text, size_t len, const char *name,
  */
 int policy_load(const char *path, struct policy **out, struct zerr *err);
 
+/*
+ * The same from a file already open (not closed), whose owner may be root
+ * or `owner` (the daemon's user before any privilege drop).
+ */
+int policy_load_fd(int fd, const char *path, uid_t owner, struct policy **out,
+    struct zerr *err);
+
 void policy_free(struct policy *p);
 
 /* Number of grants. */

@@ -167,6 +167,13 @@ struct streams_sub {
 	struct streams_cursor cur[];
 };
 
+/* The sampler thread's scratch for one tick (sized at creation). */
+struct streams_tick {
+	bool *due;			/* [ndev] */
+	unsigned *gpus, *pkgs;		/* indices to sample */
+	struct node_sample res;
+};
+
 struct streams {
 	const struct zeusd_config *cfg;
 	struct node *node;
@@ -185,6 +192,7 @@ struct streams {
 	unsigned nall, allcap;
 	uint64_t tick;
 	/* sampler thread only (grown under lock) */
+	struct streams_tick t;
 	struct streams_sub **wake;
 	unsigned wakecap;
 };
@@ -296,17 +304,15 @@ streams_sample_ok(struct streams_dev *dev)
 }
 
 static bool
-streams_sample_gpu(struct streams *st, struct streams_dev *dev)
+streams_publish_gpu(struct streams_dev *dev, int rc, uint32_t mw,
+    const struct zerr *err)
 {
-	struct gpu_backend *gpu = &st->node->gpu;
 	char text[STREAMS_EVENT_MAX];
-	struct zerr err;
-	uint32_t mw;
 	bool changed;
 	int len;
 
-	if (gpu->ops->get_power_mw(gpu, dev->idx, &mw, &err) != 0) {
-		streams_sample_failed(dev, &err);
+	if (rc != 0) {
+		streams_sample_failed(dev, err);
 		return false;
 	}
 	streams_sample_ok(dev);
@@ -321,17 +327,17 @@ streams_sample_gpu(struct streams *st, struct streams_dev *dev)
 
 /* Power over the last period from RAPL counter deltas. */
 static bool
-streams_sample_cpu(struct streams *st, struct streams_dev *dev)
+streams_publish_cpu(struct streams_dev *dev, int rc,
+    const struct rapl_sample *sp, const struct zerr *err)
 {
 	char text[STREAMS_EVENT_MAX], dram[24];
-	struct rapl_sample s;
+	struct rapl_sample s = *sp;
 	uint64_t cpu_mw, dram_mw;
-	struct zerr err;
 	bool changed;
 	int len;
 
-	if (rapl_sample(st->node->rapl, dev->idx, &s, &err) != 0) {
-		streams_sample_failed(dev, &err);
+	if (rc != 0) {
+		streams_sample_failed(dev, err);
 		return false;
 	}
 	streams_sample_ok(dev);
@@ -427,6 +433,47 @@ streams_collect_wakes(struct streams *st, const unsigned *due, unsigned n,
 	return nw;
 }
 
+/*
+ * Samples every due device with one node_sample (one request to the device
+ * process when the daemon is split), GPUs and packages in index order, and
+ * publishes what each produced.
+ */
+static void
+streams_sample_due(struct streams *st)
+{
+	struct streams_tick *t = &st->t;
+	unsigned ng = 0, nc = 0;
+
+	for (unsigned i = 0; i < st->ndev; i++) {
+		if (!t->due[i])
+			continue;
+		if (st->devs[i].kind == STREAMS_GPU)
+			t->gpus[ng++] = st->devs[i].idx;
+		else
+			t->pkgs[nc++] = st->devs[i].idx;
+	}
+	if (ng + nc == 0)
+		return;
+	node_sample(st->node, t->gpus, ng, t->pkgs, nc, &t->res);
+	ng = nc = 0;
+	for (unsigned i = 0; i < st->ndev; i++) {
+		struct streams_dev *dev = &st->devs[i];
+
+		if (!t->due[i])
+			continue;
+		t->due[i] = false;
+		if (dev->kind == STREAMS_GPU) {
+			dev->wake = streams_publish_gpu(dev, t->res.gpu_rc[ng],
+			    t->res.gpu_mw[ng], &t->res.gpu_err);
+			ng++;
+		} else {
+			dev->wake = streams_publish_cpu(dev, t->res.cpu_rc[nc],
+			    &t->res.cpu[nc], &t->res.cpu_err);
+			nc++;
+		}
+	}
+}
+
 /* The sampler callback: sample every due device, then one wake batch. */
 static void
 streams_on_timers(void *arg, const unsigned *due, unsigned n, uint64_t now)
@@ -455,8 +502,15 @@ streams_on_timers(void *arg, const unsigned *due, unsigned n, uint64_t now)
 			continue;	/* disarmed while we were due */
 		if (restart)
 			dev->have_last = dev->have_prev = false;
-		dev->wake = dev->kind == STREAMS_GPU ?
-		    streams_sample_gpu(st, dev) : streams_sample_cpu(st, dev);
+		st->t.due[due[i]] = true;
+	}
+	streams_sample_due(st);
+	for (unsigned i = 0; i < n; i++) {
+		struct streams_dev *dev;
+
+		if (due[i] == st->ka_timer)
+			continue;
+		dev = &st->devs[due[i]];
 		dev->poll = atomic_load_explicit(&dev->nblocked,
 		    memory_order_relaxed) > 0;
 		any |= dev->wake || dev->poll;
@@ -1110,6 +1164,40 @@ streams_check_env(struct zerr *err)
 	return streams_read_env(&ka_ms, &unsent_ms, err);
 }
 
+static void
+streams_tick_free(struct streams_tick *t)
+{
+	free(t->due);
+	free(t->gpus);
+	free(t->pkgs);
+	free(t->res.gpu_rc);
+	free(t->res.gpu_mw);
+	free(t->res.cpu_rc);
+	free(t->res.cpu);
+}
+
+static int
+streams_tick_alloc(struct streams_tick *t, unsigned ndev)
+{
+	size_t n = ndev ? ndev : 1;
+
+	memset(t, 0, sizeof(*t));
+	t->due = calloc(n, sizeof(*t->due));
+	t->gpus = calloc(n, sizeof(*t->gpus));
+	t->pkgs = calloc(n, sizeof(*t->pkgs));
+	t->res.gpu_rc = calloc(n, sizeof(*t->res.gpu_rc));
+	t->res.gpu_mw = calloc(n, sizeof(*t->res.gpu_mw));
+	t->res.cpu_rc = calloc(n, sizeof(*t->res.cpu_rc));
+	t->res.cpu = calloc(n, sizeof(*t->res.cpu));
+	if (t->due == NULL || t->gpus == NULL || t->pkgs == NULL ||
+	    t->res.gpu_rc == NULL || t->res.gpu_mw == NULL ||
+	    t->res.cpu_rc == NULL || t->res.cpu == NULL) {
+		streams_tick_free(t);
+		return -1;
+	}
+	return 0;
+}
+
 int
 streams_create(const struct zeusd_config *cfg, struct node *node,
     struct streams **out, struct zerr *err)
@@ -1131,6 +1219,12 @@ streams_create(const struct zeusd_config *cfg, struct node *node,
 	pthread_mutex_init(&st->lock, NULL);
 	st->devs = calloc(st->ndev ? st->ndev : 1, sizeof(*st->devs));
 	if (st->devs == NULL) {
+		pthread_mutex_destroy(&st->lock);
+		free(st);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	if (streams_tick_alloc(&st->t, st->ndev) != 0) {
+		free(st->devs);
 		pthread_mutex_destroy(&st->lock);
 		free(st);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
@@ -1168,6 +1262,7 @@ streams_destroy(struct streams *st)
 		free(st->devs[i].members);
 	}
 	free(st->devs);
+	streams_tick_free(&st->t);
 	free(st->all);
 	free(st->wake);
 	pthread_mutex_destroy(&st->lock);

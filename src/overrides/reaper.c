@@ -50,6 +50,15 @@ struct reaper_victim {
 	int sent;		/* last signal sent; 0: none, -1: not allowed */
 };
 
+/* The network process of a split daemon: our child, never an escapee. */
+static atomic_int reaper_spared;
+
+void
+reaper_spare(pid_t pid)
+{
+	atomic_store(&reaper_spared, (int)pid);
+}
+
 int
 reaper_enable(struct zerr *err)
 {
@@ -238,7 +247,8 @@ reaper_scan(struct reaper_victim *v, size_t n, size_t max)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		if (reaper_read_stat(dirfd(d), de->d_name, &st) != 0 ||
-		    st.ppid != self || st.pid == self)
+		    st.ppid != self || st.pid == self ||
+		    st.pid == atomic_load(&reaper_spared))
 			continue;
 		if (reaper_registered_locked(st.pid) ||
 		    reaper_listed(v, n, st.pid))

@@ -67,6 +67,13 @@ bool reaper_enabled(void);
 int reaper_spawn_begin(void);
 void reaper_spawn_end(struct reaper_entry *e, pid_t pid);
 
+/*
+ * A child that is not a command and must survive every sweep: the network
+ * process of a split daemon (docs/design.md, "Two processes"). One at most;
+ * 0 clears it.
+ */
+void reaper_spare(pid_t pid);
+
 /* Before waiting for e's pid: shutdown will not signal it any more. */
 void reaper_reaping(struct reaper_entry *e);
 

@@ -23,7 +23,6 @@ struct psgpu {
 	atomic_bool lost[PSMSG_MAX_GPUS];
 	/* swapped whole by psgpu_set_lacks, read by the HTTP threads */
 	_Atomic(struct psgpu_table *) lacks;
-	char name[48];
 };
 
 static struct psgpu *
@@ -255,7 +254,7 @@ static const struct gpu_backend_ops psgpu_ops = {
 int
 psgpu_create(struct pschan_pool *pool, unsigned ngpu,
     const struct gpu_info *info, const struct psgpu_lacks *lacks,
-    const char *inner_name, struct gpu_backend *out, struct zerr *err)
+    struct gpu_backend *out, struct zerr *err)
 {
 	struct psgpu *g;
 	struct psgpu_table *l;
@@ -281,7 +280,6 @@ psgpu_create(struct pschan_pool *pool, unsigned ngpu,
 	atomic_init(&g->lacks, l);
 	for (unsigned i = 0; i < PSMSG_MAX_GPUS; i++)
 		atomic_init(&g->lost[i], false);
-	snprintf(g->name, sizeof(g->name), "%s", inner_name);
 	out->ops = &psgpu_ops;
 	out->ctx = g;
 	return 0;

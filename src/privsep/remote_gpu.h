@@ -34,7 +34,7 @@ void psgpu_lacks_of(struct gpu_backend *b, struct psgpu_lacks *out);
  */
 int psgpu_create(struct pschan_pool *pool, unsigned ngpu,
     const struct gpu_info *info, const struct psgpu_lacks *lacks,
-    const char *inner_name, struct gpu_backend *out, struct zerr *err);
+    struct gpu_backend *out, struct zerr *err);
 
 /* Replaces the lacks table (after the device process reloaded). */
 void psgpu_set_lacks(struct gpu_backend *b, const struct psgpu_lacks *lacks);
