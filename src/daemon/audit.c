@@ -78,6 +78,21 @@ audit_reopen(void)
 }
 
 int
+audit_open_again(void)
+{
+	char q[600];
+	int fd;
+
+	if (audit_path == NULL)
+		return -1;
+	if ((fd = audit_open_fd(audit_path)) < 0)
+		zlog(ZLOG_WARN, "audit_reopen_failed", "file=%s error=\"%s\" "
+		    "msg=\"kept writing to the previous file\"",
+		    zlog_quote(q, sizeof(q), audit_path), strerror(errno));
+	return fd;
+}
+
+int
 audit_fileno(void)
 {
 	return audit_fd;

@@ -51,6 +51,8 @@ bool audit_enabled(void);
  * the device process reopens it on SIGHUP and passes the fd.
  */
 int audit_fileno(void);
+/* A new fd of the --audit-log file (SIGHUP), or -1 (logged). */
+int audit_open_again(void);
 void audit_replace_fd(int fd);
 
 /* Fills `w` from a connection's peer and the request's token claims. */

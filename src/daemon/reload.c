@@ -17,6 +17,11 @@
  */
 #include "reload.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -153,5 +158,87 @@ reload_run(const struct zeusd_config *cfg, struct server *srv,
 	zlog(ZLOG_INFO, "reloaded", "failed=%d msg=\"only the signing key, "
 	    "the GPU command overrides and the node policy are re-read, and "
 	    "the audit log reopened; other changes need a restart\"", failed);
+	return failed;
+}
+
+/* ---- The split daemon (docs/design.md, "Two processes") ----------------- */
+
+/* A file the network process will read from an fd; -1 when none or failed. */
+static int
+reload_open(const char *path, const char *what, int *failed)
+{
+	char qp[600];
+	int fd;
+
+	if (path == NULL)
+		return -1;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+	    O_NONBLOCK)) < 0) {
+		zlog(ZLOG_WARN, "reload_failed", "file=%s what=%s error=\"%s\" "
+		    "msg=\"kept the previous one\"",
+		    zlog_quote(qp, sizeof(qp), path), what, strerror(errno));
+		(*failed)++;
+	}
+	return fd;
+}
+
+int
+reload_device(const struct zeusd_config *cfg, struct node *node,
+    int fds[RELOAD_NFDS])
+{
+	int failed = reload_overrides(cfg, node);
+
+	fds[RELOAD_FD_KEY] = reload_open(cfg->signing_key_path,
+	    "signing_key", &failed);
+	fds[RELOAD_FD_POLICY] = reload_open(cfg->policy_file, "policy_file",
+	    &failed);
+	fds[RELOAD_FD_AUDIT] = audit_open_again();
+	failed += cfg->audit_log != NULL && fds[RELOAD_FD_AUDIT] < 0;
+	return failed;
+}
+
+int
+reload_network(const struct zeusd_config *cfg, struct server *srv,
+    const int fds[RELOAD_NFDS], uid_t owner)
+{
+	char qp[600], qe[2 * ZERR_MSG_MAX];
+	struct auth_key *key;
+	struct policy *pol;
+	struct zerr err;
+	int failed = 0;
+
+	if (fds[RELOAD_FD_KEY] >= 0 && srv->key != NULL) {
+		zlog_quote(qp, sizeof(qp), cfg->signing_key_path);
+		if (auth_key_load_fd(fds[RELOAD_FD_KEY],
+		    cfg->signing_key_path, &key, &err) != 0) {
+			zlog(ZLOG_WARN, "reload_failed", "file=%s "
+			    "what=signing_key error=%s msg=\"kept the previous "
+			    "key\"", qp, zlog_quote(qe, sizeof(qe), err.msg));
+			failed++;
+		} else {
+			bool changed = auth_key_replace(srv->key, key);
+
+			zlog(ZLOG_INFO, "signing_key_reloaded", "file=%s "
+			    "changed=%s%s", qp, changed ? "true" : "false",
+			    changed ? " msg=\"tokens signed with the previous "
+			    "key are refused from now on\"" : "");
+		}
+	}
+	if (fds[RELOAD_FD_POLICY] >= 0 && srv->policy != NULL) {
+		zlog_quote(qp, sizeof(qp), cfg->policy_file);
+		if (policy_load_fd(fds[RELOAD_FD_POLICY], cfg->policy_file,
+		    owner, &pol, &err) != 0) {
+			zlog(ZLOG_WARN, "reload_failed", "file=%s "
+			    "what=policy_file error=%s msg=\"kept the previous "
+			    "policy\"", qp, zlog_quote(qe, sizeof(qe), err.msg));
+			failed++;
+		} else {
+			zlog(ZLOG_INFO, "policy_reloaded", "file=%s grants=%u",
+			    qp, policy_grants(pol));
+			policy_free(policy_holder_swap(srv->policy, pol));
+		}
+	}
+	if (fds[RELOAD_FD_AUDIT] >= 0)
+		audit_replace_fd(fds[RELOAD_FD_AUDIT]);	/* takes it */
 	return failed;
 }

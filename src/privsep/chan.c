@@ -73,6 +73,12 @@ pschan_pool_size(const struct pschan_pool *p)
 	return p->n;
 }
 
+int
+pschan_pool_fd(const struct pschan_pool *p, unsigned i)
+{
+	return p->fds[i];
+}
+
 static int
 pschan_take(struct pschan_pool *p)
 {

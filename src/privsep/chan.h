@@ -36,6 +36,9 @@ int pschan_pool_create(unsigned n, struct pschan_pool **out, int *peer,
 /* Number of channels. */
 unsigned pschan_pool_size(const struct pschan_pool *p);
 
+/* Channel i's fd (0..size-1), to keep it open across an fd cleanup. */
+int pschan_pool_fd(const struct pschan_pool *p, unsigned i);
+
 /*
  * Sends `req` (its id is assigned here) and waits for the reply, which is
  * checked against the request (psmsg_reply_check) before it is returned.
