@@ -45,6 +45,7 @@
 #include "policy.h"
 #include "reload.h"
 #include "server.h"
+#include "split.h"
 #include "streams.h"
 #include "token.h"
 #include "watchdog.h"
@@ -147,6 +148,7 @@ serve_main(int argc, char **argv)
 	bool reaping = false;		/* reaper_enable done */
 	bool served = false;		/* the server ran: a signal stopped it */
 	int fd = -1, sig, rc;
+	int device_status = -1;		/* the device process's exit status */
 
 	/* Every thread created from here on inherits this mask. */
 	sigemptyset(&sigs);
@@ -204,9 +206,27 @@ serve_main(int argc, char **argv)
 		goto out;
 	reaping = true;
 
-	rc = node_open(&node, &cfg, ov, &err);
+	rc = node_open_devices(&node, &cfg, ov, &err);
 	ov = NULL;			/* the node took it over either way */
 	if (rc != 0)
+		goto out;
+	if (fd >= 0)
+		zlog(ZLOG_INFO, "socket_activated", "fd=%d msg=\"listening "
+		    "socket passed by systemd; its path, mode and owner come "
+		    "from the .socket unit\"", fd);
+	else if ((fd = listen_open(&cfg, &err)) < 0)
+		goto out;
+	if (cfg.privsep) {
+		/* two processes from here (split.h); one comes back */
+		rc = split_run(&cfg, &srv, &node, fd, &device_status, &err);
+		if (rc < 0)
+			goto out;
+		if (rc > 0) {
+			fd = -1;	/* the network process's */
+			goto out;	/* the device process is done */
+		}
+		reaping = false;	/* the device process's job */
+	} else if (node_start(&node, &err) != 0)
 		goto out;
 	srv.node = &node;
 	if (cfg.gpu_leases && leases_create(&node, &srv.leases, &err) != 0)
@@ -216,12 +236,6 @@ serve_main(int argc, char **argv)
 		    "process to watch: they never take a lease (see "
 		    "docs/security.md)\"");
 	if (streams_create(&cfg, &node, &srv.streams, &err) != 0)
-		goto out;
-	if (fd >= 0)
-		zlog(ZLOG_INFO, "socket_activated", "fd=%d msg=\"listening "
-		    "socket passed by systemd; its path, mode and owner come "
-		    "from the .socket unit\"", fd);
-	else if ((fd = listen_open(&cfg, &err)) < 0)
 		goto out;
 	if (server_start(&srv, fd, &err) != 0)
 		goto out;
@@ -243,6 +257,13 @@ serve_main(int argc, char **argv)
 	for (;;) {
 		if (sigwait(&sigs, &sig) != 0)
 			continue;
+		if (sig == SIGHUP && cfg.privsep) {
+			/* the device process reloads and sends us the files */
+			zlog(ZLOG_INFO, "signal_ignored", "signal=SIGHUP "
+			    "msg=\"send it to the device process (the main "
+			    "PID)\"");
+			continue;
+		}
 		if (sig == SIGHUP) {
 			notify_send("RELOADING=1");
 			notify_status("Reloading the signing key and overrides");
@@ -308,6 +329,10 @@ out:
 	auth_key_free(srv.key);
 	policy_holder_free(srv.policy);
 	audit_close();
+	if (device_status >= 0) {
+		zlog(ZLOG_INFO, "stopped", "status=%d", device_status);
+		return device_status;
+	}
 	if (!served)
 		return serve_fail(&err);
 	zlog(ZLOG_INFO, "stopped", NULL);

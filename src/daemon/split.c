@@ -57,6 +57,7 @@ static struct {
 	uid_t owner;			/* the daemon's user before the drop */
 	struct node dev;		/* the device node as forked: kept
 					 * reachable, never used or closed */
+	struct pschan_pool *pool;	/* reachable too: lives to the exit */
 	/* device process */
 	pthread_mutex_t reload_lock;
 	int reload_failed;		/* this side's failures of the last */
@@ -225,6 +226,7 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 	split.cfg = cfg;
 	split.srv = srv;
 	split.dev = *node;
+	split.pool = pool;
 	if (node_open_remote(node, &split.dev, pool, &err) != 0)
 		split_child_fail("devices", &err);
 	split.node = node;
