@@ -6,9 +6,12 @@
  * One source, compiled once per ABI with -DAMDSMI_SIM_ABI=24, 25 or 26:
  * each build exports the functions zeusd uses with that ABI's version and
  * power-info layouts (from src/devices/amdsmi_api.h, which it is compiled
- * against, so a signature that drifts does not build). Tests link the
- * build under the library's soname (libamd_smi.so.N) into a directory and
- * point AMDSMI_LIB_DIR at it.
+ * against, so a signature that drifts does not build). `zeusd serve
+ * --simulate --gpu-backend amdsmi` loads the build that ZEUS_AMDSMI_SIM_ABI
+ * names (libamdsmi-simN.so, next to zeusd or installed in <libdir>/zeus);
+ * tests also link a build under the library's soname (libamd_smi.so.N)
+ * into a directory and point AMDSMI_LIB_DIR at it, as a ROCm install
+ * would provide it.
  *
  * Simulated: one GPU per socket; GPU i draws 300 + 25*i W, or its power
  * cap when that is lower (constant between cap changes, so the daemon's
