@@ -13,6 +13,7 @@ The simulator's call log (same format as the NVML simulator's, read with
 simutil.SimLog) shows what the daemon asked the "hardware" to do; its
 control file injects errors.
 """
+import os
 import re
 
 import pytest
@@ -254,9 +255,11 @@ def sim_env(abi=None, **extra):
 def test_simulate_loads_the_simulator(start, abi):
     d = start("uds", args=["--gpu-backend", "amdsmi"], env=sim_env(abi))
     want = abi or "26"          # the newest by default
+    # next to the binary, as /proc/self/exe names it (symbolic links
+    # resolved)
+    lib = os.path.realpath(BUILD / f"libamdsmi-sim{want}.so")
     assert re.search(r'event=amdsmi_opened library="%s" version=\S+ '
-                     r'abi=%s gpus=%d ' % (re.escape(str(
-                         BUILD / f"libamdsmi-sim{want}.so")), want, NGPU),
+                     r'abi=%s gpus=%d ' % (re.escape(lib), want, NGPU),
                      d.logs()), d.logs()
     gpus = d.get("/discover").json()["gpus"]
     assert [g["name"] for g in gpus] == ["AMD Instinct MI300X"] * NGPU
