@@ -6,14 +6,18 @@
  * One source, compiled once per ABI with -DAMDSMI_SIM_ABI=24, 25 or 26:
  * each build exports the functions zeusd uses with that ABI's version and
  * power-info layouts (from src/devices/amdsmi_api.h, which it is compiled
- * against, so a signature that drifts does not build). Tests link the
- * build under the library's soname (libamd_smi.so.N) into a directory and
- * point AMDSMI_LIB_DIR at it.
+ * against, so a signature that drifts does not build). `zeusd serve
+ * --simulate --gpu-backend amdsmi` loads the build that ZEUS_AMDSMI_SIM_ABI
+ * names (libamdsmi-simN.so, next to zeusd or installed in <libdir>/zeus);
+ * tests also link a build under the library's soname (libamd_smi.so.N)
+ * into a directory and point AMDSMI_LIB_DIR at it, as a ROCm install
+ * would provide it.
  *
- * Simulated: one GPU per socket; GPU i draws 300 + 25*i W (constant, so the
- * daemon's start-up energy check is exact) and its energy accumulator
- * integrates that over CLOCK_MONOTONIC time in 15.259 uJ counts; a power
- * cap of 200-750 W (750 by default) in microwatts; graphics (500-2100 MHz)
+ * Simulated: one GPU per socket; GPU i draws 300 + 25*i W, or its power
+ * cap when that is lower (constant between cap changes, so the daemon's
+ * start-up energy check is exact), and its energy accumulator integrates
+ * that over CLOCK_MONOTONIC time in 15.259 uJ counts; a power cap of
+ * 200-750 W (750 by default) in microwatts; graphics (500-2100 MHz)
  * and memory (900-1300 MHz) clock limits, where a limit that would cross
  * the other one is refused with INVAL as the driver does (so the order of
  * the two writes matters); the performance level; the market name
@@ -21,6 +25,10 @@
  *
  * Environment, read by amdsmi_init:
  *   ZEUS_SIM_GPUS                 number of GPUs, 0..16; default 2
+ *   ZEUS_SIM_GPU_NAME             market name of every GPU
+ *   ZEUS_SIM_PCI                  comma-separated DDDD:BB:DD.F (hex) for
+ *                                 GPUs 0, 1, ...; default 0000:c1:00.0,
+ *                                 0000:c2:00.0, ...
  *   ZEUS_AMDSMI_SIM_VERSION       what amdsmi_get_lib_version reports:
  *                                 "year.major.minor.release" for .24 and
  *                                 .25 (default 24.7.1.0, 25.25.4.0),
@@ -29,6 +37,12 @@
  *                                 release with a wrong resolution); 1
  *   ZEUS_AMDSMI_SIM_CURRENT_NA    when set, current socket power reads as
  *                                 not available (0xFFFF), as on some parts
+ *   ZEUS_AMDSMI_SIM_NO_POWER      comma-separated GPU indices that report
+ *                                 no power at all: every power field of
+ *                                 amdsmi_get_power_info is 0xFFFF and the
+ *                                 energy accumulator stands still, as on
+ *                                 the second die of an MI250, whose
+ *                                 package reports through the first die
  *   ZEUS_SIM_FAULTS, ZEUS_SIM_CONTROL, ZEUS_SIM_LOG  as in the NVML
  *                                 simulator: fault rules
  *                                   fail  <function|*> <gpu|*> <code>
@@ -41,6 +55,10 @@
  *   <start_ns> <function> <gpu|-> [args...] rc=<CODE> end_ns=<ns>
  * Args: set_power_cap `<sensor> <cap_uw>`, set_gpu_clk_limit
  * `<SYS|MEM> <MIN|MAX> <mhz>`, set_gpu_perf_level `AUTO|...`.
+ *
+ * A malformed ZEUS_SIM_GPUS, ZEUS_SIM_PCI or ZEUS_AMDSMI_SIM_NO_POWER makes
+ * amdsmi_init fail with INVAL after one line on stderr, as the NVML
+ * simulator does with its settings.
  *
  * Thread safety: one mutex guards all state; delays sleep outside it.
  */
@@ -69,7 +87,12 @@ struct sim_gpu {
 	uint64_t cap_uw;
 	uint64_t clk[2][2];	/* [SYS=0|MEM=1][MIN|MAX] */
 	int perf;
-	uint64_t t0_ns;
+	bool no_power;		/* reports no power (ZEUS_AMDSMI_SIM_NO_POWER) */
+	char name[AMDSMI_MARKET_NAME_LEN];
+	amdsmi_bdf_t bdf;
+	/* energy: e_uj counted up to t_ns, at the power drawn since then */
+	double e_uj;
+	uint64_t t_ns;
 };
 
 struct sim_rule {
@@ -322,20 +345,117 @@ sim_gpu_index(amdsmi_processor_handle h)
 	return g != NULL ? (int)g->index : -1;
 }
 
-static void
+/* A decimal or hex number no larger than max, the whole of s. */
+static bool
+sim_parse_uint(const char *s, int base, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	if (*s == '\0' || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	errno = 0;
+	*out = strtoul(s, &end, base);
+	return errno == 0 && *end == '\0' && *out <= max;
+}
+
+/* The next comma-separated item of *list into item; false at the end. */
+static bool
+sim_next_item(const char **list, char *item, size_t size)
+{
+	size_t len;
+
+	if (*list == NULL || **list == '\0')
+		return false;
+	len = strcspn(*list, ",");
+	snprintf(item, size, "%.*s", (int)(len < size ? len : size - 1),
+	    *list);
+	*list += len;
+	if (**list == ',')
+		(*list)++;
+	return true;
+}
+
+/* "DDDD:BB:DD.F" (hex) into a bdf; false when malformed. */
+static bool
+sim_parse_bdf(const char *s, amdsmi_bdf_t *bdf)
+{
+	static const unsigned long max[4] = { 0xffff, 0xff, 0x1f, 0x7 };
+	static const char *const seps[4] = { ":", ":", ".", "" };
+	unsigned long v[4];
+	char part[16];
+
+	for (int i = 0; i < 4; i++) {
+		size_t len = strcspn(s, seps[i]);
+
+		if (len == 0 || len >= sizeof(part) || s[len] != seps[i][0])
+			return false;
+		memcpy(part, s, len);
+		part[len] = '\0';
+		if (!sim_parse_uint(part, 16, max[i], &v[i]))
+			return false;
+		s += len + (i < 3);
+	}
+	bdf->as_uint = 0;
+	bdf->fields.domain_number = v[0];
+	bdf->fields.bus_number = v[1];
+	bdf->fields.device_number = v[2];
+	bdf->fields.function_number = v[3];
+	return true;
+}
+
+/* Reads the environment; -1 after a line on stderr for a bad setting. */
+static int
 sim_configure(void)
 {
-	const char *s;
+	const char *s, *name, *list;
+	unsigned long n = 2;
+	char item[64];
 
-	sim_ngpu = 2;
-	if ((s = getenv("ZEUS_SIM_GPUS")) != NULL) {
-		sim_ngpu = (unsigned)atoi(s);
-		if (sim_ngpu > SIM_MAX_GPUS)
-			sim_ngpu = SIM_MAX_GPUS;
+	if ((s = getenv("ZEUS_SIM_GPUS")) != NULL &&
+	    !sim_parse_uint(s, 10, SIM_MAX_GPUS, &n)) {
+		fprintf(stderr, "amdsmi-sim: ZEUS_SIM_GPUS must be 0..%d\n",
+		    SIM_MAX_GPUS);
+		return -1;
 	}
+	sim_ngpu = (unsigned)n;
 	sim_scale = (s = getenv("ZEUS_AMDSMI_SIM_ENERGY_SCALE")) != NULL ?
 	    atof(s) : 1.0;
 	sim_current_na = getenv("ZEUS_AMDSMI_SIM_CURRENT_NA") != NULL;
+	name = getenv("ZEUS_SIM_GPU_NAME");
+	for (unsigned i = 0; i < SIM_MAX_GPUS; i++) {
+		struct sim_gpu *g = &sim_gpus[i];
+
+		memset(g, 0, sizeof(*g));
+		g->index = i;
+		g->cap_uw = SIM_CAP_MAX;
+		g->clk[0][0] = 500;
+		g->clk[0][1] = 2100;
+		g->clk[1][0] = 900;
+		g->clk[1][1] = 1300;
+		g->perf = AMDSMI_DEV_PERF_LEVEL_AUTO;
+		snprintf(g->name, sizeof(g->name), "%s", name != NULL &&
+		    *name != '\0' ? name : "AMD Instinct MI300X");
+		g->bdf.fields.bus_number = 0xc1 + i;
+		g->t_ns = sim_now_ns();
+	}
+	list = getenv("ZEUS_SIM_PCI");
+	for (unsigned i = 0; i < SIM_MAX_GPUS && sim_next_item(&list, item,
+	    sizeof(item)); i++)
+		if (!sim_parse_bdf(item, &sim_gpus[i].bdf)) {
+			fprintf(stderr, "amdsmi-sim: bad ZEUS_SIM_PCI entry "
+			    "%.40s (want DDDD:BB:DD.F)\n", item);
+			return -1;
+		}
+	list = getenv("ZEUS_AMDSMI_SIM_NO_POWER");
+	while (sim_next_item(&list, item, sizeof(item))) {
+		if (!sim_parse_uint(item, 10, SIM_MAX_GPUS - 1, &n)) {
+			fprintf(stderr, "amdsmi-sim: bad ZEUS_AMDSMI_SIM_NO_POWER "
+			    "entry %.40s (want GPU indices 0..%d)\n", item,
+			    SIM_MAX_GPUS - 1);
+			return -1;
+		}
+		sim_gpus[n].no_power = true;
+	}
 	if (sim_log_fd < 0 && (s = getenv("ZEUS_SIM_LOG")) != NULL)
 		sim_log_fd = open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
 		    0644);
@@ -346,24 +466,27 @@ sim_configure(void)
 		snprintf(buf, sizeof(buf), "%s", s);
 		sim_nenv = sim_parse_rules(buf, ";", sim_env_rules);
 	}
-	for (unsigned i = 0; i < sim_ngpu; i++) {
-		struct sim_gpu *g = &sim_gpus[i];
-
-		g->index = i;
-		g->cap_uw = SIM_CAP_MAX;
-		g->clk[0][0] = 500;
-		g->clk[0][1] = 2100;
-		g->clk[1][0] = 900;
-		g->clk[1][1] = 1300;
-		g->perf = AMDSMI_DEV_PERF_LEVEL_AUTO;
-		g->t0_ns = sim_now_ns();
-	}
+	return 0;
 }
 
+/* What a GPU draws: its share, capped by its power cap. Under sim_mu. */
 static unsigned
 sim_watts(const struct sim_gpu *g)
 {
-	return 300 + 25 * g->index;
+	unsigned w = 300 + 25 * g->index;
+	uint64_t cap_w = g->cap_uw / 1000000;
+
+	return cap_w < w ? (unsigned)cap_w : w;
+}
+
+/* Energy counted so far, in uJ. Under sim_mu. */
+static double
+sim_energy_uj(const struct sim_gpu *g, uint64_t now)
+{
+	if (g->no_power)
+		return 0;
+	return g->e_uj + (double)(now - g->t_ns) / 1e9 * sim_watts(g) * 1e6 *
+	    sim_scale;
 }
 
 /* ------------------------------------------------------------------------
@@ -376,8 +499,10 @@ amdsmi_init(uint64_t init_flags)
 	SIM_BEGIN("amdsmi_init", -1);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
 		pthread_mutex_lock(&sim_mu);
-		if (sim_inits++ == 0)
-			sim_configure();
+		if (sim_inits > 0 || sim_configure() == 0)
+			sim_inits++;
+		else
+			sim_rc = AMDSMI_STATUS_INVAL;
 		pthread_mutex_unlock(&sim_mu);
 	}
 	sim_log(sim_t0, "amdsmi_init", -1, sim_rc, "");
@@ -501,10 +626,8 @@ amdsmi_get_gpu_device_bdf(amdsmi_processor_handle h, amdsmi_bdf_t *bdf)
 	SIM_BEGIN("amdsmi_get_gpu_device_bdf", gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || bdf == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
-	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
-		bdf->as_uint = 0;
-		bdf->fields.bus_number = 0xc1 + (unsigned)gpu;
-	}
+	if (sim_rc == AMDSMI_STATUS_SUCCESS)
+		*bdf = sim_gpus[gpu].bdf;
 	sim_log(sim_t0, "amdsmi_get_gpu_device_bdf", gpu, sim_rc, "");
 	return sim_rc;
 }
@@ -539,14 +662,18 @@ amdsmi_get_power_info(amdsmi_processor_handle h, amdsmi_power_info_t *info)
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
 		struct sim_gpu *g = &sim_gpus[gpu];
+		unsigned w;
 
 		memset(info, 0, sizeof(*info));
-		info->current_socket_power = sim_current_na ? AMDSMI_POWER_NA :
-		    sim_watts(g);
-		info->average_socket_power = sim_watts(g);
+		pthread_mutex_lock(&sim_mu);
+		w = g->no_power ? AMDSMI_POWER_NA : sim_watts(g);
 		info->power_limit = (uint32_t)(g->cap_uw / 1000000);
+		pthread_mutex_unlock(&sim_mu);
+		info->current_socket_power = sim_current_na ? AMDSMI_POWER_NA : w;
+		info->average_socket_power = w;
 #if AMDSMI_SIM_ABI >= 25
-		info->socket_power = (uint64_t)sim_watts(g) * 1000000;
+		info->socket_power = g->no_power ? AMDSMI_POWER_NA :
+		    (uint64_t)w * 1000000;
 #endif
 	}
 	sim_log(sim_t0, "amdsmi_get_power_info", gpu, sim_rc, "");
@@ -564,11 +691,12 @@ amdsmi_get_energy_count(amdsmi_processor_handle h, uint64_t *acc,
 	    res == NULL || timestamp == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
-		struct sim_gpu *g = &sim_gpus[gpu];
 		uint64_t now = sim_now_ns();
-		double uj = (double)(now - g->t0_ns) / 1e9 * sim_watts(g) *
-		    1e6 * sim_scale;
+		double uj;
 
+		pthread_mutex_lock(&sim_mu);
+		uj = sim_energy_uj(&sim_gpus[gpu], now);
+		pthread_mutex_unlock(&sim_mu);
 		*acc = (uint64_t)(uj / SIM_RES_UJ);
 		*res = SIM_RES_UJ;
 		*timestamp = now;
@@ -612,8 +740,14 @@ amdsmi_set_power_cap(amdsmi_processor_handle h, uint32_t sensor, uint64_t cap)
 	    cap < SIM_CAP_MIN || cap > SIM_CAP_MAX))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
+		struct sim_gpu *g = &sim_gpus[gpu];
+		uint64_t now = sim_now_ns();
+
+		/* what it drew up to now is counted at the old cap */
 		pthread_mutex_lock(&sim_mu);
-		sim_gpus[gpu].cap_uw = cap;
+		g->e_uj = sim_energy_uj(g, now);
+		g->t_ns = now;
+		g->cap_uw = cap;
 		pthread_mutex_unlock(&sim_mu);
 	}
 	snprintf(args, sizeof(args), "%u %llu", sensor,
@@ -728,8 +862,8 @@ amdsmi_get_gpu_asic_info(amdsmi_processor_handle h, amdsmi_asic_info_t *info)
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
 		/* the real struct is smaller: write only what .24 has */
 		memset(info, 0, 448);
-		snprintf(info->market_name, sizeof(info->market_name),
-		    "AMD Instinct MI300X");
+		snprintf(info->market_name, sizeof(info->market_name), "%s",
+		    sim_gpus[gpu].name);
 	}
 	sim_log(sim_t0, "amdsmi_get_gpu_asic_info", gpu, sim_rc, "");
 	return sim_rc;

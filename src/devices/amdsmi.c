@@ -13,7 +13,9 @@
  *
  * Mapping onto the gpu.h operations:
  *   get_power                   amdsmi_get_power_info: current socket
- *                               power, else the average (W -> mW)
+ *                               power, else the average, as chosen per
+ *                               GPU at open (W -> mW); a GPU that reports
+ *                               neither (MI250's second die) answers 400
  *   get_cumulative_energy       amdsmi_get_energy_count: accumulator x
  *                               resolution (uJ -> mJ), only for GPUs whose
  *                               counter agreed with their power at open
@@ -50,7 +52,7 @@
 #define AMD_TEXT_MAX	128
 #define AMD_GPUS_MAX	64
 /* How long the energy counter is watched at open (all GPUs at once). */
-#define AMD_ENERGY_CHECK_NS	500000000L
+#define AMD_ENERGY_CHECK_MS	500u
 
 struct amd_fns {
 	amdsmi_status_t (*init)(uint64_t);
@@ -118,6 +120,7 @@ struct amd_gpu {
 	amdsmi_processor_handle h;
 	struct gpu_info info;
 	struct amd_bounds clk[2];	/* [0] graphics, [1] memory */
+	enum amd_power_src power;	/* set at open, then only read */
 };
 
 struct amd_ctx {
@@ -125,6 +128,7 @@ struct amd_ctx {
 	struct amd_fns fn;
 	unsigned abi;
 	bool serialize;
+	unsigned check_ms;		/* the start-up energy check's length */
 	pthread_mutex_t lock;
 	unsigned count;
 	struct amd_gpu gpus[AMD_GPUS_MAX];
@@ -263,36 +267,89 @@ amd_version_check(unsigned abi, const amdsmi_version_any_t *v,
 	return 0;
 }
 
-int
-amd_power_mw(unsigned abi, const amdsmi_power_info_any_t *p, uint32_t *mw)
+/* A socket power field that holds watts, not "not available". */
+static bool
+amd_power_valid(uint32_t w)
+{
+	return w != AMDSMI_POWER_NA && w != AMDSMI_POWER_NA32 &&
+	    w <= UINT32_MAX / 1000;
+}
+
+/* The current and average socket power of a struct in `abi`'s layout. */
+static int
+amd_power_fields(unsigned abi, const amdsmi_power_info_any_t *p, uint32_t *cur,
+    uint32_t *avg)
+{
+	switch (abi) {
+	case 24:
+		*cur = p->v24.current_socket_power;
+		*avg = p->v24.average_socket_power;
+		return 0;
+	case 25:
+		*cur = p->v25.current_socket_power;
+		*avg = p->v25.average_socket_power;
+		return 0;
+	case 26:
+		*cur = p->v26.current_socket_power;
+		*avg = p->v26.average_socket_power;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+enum amd_power_src
+amd_power_source(unsigned abi, const amdsmi_power_info_any_t *p)
 {
 	uint32_t cur, avg;
 
-	switch (abi) {
-	case 24:
-		cur = p->v24.current_socket_power;
-		avg = p->v24.average_socket_power;
+	if (amd_power_fields(abi, p, &cur, &avg) != 0)
+		return AMD_POWER_NONE;
+	if (amd_power_valid(cur))
+		return AMD_POWER_CURRENT;
+	return amd_power_valid(avg) ? AMD_POWER_AVERAGE : AMD_POWER_NONE;
+}
+
+int
+amd_power_mw(unsigned abi, const amdsmi_power_info_any_t *p,
+    enum amd_power_src src, uint32_t *mw)
+{
+	uint32_t cur, avg, w;
+
+	if (amd_power_fields(abi, p, &cur, &avg) != 0)
+		return -1;
+	switch (src) {
+	case AMD_POWER_ANY:
+		w = amd_power_valid(cur) ? cur : avg;
 		break;
-	case 25:
-		cur = p->v25.current_socket_power;
-		avg = p->v25.average_socket_power;
+	case AMD_POWER_CURRENT:
+		w = cur;
 		break;
-	case 26:
-		cur = p->v26.current_socket_power;
-		avg = p->v26.average_socket_power;
+	case AMD_POWER_AVERAGE:
+		w = avg;
 		break;
 	default:
 		return -1;
 	}
-	if (cur != AMDSMI_POWER_NA && cur != AMDSMI_POWER_NA32 &&
-	    cur <= UINT32_MAX / 1000)
-		*mw = cur * 1000;
-	else if (avg != AMDSMI_POWER_NA && avg != AMDSMI_POWER_NA32 &&
-	    avg <= UINT32_MAX / 1000)
-		*mw = avg * 1000;
-	else
+	if (!amd_power_valid(w))
 		return -1;
+	*mw = w * 1000;
 	return 0;
+}
+
+const char *
+amd_power_source_name(enum amd_power_src src)
+{
+	switch (src) {
+	case AMD_POWER_ANY:
+		return "any";
+	case AMD_POWER_CURRENT:
+		return "current";
+	case AMD_POWER_AVERAGE:
+		return "average";
+	default:
+		return "none";
+	}
 }
 
 int
@@ -479,11 +536,21 @@ amd_read_power(struct amd_ctx *c, struct amd_gpu *g, unsigned gpu,
 	amd_unlock(c);
 	if (rc != AMDSMI_STATUS_SUCCESS)
 		return amd_fail(c, err, gpu, "get_power", rc);
-	if (amd_power_mw(c->abi, &p, mw) != 0)
+	if (amd_power_mw(c->abi, &p, g->power, mw) == 0)
+		return 0;
+	/*
+	 * 400, as upstream answers (AMD SMI's NOT_SUPPORTED): asking again
+	 * will not help, and streams and /metrics leave the GPU out.
+	 */
+	if (g->power == AMD_POWER_NONE)
 		return zerr_set(err, ZERR_INVALID, "GPU %u: get_power failed: "
-		    "the GPU reports neither current nor average socket power",
-		    gpu);
-	return 0;
+		    "not supported by this GPU: it reports its socket power as "
+		    "not available (current and average), as the second die of "
+		    "an MI250 does; its package's power is reported by its "
+		    "other die", gpu);
+	return zerr_set(err, ZERR_INVALID, "GPU %u: get_power failed: the GPU "
+	    "reported its %s socket power as not available", gpu,
+	    g->power == AMD_POWER_AVERAGE ? "average" : "current");
 }
 
 static int
@@ -863,6 +930,33 @@ amd_enumerate(struct amd_ctx *c, struct zerr *err)
 	return 0;
 }
 
+/*
+ * Which reading a GPU's power comes from, decided once from its first
+ * power info as upstream decides it, so that one GPU's readings never mix
+ * the instantaneous value with the average. A first read that fails
+ * decides nothing: that GPU then takes the current power, else the
+ * average, at every read.
+ */
+static void
+amd_choose_power(struct amd_ctx *c, struct amd_gpu *g, unsigned i)
+{
+	amdsmi_power_info_any_t p;
+	amdsmi_status_t rc;
+
+	memset(&p, 0, sizeof(p));
+	g->power = AMD_POWER_ANY;
+	if ((rc = c->fn.power_info(g->h, &p)) != AMDSMI_STATUS_SUCCESS) {
+		zlog(ZLOG_WARN, "amdsmi_power_source", "gpu=%u source=any "
+		    "reason=power_info_failed status=%u", i, (unsigned)rc);
+		return;
+	}
+	g->power = amd_power_source(c->abi, &p);
+	if (g->power != AMD_POWER_CURRENT)
+		zlog(ZLOG_INFO, "amdsmi_power_source", "gpu=%u source=%s "
+		    "reason=current_not_available", i,
+		    amd_power_source_name(g->power));
+}
+
 static void
 amd_identify(struct amd_ctx *c, struct amd_gpu *g, unsigned i)
 {
@@ -923,7 +1017,9 @@ amd_identify(struct amd_ctx *c, struct amd_gpu *g, unsigned i)
 	in->caps.persistence_mode = false;
 	in->caps.gpu_locked_clocks = c->fn.clk_limit != NULL;
 	in->caps.mem_locked_clocks = c->fn.clk_limit != NULL;
-	zlog(ZLOG_DEBUG, "amdsmi_gpu", "gpu=%u pci=%s", i, in->pci_address);
+	amd_choose_power(c, g, i);
+	zlog(ZLOG_DEBUG, "amdsmi_gpu", "gpu=%u pci=%s power=%s", i,
+	    in->pci_address, amd_power_source_name(g->power));
 }
 
 static double
@@ -945,7 +1041,8 @@ amd_now_s(void)
 static void
 amd_check_energy(struct amd_ctx *c)
 {
-	struct timespec pause = { 0, AMD_ENERGY_CHECK_NS };
+	struct timespec pause = { (time_t)(c->check_ms / 1000),
+	    (long)(c->check_ms % 1000) * 1000000L };
 	double e0[AMD_GPUS_MAX], p0[AMD_GPUS_MAX], e1, t0, t1, expected;
 	bool ok[AMD_GPUS_MAX];
 	struct zerr err;
@@ -954,8 +1051,8 @@ amd_check_energy(struct amd_ctx *c)
 
 	if (c->fn.energy == NULL || c->count == 0)
 		return;
-	zlog(ZLOG_INFO, "amdsmi_energy_check", "gpus=%u ms=%ld", c->count,
-	    AMD_ENERGY_CHECK_NS / 1000000L);
+	zlog(ZLOG_INFO, "amdsmi_energy_check", "gpus=%u ms=%u", c->count,
+	    c->check_ms);
 	for (unsigned i = 0; i < c->count; i++) {
 		p0[i] = amd_read_power(c, &c->gpus[i], i, &mw, &err) == 0 ?
 		    (double)mw : 0;
@@ -986,27 +1083,28 @@ amd_check_energy(struct amd_ctx *c)
 	}
 }
 
-int
-amd_backend_open(struct gpu_backend *out, struct zerr *err)
+/*
+ * Everything after loading: the version check, init, enumeration, each
+ * GPU's facts and the energy check. Takes `dl` over (closed on failure).
+ */
+static int
+amd_open_loaded(void *dl, unsigned abi, const struct amd_fns *fn,
+    const char *lib, unsigned check_ms, struct gpu_backend *out,
+    struct zerr *err)
 {
-	char lib[AMD_PATH_MAX + 32], ver[64], why[512];
+	char ver[64], why[512];
 	amdsmi_version_any_t v;
 	amdsmi_status_t rc;
 	struct amd_ctx *c;
-	unsigned abi = 0;
-	void *dl;
 
-	struct amd_fns fn;
-
-	if ((dl = amd_load(&abi, &fn, lib, sizeof(lib), err)) == NULL)
-		return -1;
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		dlclose(dl);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	}
 	c->dl = dl;
 	c->abi = abi;
-	c->fn = fn;
+	c->fn = *fn;
+	c->check_ms = check_ms;
 	pthread_mutex_init(&c->lock, NULL);
 	memset(&v, 0, sizeof(v));
 	if ((rc = c->fn.lib_version(&v)) != AMDSMI_STATUS_SUCCESS) {
@@ -1050,4 +1148,45 @@ fail_loaded:
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return -1;
+}
+
+int
+amd_backend_open(struct gpu_backend *out, struct zerr *err)
+{
+	char lib[AMD_PATH_MAX + 32];
+	struct amd_fns fn;
+	unsigned abi = 0;
+	void *dl;
+
+	if ((dl = amd_load(&abi, &fn, lib, sizeof(lib), err)) == NULL)
+		return -1;
+	return amd_open_loaded(dl, abi, &fn, lib, AMD_ENERGY_CHECK_MS, out,
+	    err);
+}
+
+int
+amd_backend_open_lib(const char *path, unsigned abi, unsigned check_ms,
+    struct gpu_backend *out, struct zerr *err)
+{
+	struct amd_fns fn;
+	const char *dlerr;
+	void *dl;
+
+	if (abi < AMD_ABI_OLDEST || abi > AMD_ABI_NEWEST)
+		return zerr_set(err, ZERR_INVALID, "AMD SMI ABI %u is not one "
+		    "of %u..%u", abi, AMD_ABI_OLDEST, AMD_ABI_NEWEST);
+	if (check_ms == 0 || check_ms > 60000)
+		return zerr_set(err, ZERR_INVALID, "energy check of %u ms is "
+		    "not 1..60000", check_ms);
+	if ((dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		dlerr = dlerror();
+		return zerr_set(err, ZERR_NOT_FOUND, "cannot load the AMD SMI "
+		    "library '%.1024s': %.512s", path, dlerr != NULL ? dlerr :
+		    "?");
+	}
+	if (amd_resolve(dl, path, &fn, err) != 0) {
+		dlclose(dl);
+		return -1;
+	}
+	return amd_open_loaded(dl, abi, &fn, path, check_ms, out, err);
 }

@@ -40,6 +40,17 @@
 int amd_backend_open(struct gpu_backend *out, struct zerr *err);
 
 /*
+ * As amd_backend_open, but loads the library at `path` (not searched for)
+ * and reads it as ABI `abi` (AMD_ABI_OLDEST..AMD_ABI_NEWEST), watching
+ * the energy counters for `check_ms` (1..60000; amd_backend_open: 500) at
+ * start-up. How `zeusd serve --simulate --gpu-backend amdsmi` loads the
+ * simulator, whose file name says nothing of its ABI, and whose power is
+ * constant, so a short check shows as much as a long one.
+ */
+int amd_backend_open_lib(const char *path, unsigned abi, unsigned check_ms,
+    struct gpu_backend *out, struct zerr *err);
+
+/*
  * The directories searched, in order, into dirs[0..n-1]: $AMDSMI_LIB_DIR
  * alone when set, else $ROCM_PATH/lib alone when set, else /opt/rocm/lib
  * and the newest <opt_root>/rocm-X.Y.Z/lib (by version, not by name), with
@@ -68,12 +79,34 @@ int amd_version_check(unsigned abi, const amdsmi_version_any_t *v,
     bool *serialize, char *ver, size_t versize, char *why, size_t whysize);
 
 /*
- * Socket power in mW from a power-info struct in `abi`'s layout: the
- * current socket power, else the average when the GPU reports the current
- * one as not available. -1 when neither is available.
+ * Which socket power a GPU's readings come from, decided once at open
+ * from its first power info, as the upstream daemon decides it: the
+ * current socket power, else the average when the current one reads as
+ * not available (0xFFFF, or the 0xFFFFFFFF the headers document), else
+ * none: a GPU that reports no power at all, as the second die of an MI250
+ * does. AMD_POWER_ANY: not decided (the first read failed), so each read
+ * takes the current power, else the average.
+ */
+enum amd_power_src {
+	AMD_POWER_ANY,
+	AMD_POWER_CURRENT,
+	AMD_POWER_AVERAGE,
+	AMD_POWER_NONE,
+};
+
+/* The source for a power-info struct in `abi`'s layout (NONE: bad abi). */
+enum amd_power_src amd_power_source(unsigned abi,
+    const amdsmi_power_info_any_t *p);
+
+/*
+ * Socket power in mW from a power-info struct in `abi`'s layout, read
+ * from `src`. -1 when that reading is not available (or src is NONE).
  */
 int amd_power_mw(unsigned abi, const amdsmi_power_info_any_t *p,
-    uint32_t *mw);
+    enum amd_power_src src, uint32_t *mw);
+
+/* "any", "current", "average", "none": for the log. */
+const char *amd_power_source_name(enum amd_power_src src);
 
 /*
  * Whether a GPU's energy counter can be trusted, from the energy its power

@@ -1,6 +1,7 @@
-"""Helpers for tests that drive the NVML simulator (docs/simulator.md).
+"""Helpers for tests that drive the NVML and AMD SMI simulators
+(docs/simulator.md).
 
-SimLog reads the simulator's call log (ZEUS_SIM_LOG): one line per NVML
+SimLog reads the simulator's call log (ZEUS_SIM_LOG): one line per library
 call, `<start_ns> <function> <gpu|-> [args...] rc=<CODE> end_ns=<end_ns>`,
 with CLOCK_MONOTONIC timestamps, the same clock as time.monotonic_ns().
 write_control() replaces the control file (ZEUS_SIM_CONTROL) the way the
@@ -36,11 +37,14 @@ PROFILES = {p.key: p for p in (
 # ZEUS_SIM_PROFILE=mixed
 MIXED = ("v100", "a100", "h100", "rtx4090")
 
-# Every NVML function that changes a GPU's state.
+# Every NVML and AMD SMI function that changes a GPU's state (the AMD SMI
+# simulator's call log has the same format).
 WRITE_FNS = frozenset({
     "nvmlDeviceSetPowerManagementLimit", "nvmlDeviceSetPersistenceMode",
     "nvmlDeviceSetGpuLockedClocks", "nvmlDeviceResetGpuLockedClocks",
     "nvmlDeviceSetMemoryLockedClocks", "nvmlDeviceResetMemoryLockedClocks",
+    "amdsmi_set_power_cap", "amdsmi_set_gpu_clk_limit",
+    "amdsmi_set_gpu_perf_level",
 })
 
 

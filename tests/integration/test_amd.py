@@ -1,18 +1,26 @@
 """Black-box tests of zeusd's AMD backend (docs/amd.md): the real daemon
 with `--gpu-backend amdsmi` on the AMD SMI simulator (sim/amdsmi_sim.c),
-built once per library ABI and linked under the library's soname into a
-directory that AMDSMI_LIB_DIR names, as a ROCm install would provide it.
+built once per library ABI. Most tests link the build under the
+library's soname into a directory that AMDSMI_LIB_DIR names, as a ROCm
+install would provide it (with `--simulate` on, so the CPU side is the
+simulated RAPL tree: an AMDSMI_LIB_DIR wins over the simulator there);
+the `--simulate` tests at the end load the simulator the way
+`zeusd serve --simulate --gpu-backend amdsmi` does by itself
+(ZEUS_AMDSMI_SIM_ABI picks the ABI). The generic GPU suite
+(test_gpu.py) runs on every ABI too.
 
 The simulator's call log (same format as the NVML simulator's, read with
 simutil.SimLog) shows what the daemon asked the "hardware" to do; its
-control file injects errors. `--simulate` stays on so the CPU side is the
-simulated RAPL tree; with an explicit `--gpu-backend amdsmi` it does not
-change which GPU library is loaded.
+control file injects errors.
 """
+import os
+import re
+
 import pytest
 
 from conftest import BUILD, run_zeusd
 from simutil import SimLog, write_control
+from test_streams import GPU_EVENT, Stream
 
 ABIS = ["24", "25", "26"]
 NGPU = 2                     # the simulator's default
@@ -30,10 +38,11 @@ def lib_dir(tmp_path, abi):
 
 
 class Amd:
-    def __init__(self, d, log, ctl):
+    def __init__(self, d, log, ctl, abi):
         self.d = d
         self.log = log
         self.ctl = ctl
+        self.abi = abi
 
     def get(self, path):
         return self.d.get(path)
@@ -53,7 +62,7 @@ def amd(request, start, tmp_path):
     env = {"AMDSMI_LIB_DIR": str(lib_dir(tmp_path, abi)),
            "ZEUS_SIM_LOG": str(log), "ZEUS_SIM_CONTROL": str(ctl)}
     d = start("uds", args=["--gpu-backend", "amdsmi"], env=env)
-    return Amd(d, SimLog(log), ctl)
+    return Amd(d, SimLog(log), ctl, abi)
 
 
 def assert_error(r, status, *needles):
@@ -72,7 +81,9 @@ def test_discover(amd):
                                                 "0000:c2:00.0"]
     assert {g["name"] for g in gpus} == {"AMD Instinct MI300X"}
     assert all(g["cumulative_energy_available"] for g in gpus)
-    assert "amdsmi_opened" in amd.d.logs()
+    # the library AMDSMI_LIB_DIR names, although --simulate is on
+    lib = f'{amd.d.env["AMDSMI_LIB_DIR"]}/libamd_smi.so.{amd.abi}'
+    assert f'event=amdsmi_opened library="{lib}" ' in amd.d.logs()
 
 
 def test_get_power(amd):
@@ -226,3 +237,139 @@ def test_refused_versions(tmp_path, abi, version, needle):
     assert r.returncode == 1
     assert needle in r.stderr, r.stderr
     assert not (tmp_path / "s").exists()
+
+
+# --- `zeusd serve --simulate --gpu-backend amdsmi` ---------------------------
+
+def sim_env(abi=None, **extra):
+    """The environment of a daemon on the simulator --simulate loads: no
+    AMDSMI_LIB_DIR (empty counts as unset), the ABI when given."""
+    env = {"AMDSMI_LIB_DIR": ""}
+    if abi is not None:
+        env["ZEUS_AMDSMI_SIM_ABI"] = abi
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize("abi", [None] + ABIS)
+def test_simulate_loads_the_simulator(start, abi):
+    d = start("uds", args=["--gpu-backend", "amdsmi"], env=sim_env(abi))
+    want = abi or "26"          # the newest by default
+    # next to the binary, as /proc/self/exe names it (symbolic links
+    # resolved)
+    lib = os.path.realpath(BUILD / f"libamdsmi-sim{want}.so")
+    assert re.search(r'event=amdsmi_opened library="%s" version=\S+ '
+                     r'abi=%s gpus=%d ' % (re.escape(lib), want, NGPU),
+                     d.logs()), d.logs()
+    gpus = d.get("/discover").json()["gpus"]
+    assert [g["name"] for g in gpus] == ["AMD Instinct MI300X"] * NGPU
+    assert all(g["cumulative_energy_available"] for g in gpus)
+    assert d.get("/gpu/get_power").json()["power_mw"] == {
+        str(i): w * 1000 for i, w in enumerate(WATTS)}
+    # the short start-up energy check of the simulated GPUs
+    assert "event=amdsmi_energy_check gpus=2 ms=100" in d.logs()
+
+
+@pytest.mark.parametrize("abi", ["23", "27", "26 ", "x"])
+def test_simulate_bad_abi_fails_fast(tmp_path, abi):
+    r = run_zeusd("serve", "--simulate", "--gpu-backend", "amdsmi",
+                  "--socket-path", str(tmp_path / "s"), env=sim_env(abi))
+    assert r.returncode == 1
+    assert "--gpu-backend amdsmi: ZEUS_AMDSMI_SIM_ABI must be 24, 25 or " \
+        "26" in r.stderr, r.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_simulate_auto_stays_nvml(start):
+    # --simulate alone (auto) is the NVML simulator, as it always was
+    d = start("uds", env=sim_env("24"))
+    assert "backend=nvml" in d.logs()
+    assert "amdsmi" not in d.logs()
+    assert len(d.get("/discover").json()["gpus"]) == 4
+
+
+@pytest.mark.parametrize("setting,value", [
+    ("ZEUS_AMDSMI_SIM_NO_POWER", "1,x"), ("ZEUS_SIM_GPUS", "17"),
+    ("ZEUS_SIM_PCI", "0000:c1:00"),
+])
+def test_simulate_bad_simulator_setting_fails(tmp_path, setting, value):
+    r = run_zeusd("serve", "--simulate", "--gpu-backend", "amdsmi",
+                  "--socket-path", str(tmp_path / "s"),
+                  env=sim_env(**{setting: value}))
+    assert r.returncode == 1
+    assert f"amdsmi-sim: bad {setting}" in r.stderr or \
+        f"amdsmi-sim: {setting} must be" in r.stderr, r.stderr
+    assert "amdsmi_init failed: Invalid parameters" in r.stderr
+
+
+# --- a die that reports no power (MI250's second) ----------------------------
+
+def series(text, name):
+    """Index -> value of a per-GPU series in a /metrics body."""
+    return {int(m.group(1)): float(m.group(2)) for m in re.finditer(
+        r'^%s\{index="(\d+)"\} (\S+)$' % name, text, re.M)}
+
+
+@pytest.mark.parametrize("abi", ABIS)
+def test_die_without_power(start, abi):
+    """GPU 1 reports its power as not available (0xFFFF for current and
+    average socket power), as an MI250's second die does: its power reads
+    are 400 saying so, as upstream answers them, its energy counter
+    cannot be checked against its power and is not offered, streams and
+    /metrics leave its power out, and everything else about it works."""
+    d = start("uds", args=["--gpu-backend", "amdsmi"],
+              env=sim_env(abi, ZEUS_AMDSMI_SIM_NO_POWER="1"))
+    logs = d.logs()
+    assert "event=amdsmi_power_source gpu=1 source=none" in logs
+    assert "event=amdsmi_power_source gpu=0" not in logs
+    assert "event=amdsmi_energy_unavailable gpu=1 reason=power_unreadable" \
+        in logs
+    gpus = d.get("/discover").json()["gpus"]
+    assert [g["cumulative_energy_available"] for g in gpus] == [True, False]
+
+    r = d.get("/gpu/get_power")
+    assert_error(r, 400)
+    msg = r.json()["errors"]["1"]
+    assert list(r.json()["errors"]) == ["1"]
+    assert msg.startswith("GPU 1: get_power failed: not supported by this "
+                          "GPU: it reports its socket power as not "
+                          "available"), msg
+    assert "MI250" in msg
+    assert d.get("/gpu/get_power?gpu_ids=0").json()["power_mw"] == \
+        {"0": 300000}
+    r = d.get("/gpu/get_cumulative_energy?gpu_ids=1")
+    assert_error(r, 400, "GPU 1: get_cumulative_energy is not supported",
+                 "integrate")
+    assert d.get("/gpu/get_cumulative_energy?gpu_ids=0").status_code == 200
+    # the rest of the die works
+    assert d.get("/gpu/get_power_limit?gpu_ids=1").json() == \
+        {"1": {"power_limit_mw": CAP_MAX_MW}}
+    assert d.post("/gpu/set_power_limit?gpu_ids=1&block=true"
+                  "&power_limit_mw=300000").status_code == 200
+
+    # a stream of both: events for GPU 0 only, GPU 1's failure logged once
+    s = Stream(d, "/gpu/stream_power?gpu_ids=0,1").pump(0.6)
+    s.close()
+    assert s.status == 200
+    ids = {int(GPU_EVENT.fullmatch(e)[2]) for e in s.data()}
+    assert ids == {0}
+    logs = d.logs()
+    assert len(re.findall(r"event=stream_sample_failed kind=gpu id=1 ",
+                          logs)) == 1
+    assert "stream_sample_failed kind=gpu id=0" not in logs
+
+    # /metrics: no power or energy series for GPU 1, the rest of it there,
+    # and a scrape's command for it still a success (the error count is
+    # the failed requests' above, and a second scrape adds none)
+    text = d.get("/metrics").text
+    assert series(text, "zeusd_gpu_power_watts") == {0: 300.0}
+    assert list(series(text, "zeusd_gpu_energy_joules_total")) == [0]
+    assert series(text, "zeusd_gpu_power_limit_watts") == {0: 750.0,
+                                                           1: 300.0}
+    assert re.search(r'^zeusd_gpu_info\{index="1",', text, re.M)
+    errors = 'zeusd_device_command_errors_total{device="gpu",index="1"} '
+    before = [ln for ln in text.splitlines() if ln.startswith(errors)]
+    again = d.get("/metrics").text
+    assert len(before) == 1
+    assert [ln for ln in again.splitlines() if ln.startswith(errors)] == \
+        before

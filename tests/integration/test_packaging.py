@@ -54,6 +54,9 @@ def test_install_file_list(installed):
         (lib, "libzeus.so.0"), (lib, f"libzeus.so.{VERSION}"),
         (lib, "libzeus.so"), (lib, "pkgconfig", "zeus.pc"),
         (lib, "zeus", "libnvml-sim.so"),
+        (lib, "zeus", "libamdsmi-sim24.so"),
+        (lib, "zeus", "libamdsmi-sim25.so"),
+        (lib, "zeus", "libamdsmi-sim26.so"),
         (o["includedir"], "zeus", "zeus.h"),
         (o["datadir"], "doc", "zeus", "LICENSE"),
     ]
@@ -208,7 +211,9 @@ def test_deb_contents(name):
     want = {p.replace("{triplet}", triplet) for p in PACKAGES[name]}
     assert want <= files, want - files
     if name == "zeusd":
-        assert f"./usr/lib/{triplet}/zeus/libnvml-sim.so" in files
+        for sim in ("libnvml-sim.so", "libamdsmi-sim24.so",
+                    "libamdsmi-sim25.so", "libamdsmi-sim26.so"):
+            assert f"./usr/lib/{triplet}/zeus/{sim}" in files
     # each file is in one package only
     others = set().union(*(contents(n) for n in PACKAGES if n != name))
     shared = {f for f in files & others if not f.endswith("/")}

@@ -36,6 +36,7 @@ setup(void **state)
 	unsetenv("ZEUS_AMDSMI_SIM_VERSION");
 	unsetenv("ZEUS_AMDSMI_SIM_ENERGY_SCALE");
 	unsetenv("ZEUS_AMDSMI_SIM_CURRENT_NA");
+	unsetenv("ZEUS_AMDSMI_SIM_NO_POWER");
 	unsetenv("ZEUS_SIM_FAULTS");
 	unsetenv("ZEUS_SIM_GPUS");
 	unsetenv("ROCM_PATH");
@@ -206,20 +207,38 @@ test_power_sentinel(void **state)
 	memset(&p, 0, sizeof(p));
 	p.v24.current_socket_power = 250;
 	p.v24.average_socket_power = 240;
-	assert_int_equal(amd_power_mw(24, &p, &mw), 0);
+	assert_int_equal(amd_power_source(24, &p), AMD_POWER_CURRENT);
+	assert_int_equal(amd_power_mw(24, &p, AMD_POWER_CURRENT, &mw), 0);
 	assert_int_equal(mw, 250000);
-	p.v24.current_socket_power = AMDSMI_POWER_NA;
-	assert_int_equal(amd_power_mw(24, &p, &mw), 0);
+	assert_int_equal(amd_power_mw(24, &p, AMD_POWER_AVERAGE, &mw), 0);
 	assert_int_equal(mw, 240000);
+	assert_int_equal(amd_power_mw(24, &p, AMD_POWER_NONE, &mw), -1);
+	p.v24.current_socket_power = AMDSMI_POWER_NA;
+	assert_int_equal(amd_power_source(24, &p), AMD_POWER_AVERAGE);
+	assert_int_equal(amd_power_mw(24, &p, AMD_POWER_ANY, &mw), 0);
+	assert_int_equal(mw, 240000);
+	/* a GPU chosen for its current power does not fall back later */
+	assert_int_equal(amd_power_mw(24, &p, AMD_POWER_CURRENT, &mw), -1);
+	/* neither: a die that reports no power (MI250's second) */
 	p.v24.average_socket_power = AMDSMI_POWER_NA;
-	assert_int_equal(amd_power_mw(24, &p, &mw), -1);
+	assert_int_equal(amd_power_source(24, &p), AMD_POWER_NONE);
+	assert_int_equal(amd_power_mw(24, &p, AMD_POWER_ANY, &mw), -1);
+	assert_int_equal(amd_power_mw(24, &p, AMD_POWER_AVERAGE, &mw), -1);
 	memset(&p, 0, sizeof(p));
 	p.v25.current_socket_power = AMDSMI_POWER_NA32;
 	p.v25.average_socket_power = 500;
-	assert_int_equal(amd_power_mw(25, &p, &mw), 0);
+	assert_int_equal(amd_power_source(25, &p), AMD_POWER_AVERAGE);
+	assert_int_equal(amd_power_mw(25, &p, AMD_POWER_AVERAGE, &mw), 0);
 	assert_int_equal(mw, 500000);
-	assert_int_equal(amd_power_mw(26, &p, &mw), 0);
+	assert_int_equal(amd_power_source(26, &p), AMD_POWER_AVERAGE);
+	assert_int_equal(amd_power_mw(26, &p, AMD_POWER_ANY, &mw), 0);
 	assert_int_equal(mw, 500000);
+	/* more watts than fit in mW */
+	p.v26.average_socket_power = UINT32_MAX / 1000 + 1;
+	assert_int_equal(amd_power_source(26, &p), AMD_POWER_NONE);
+	assert_int_equal(amd_power_source(23, &p), AMD_POWER_NONE);
+	assert_int_equal(amd_power_mw(23, &p, AMD_POWER_ANY, &mw), -1);
+	assert_string_equal(amd_power_source_name(AMD_POWER_NONE), "none");
 }
 
 static void
@@ -403,6 +422,89 @@ test_current_na_and_perm(void **state)
 	b.ops->destroy(&b);
 }
 
+/*
+ * A die that reports no power (ZEUS_AMDSMI_SIM_NO_POWER, as MI250's
+ * second): its power reads fail with 400 at every ABI, its energy counter
+ * cannot be checked and is not offered, and the other GPU is unaffected.
+ */
+static void
+test_die_without_power(void **state)
+{
+	struct gpu_backend b;
+	struct gpu_info info;
+	struct zerr err;
+	uint32_t mw;
+	uint64_t mj;
+
+	setenv("ZEUS_AMDSMI_SIM_NO_POWER", "1", 1);
+	for (unsigned abi = 24; abi <= 26; abi++) {
+		link_sim(abi);
+		assert_int_equal(amd_backend_open(&b, &err), 0);
+		assert_int_equal(b.ops->get_power_mw(&b, 1, &mw, &err), -1);
+		assert_int_equal(err.kind, ZERR_INVALID);
+		assert_non_null(strstr(err.msg, "GPU 1: get_power failed: not "
+		    "supported"));
+		assert_int_equal(b.ops->info(&b, 1, &info, &err), 0);
+		assert_false(info.energy_available);
+		assert_int_equal(b.ops->get_energy_mj(&b, 1, &mj, &err), -1);
+		assert_int_equal(err.kind, ZERR_INVALID);
+		assert_int_equal(b.ops->get_power_limit_mw(&b, 1, &mw, &err),
+		    0);
+		assert_int_equal(b.ops->get_power_mw(&b, 0, &mw, &err), 0);
+		assert_int_equal(mw, 300000);
+		assert_int_equal(b.ops->info(&b, 0, &info, &err), 0);
+		assert_true(info.energy_available);
+		b.ops->destroy(&b);
+	}
+	/* a bad entry is the simulator's init error */
+	setenv("ZEUS_AMDSMI_SIM_NO_POWER", "1,x", 1);
+	assert_int_equal(amd_backend_open(&b, &err), -1);
+	assert_non_null(strstr(err.msg, "amdsmi_init failed"));
+}
+
+/*
+ * A library named by path, its ABI given (how --simulate loads the
+ * simulator): each simulator build under its own file name, a short
+ * energy check, and the refusals.
+ */
+static void
+test_open_lib(void **state)
+{
+	const char *paths[] = { AMDSMI_SIM24, AMDSMI_SIM25, AMDSMI_SIM26 };
+	struct gpu_backend b;
+	struct gpu_info info;
+	struct zerr err;
+	uint32_t mw;
+
+	for (unsigned abi = 24; abi <= 26; abi++) {
+		assert_int_equal(amd_backend_open_lib(paths[abi - 24], abi, 50,
+		    &b, &err), 0);
+		assert_int_equal(b.ops->count(&b), 2);
+		assert_int_equal(b.ops->get_power_mw(&b, 1, &mw, &err), 0);
+		assert_int_equal(mw, 325000);
+		assert_int_equal(b.ops->info(&b, 0, &info, &err), 0);
+		assert_true(info.energy_available);
+		b.ops->destroy(&b);
+	}
+	/* the .26 build read as .24: its version does not match */
+	assert_int_equal(amd_backend_open_lib(AMDSMI_SIM26, 24, 50, &b, &err),
+	    -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_non_null(strstr(err.msg, "does not match"));
+	assert_int_equal(amd_backend_open_lib(AMDSMI_SIM26, 27, 50, &b, &err),
+	    -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_int_equal(amd_backend_open_lib(AMDSMI_SIM26, 26, 0, &b, &err),
+	    -1);
+	assert_int_equal(amd_backend_open_lib("/nonexistent/libamd_smi.so.26",
+	    26, 50, &b, &err), -1);
+	assert_int_equal(err.kind, ZERR_NOT_FOUND);
+	assert_non_null(strstr(err.msg, "/nonexistent/libamd_smi.so.26"));
+	assert_int_equal(amd_backend_open_lib("libc.so.6", 26, 50, &b, &err),
+	    -1);
+	assert_non_null(strstr(err.msg, "lacks symbol amdsmi_init"));
+}
+
 static uint64_t
 now_ms(void)
 {
@@ -493,6 +595,9 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_current_na_and_perm,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_die_without_power, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_open_lib, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serialized_before_26_2,
 		    setup, teardown),
 	};
