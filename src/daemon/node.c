@@ -351,6 +351,7 @@ node_open_remote(struct node *net, const struct node *dev,
 	struct gpu_backend devgpu = dev->gpu;	/* lacks take it non-const */
 	struct rapl_package_desc descs[PSMSG_MAX_PKGS];
 	struct psgpu_lacks *lacks;
+	void *ctx;
 
 	memset(net, 0, sizeof(*net));
 	net->queue_max = dev->queue_max;
@@ -383,7 +384,10 @@ node_open_remote(struct node *net, const struct node *dev,
 		}
 		for (unsigned i = 0; i < dev->ncpu; i++)
 			rapl_describe(dev->rapl, i, &descs[i]);
-		if (rapl_open_source(&psrapl_ops, pool, descs, dev->ncpu,
+		if ((ctx = psrapl_create(pool, dev->rapl)) == NULL)
+			goto oom;
+		/* rapl_open_source destroys ctx when it fails */
+		if (rapl_open_source(&psrapl_ops, ctx, descs, dev->ncpu,
 		    &net->rapl, err) != 0) {
 			node_close(net);
 			return -1;

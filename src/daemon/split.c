@@ -422,6 +422,12 @@ split_device_loop(const struct zeusd_config *cfg, struct node *node,
 	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
 	notify_send("STOPPING=1");
 	notify_status("Stopping (signal %d)", sig);
+	/*
+	 * Override commands first, as in one process (main.c): a request
+	 * blocked in one gets its (failed) answer at once instead of holding
+	 * the network process's graceful stop, and no new command starts.
+	 */
+	(void)reaper_shutdown(REAPER_GRACE_MS);
 	(void)kill(split.net, SIGTERM);
 	if (split_wait_network(sigs, SPLIT_STOP_MS, &wstatus) != 0)
 		return 1;

@@ -128,7 +128,6 @@ rapl_range_error(struct rapl *r, unsigned i, enum rapl_zone zone,
 	    (unsigned long long)raw, (unsigned long long)max);
 }
 
-/* Reads both raw counters, then commits both states; p->mu is held. */
 /* Applies raw counters read at one moment to package i's wrap tracking. */
 static int
 rapl_apply_locked(struct rapl *r, unsigned i, uint64_t cpu_raw,
@@ -357,6 +356,12 @@ void
 rapl_describe(const struct rapl *r, unsigned i, struct rapl_package_desc *out)
 {
 	*out = r->pkgs[i].desc;
+}
+
+const char *
+rapl_zone_label(const struct rapl *r, unsigned i, enum rapl_zone zone)
+{
+	return r->ops->label != NULL ? r->ops->label(r->ctx, i, zone) : NULL;
 }
 
 int

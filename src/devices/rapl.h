@@ -166,6 +166,10 @@ int rapl_read_raw(struct rapl *r, unsigned i, enum rapl_zone zone,
 void rapl_describe(const struct rapl *r, unsigned i,
     struct rapl_package_desc *out);
 
+/* What errors name for a counter (its file), or NULL. */
+const char *rapl_zone_label(const struct rapl *r, unsigned i,
+    enum rapl_zone zone);
+
 /* Raw counters of one package read together elsewhere (a batch). */
 struct rapl_raw_sample {
 	bool ok;			/* read; the values below are set */

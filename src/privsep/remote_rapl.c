@@ -5,17 +5,27 @@
  */
 #include "remote_rapl.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+struct psrapl {
+	struct pschan_pool *pool;
+	unsigned n;
+	char *label[PSMSG_MAX_PKGS][2];	/* by enum rapl_zone; may be NULL */
+};
+
 static int
 psrapl_read(void *ctx, unsigned pkg, enum rapl_zone zone, uint64_t *raw,
     struct zerr *err)
 {
+	struct psrapl *p = ctx;
 	struct psmsg_request req;
 	struct psmsg_reply rep;
 
 	psmsg_request_init(&req, PSMSG_RAPL_READ, 0);
 	req.dev = pkg;
 	req.zone = (uint32_t)zone;
-	pschan_call(ctx, &req, &rep);
+	pschan_call(p->pool, &req, &rep);
 	if (rep.rc != 0)
 		return zerr_set(err, (enum zerr_kind)rep.err_kind, "%s",
 		    rep.err_msg);
@@ -23,15 +33,54 @@ psrapl_read(void *ctx, unsigned pkg, enum rapl_zone zone, uint64_t *raw,
 	return 0;
 }
 
+static const char *
+psrapl_label(void *ctx, unsigned pkg, enum rapl_zone zone)
+{
+	struct psrapl *p = ctx;
+
+	return pkg < p->n && (unsigned)zone < 2 ? p->label[pkg][zone] : NULL;
+}
+
 static void
 psrapl_destroy(void *ctx)
 {
-	(void)ctx;		/* the pool belongs to the caller */
+	struct psrapl *p = ctx;
+
+	for (unsigned i = 0; i < p->n; i++) {
+		free(p->label[i][0]);
+		free(p->label[i][1]);
+	}
+	free(p);		/* the pool belongs to the caller */
+}
+
+void *
+psrapl_create(struct pschan_pool *pool, const struct rapl *dev)
+{
+	struct psrapl *p = calloc(1, sizeof(*p));
+	unsigned n = rapl_count(dev);
+
+	if (p == NULL || n > PSMSG_MAX_PKGS) {
+		free(p);
+		return NULL;
+	}
+	p->pool = pool;
+	p->n = n;
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned z = 0; z < 2; z++) {
+			const char *l = rapl_zone_label(dev, i,
+			    (enum rapl_zone)z);
+
+			if (l != NULL && (p->label[i][z] = strdup(l)) == NULL) {
+				psrapl_destroy(p);
+				return NULL;
+			}
+		}
+	return p;
 }
 
 const struct rapl_source_ops psrapl_ops = {
 	.name = "remote",
 	.read = psrapl_read,
-	.label = NULL,
+	.label = psrapl_label,
 	.destroy = psrapl_destroy,
 };

@@ -14,7 +14,15 @@
 #include "../devices/rapl.h"
 #include "chan.h"
 
-/* The source's table; its context is the channel pool (not owned). */
+/* The source's table; its context comes from psrapl_create. */
 extern const struct rapl_source_ops psrapl_ops;
+
+/*
+ * A context calling through `pool` (not owned) for the packages of `dev`
+ * (the device process's core, as forked), whose counter labels (file
+ * paths, for error messages) are copied. NULL when out of memory. Freed by
+ * the source's destroy (rapl_close).
+ */
+void *psrapl_create(struct pschan_pool *pool, const struct rapl *dev);
 
 #endif
