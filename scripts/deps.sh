@@ -5,7 +5,8 @@
 set -eu
 
 build_pkgs="gcc meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
-nettle-dev libpcre2-dev libcurl4-openssl-dev libcmocka-dev libssl-dev scdoc"
+nettle-dev libpcre2-dev libseccomp-dev libcurl4-openssl-dev libcmocka-dev
+libssl-dev scdoc"
 test_pkgs="python3 python3-pytest python3-httpx python3-jwt python3-cryptography
 util-linux valgrind systemd
 prometheus-pushgateway prometheus python3-prometheus-client bash-completion

@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_sandbox.c - the network process's sandbox (src/privsep/sandbox.c):
+ * the user it resolves, the privilege drop (as root only), and the seccomp
+ * filter: calls the network process needs still work, the ones it must
+ * never make kill it with SIGSYS, and ZEUSD_SECCOMP=trap names the call.
+ *
+ * Every sandbox goes into a forked child (a filter cannot be removed); the
+ * child reports a failed check through its exit status and a line on
+ * stderr. Under valgrind the filter tests are skipped: valgrind's own
+ * system calls (its scheduler's pipes, its tool's memory maps) are not the
+ * daemon's and the filter would kill valgrind itself.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/sockios.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "privsep/sandbox.h"
+
+extern char **environ;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
+
+/* exit statuses of a child whose check failed */
+#define CHILD_SETUP_FAILED 90
+#define CHILD_CHECK_FAILED 91
+
+static bool
+under_valgrind(void)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strstr(line, "vgpreload") != NULL;
+	fclose(f);
+	return found;
+}
+
+#define SKIP_UNDER_VALGRIND() \
+	do { \
+		if (under_valgrind()) { \
+			print_message("under valgrind: skipped\n"); \
+			skip(); \
+		} \
+	} while (0)
+
+static void
+child_fail(const char *what)
+{
+	/* stdio is fine here: write(2) is allowed, and it is the last act */
+	fprintf(stderr, "sandboxed child: %s (errno %d: %s)\n", what, errno,
+	    strerror(errno));
+	fflush(stderr);
+	_exit(CHILD_CHECK_FAILED);
+}
+
+#define CHECK(cond) \
+	do { \
+		if (!(cond)) \
+			child_fail(#cond); \
+	} while (0)
+
+/* In the child: drop (when root) and install the filter. */
+static void
+child_enter_sandbox(void)
+{
+	struct sandbox_user u;
+	struct zerr err = { 0 };
+	bool dropped;
+
+	if (geteuid() == 0 &&
+	    sandbox_resolve_user("nobody", &u, &err) != 0) {
+		fprintf(stderr, "resolve: %s\n", err.msg);
+		_exit(CHILD_SETUP_FAILED);
+	}
+	if (sandbox_drop(geteuid() == 0 ? &u : NULL, &dropped, &err) != 0) {
+		fprintf(stderr, "drop: %s\n", err.msg);
+		_exit(CHILD_SETUP_FAILED);
+	}
+	if (sandbox_seccomp(&err) != 0) {
+		fprintf(stderr, "seccomp: %s\n", err.msg);
+		_exit(CHILD_SETUP_FAILED);
+	}
+}
+
+/* Forks, runs fn in the child, returns the raw wait status. */
+static int
+run_child(void (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn(arg);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static void
+expect_exit0(int status)
+{
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("child: %s %d", WIFEXITED(status) ? "exited" :
+		    "killed by signal", WIFEXITED(status) ?
+		    WEXITSTATUS(status) : WTERMSIG(status));
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+test_resolve_user(void **state)
+{
+	struct sandbox_user u;
+	struct zerr err = { 0 };
+	struct passwd *pw;
+
+	(void)state;
+	assert_int_equal(sandbox_resolve_user(NULL, &u, &err), 0);
+	pw = getpwnam("zeusd");
+	assert_string_equal(u.name, pw != NULL ? "zeusd" : "nobody");
+	assert_true(u.uid != 0 && u.gid != 0);
+
+	if (getpwnam("nobody") != NULL) {
+		assert_int_equal(sandbox_resolve_user("nobody", &u, &err), 0);
+		assert_string_equal(u.name, "nobody");
+		assert_int_equal(u.uid, getpwnam("nobody")->pw_uid);
+	}
+	assert_int_equal(sandbox_resolve_user("root", &u, &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_non_null(strstr(err.msg, "root"));
+	assert_int_equal(sandbox_resolve_user("no-such-user-zeusd-test", &u,
+	    &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_int_equal(sandbox_resolve_user("", &u, &err), -1);
+}
+
+/* /proc/self/status field `key` equals `want` */
+static bool
+status_is(const char *key, const char *want)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	bool ok = false;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			char *v = line + klen + 1;
+
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			ok = strcmp(v, want) == 0;
+			if (!ok)
+				fprintf(stderr, "%s: %s, expected %s\n", key,
+				    v, want);
+			break;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+static void
+child_dropped(void *arg)
+{
+	struct passwd *pw = getpwnam("nobody");
+	struct sandbox_user u;
+	struct zerr err = { 0 };
+	bool dropped = false;
+	uid_t r, e, s;
+	gid_t rg, eg, sg;
+
+	(void)arg;
+	CHECK(pw != NULL);
+	CHECK(sandbox_resolve_user("nobody", &u, &err) == 0);
+	CHECK(sandbox_drop(&u, &dropped, &err) == 0);
+	CHECK(dropped);
+	/* kept dumpable for LeakSanitizer in ASan builds only */
+	CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == (TEST_ASAN ? 1 : 0));
+	CHECK(sandbox_seccomp(&err) == 0);
+	CHECK(getresuid(&r, &e, &s) == 0);
+	CHECK(getresgid(&rg, &eg, &sg) == 0);
+	CHECK(r == pw->pw_uid && e == pw->pw_uid && s == pw->pw_uid);
+	CHECK(rg == pw->pw_gid && eg == pw->pw_gid && sg == pw->pw_gid);
+	CHECK(r != 0 && rg != 0);
+	CHECK(getgroups(0, NULL) == 0);
+	/* read after the filter went in: openat O_RDONLY is allowed */
+	CHECK(status_is("CapInh", "0000000000000000"));
+	CHECK(status_is("CapPrm", "0000000000000000"));
+	CHECK(status_is("CapEff", "0000000000000000"));
+	CHECK(status_is("CapBnd", "0000000000000000"));
+	CHECK(status_is("CapAmb", "0000000000000000"));
+	CHECK(status_is("NoNewPrivs", "1"));
+	CHECK(status_is("Seccomp", "2"));
+}
+
+static void
+test_drop_as_root(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("not root: the drop is not tested\n");
+		skip();
+	}
+	SKIP_UNDER_VALGRIND();
+	expect_exit0(run_child(child_dropped, NULL));
+}
+
+/* Not root: nothing to drop, the rest still applies. */
+static void
+child_not_root(void *arg)
+{
+	struct zerr err = { 0 };
+	bool dropped = true;
+
+	(void)arg;
+	CHECK(sandbox_drop(NULL, &dropped, &err) == 0);
+	CHECK(!dropped);
+	CHECK(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1);
+	CHECK(status_is("CapEff", "0000000000000000"));
+	CHECK(status_is("CapPrm", "0000000000000000"));
+}
+
+static void
+test_drop_not_root(void **state)
+{
+	(void)state;
+	if (geteuid() == 0 && getpwnam("nobody") != NULL) {
+		/* become an ordinary user first, the way a test run would */
+		struct passwd *pw = getpwnam("nobody");
+		int status;
+		pid_t pid;
+
+		fflush(NULL);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			if (setgroups(0, NULL) != 0 ||
+			    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
+			    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid))
+				_exit(CHILD_SETUP_FAILED);
+			child_not_root(NULL);
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		expect_exit0(status);
+		return;
+	}
+	expect_exit0(run_child(child_not_root, NULL));
+}
+
+/* ------------------------------------------------------------------------ */
+/* forbidden calls: each one kills its child with SIGSYS */
+
+enum forbidden {
+	F_EXECVE, F_FORK, F_POSIX_SPAWN, F_PTRACE, F_SETUID, F_OPEN_WRITE,
+	F_OPEN_RDWR, F_OPEN_CREAT, F_SOCKET_INET, F_SOCKET_INET6,
+	F_SOCKET_NETLINK, F_KILL, F_TGKILL_OTHER, F_MMAP_WX, F_MPROTECT_WX,
+	F_PRCTL_DUMPABLE, F_IOCTL_TIOCSTI, F_UNSHARE, F_BIND, F_SETRLIMIT,
+	F_CLONE_PROCESS, F_X32, F_COUNT
+};
+
+static const char *const forbidden_name[F_COUNT] = {
+	"execve", "fork", "posix_spawn", "ptrace", "setuid(0)",
+	"openat O_WRONLY", "openat O_RDWR", "openat O_CREAT",
+	"socket AF_INET", "socket AF_INET6", "socket AF_NETLINK",
+	"kill", "tgkill of another process", "mmap W+X", "mprotect W+X",
+	"prctl PR_SET_DUMPABLE", "ioctl TIOCSTI", "unshare", "bind",
+	"setrlimit", "clone without CLONE_THREAD",
+	"an x32 system call (another ABI)",
+};
+
+static void
+child_forbidden(void *arg)
+{
+	enum forbidden f = (enum forbidden)(intptr_t)arg;
+	char *const argv[] = { "/bin/true", NULL };
+	struct rlimit rl = { 64, 64 };
+	pid_t pid;
+	void *p;
+	char c = 'x';
+
+	child_enter_sandbox();
+	switch (f) {
+	case F_EXECVE:
+		execve("/bin/true", argv, environ);
+		break;
+	case F_FORK:
+		if (fork() == 0)
+			_exit(0);
+		break;
+	case F_POSIX_SPAWN:
+		(void)posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
+		    environ);
+		break;
+	case F_PTRACE:
+		(void)ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		break;
+	case F_SETUID:
+		(void)!setuid(0);
+		break;
+	case F_OPEN_WRITE:
+		(void)open("/tmp/zeusd-sandbox-test", O_WRONLY);
+		break;
+	case F_OPEN_RDWR:
+		(void)open("/etc/passwd", O_RDWR);
+		break;
+	case F_OPEN_CREAT:
+		(void)open("/tmp/zeusd-sandbox-test", O_RDONLY | O_CREAT, 0600);
+		break;
+	case F_SOCKET_INET:
+		(void)socket(AF_INET, SOCK_STREAM, 0);
+		break;
+	case F_SOCKET_INET6:
+		(void)socket(AF_INET6, SOCK_DGRAM, 0);
+		break;
+	case F_SOCKET_NETLINK:
+		(void)socket(AF_NETLINK, SOCK_RAW, 0);
+		break;
+	case F_KILL:
+		(void)kill(getppid(), 0);
+		break;
+	case F_TGKILL_OTHER:
+		(void)syscall(SYS_tgkill, getppid(), getppid(), 0);
+		break;
+	case F_MMAP_WX:
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		(void)p;
+		break;
+	case F_MPROTECT_WX:
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			child_fail("mmap PROT_READ|PROT_WRITE");
+		(void)mprotect(p, 4096, PROT_READ | PROT_WRITE | PROT_EXEC);
+		break;
+	case F_PRCTL_DUMPABLE:
+		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		break;
+	case F_IOCTL_TIOCSTI:
+		(void)ioctl(STDERR_FILENO, TIOCSTI, &c);
+		break;
+	case F_UNSHARE:
+		(void)unshare(0);
+		break;
+	case F_BIND: {
+		int sv[2];
+
+		if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0)
+			child_fail("socketpair");
+		(void)bind(sv[0], NULL, 0);
+		break;
+	}
+	case F_SETRLIMIT:
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		break;
+	case F_CLONE_PROCESS:
+		/* fork's flags by hand: the filter looks at them */
+		(void)syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL,
+		    NULL, NULL);
+		break;
+	case F_X32:
+#ifdef __x86_64__
+		(void)syscall(0x40000000 | SYS_socket, AF_UNIX, SOCK_STREAM, 0);
+#else
+		signal(SIGSYS, SIG_DFL);	/* nothing to test elsewhere */
+		raise(SIGSYS);
+#endif
+		break;
+	case F_COUNT:
+		break;
+	}
+	/* reached only if the call was let through */
+	fprintf(stderr, "%s was allowed\n", forbidden_name[f]);
+	_exit(CHILD_CHECK_FAILED);
+}
+
+static void
+test_forbidden_calls_kill(void **state)
+{
+	(void)state;
+	SKIP_UNDER_VALGRIND();
+	for (int f = 0; f < F_COUNT; f++) {
+		int status;
+
+		/* the ASan filter lets LeakSanitizer ptrace (sandbox.c) */
+		if (f == F_PTRACE && TEST_ASAN)
+			continue;
+		status = run_child(child_forbidden, (void *)(intptr_t)f);
+
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
+			fail_msg("%s: child %s %d, expected SIGSYS",
+			    forbidden_name[f], WIFSIGNALED(status) ?
+			    "killed by signal" : "exited", WIFSIGNALED(status) ?
+			    WTERMSIG(status) : WEXITSTATUS(status));
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* allowed: what the network process does */
+
+#define NTHREADS 16
+static pthread_barrier_t threads_barrier;
+
+static void *
+thread_main(void *arg)
+{
+	/*
+	 * Each thread mallocs while all the others are alive, so each needs
+	 * an arena of its own: past 8 of them glibc counts the CPUs
+	 * (sched_getaffinity) to set the arena limit.
+	 */
+	void *p = malloc(1000 + (size_t)(intptr_t)arg);
+
+	if (p == NULL)
+		return (void *)1;
+	memset(p, 1, 1000);
+	(void)pthread_barrier_wait(&threads_barrier);
+	free(p);
+	return NULL;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+child_allowed(void *arg)
+{
+	pthread_t th[NTHREADS];
+	uint32_t ids[256];
+	struct passwd pw, *pwres = NULL;
+	struct group gr, *grres = NULL;
+	char buf[4096], b;
+	gid_t groups[64];
+	int ngroups = 64, sv[2], fd, n, ep, efd, pfd;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct rlimit rl;
+	struct timespec ts;
+	DIR *d;
+	char *p;
+
+	(void)arg;
+	child_enter_sandbox();
+	/* threads: pthread_create goes clone3 (ENOSYS), then clone */
+	CHECK(pthread_barrier_init(&threads_barrier, NULL, NTHREADS) == 0);
+	for (intptr_t i = 0; i < NTHREADS; i++)
+		CHECK(pthread_create(&th[i], NULL, thread_main,
+		    (void *)i) == 0);
+	for (int i = 0; i < NTHREADS; i++) {
+		void *ret;
+
+		CHECK(pthread_join(th[i], &ret) == 0 && ret == NULL);
+	}
+	errno = 0;
+	CHECK(syscall(SYS_clone3, NULL, 0) == -1 && errno == ENOSYS);
+	/* Unix sockets, the device channels' kind and the watchdog's */
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK(write(sv[0], "x", 1) == 1);
+	CHECK(ioctl(sv[1], FIONREAD, &n) == 0 && n == 1);
+	CHECK(read(sv[1], &b, 1) == 1 && b == 'x');
+	CHECK(ioctl(sv[0], SIOCOUTQ, &n) == 0);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	close(fd);
+	/* reading files; NSS (files, and whatever nsswitch.conf loads) */
+	CHECK((fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC)) >= 0);
+	CHECK(read(fd, buf, sizeof(buf)) > 0);
+	close(fd);
+	CHECK(getpwuid_r(0, &pw, buf, sizeof(buf), &pwres) == 0 &&
+	    pwres != NULL);
+	CHECK(getgrgid_r(0, &gr, buf, sizeof(buf), &grres) == 0);
+	CHECK(getgrouplist("root", 0, groups, &ngroups) >= 0);
+	errno = 0;
+	(void)getpwuid_r(4123456, &pw, buf, sizeof(buf), &pwres);
+	/* metrics: /proc/self/stat, the fd count, getrlimit */
+	CHECK((fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)) >= 0);
+	CHECK(read(fd, buf, sizeof(buf)) > 0);
+	close(fd);
+	CHECK((d = opendir("/proc/self/fd")) != NULL);
+	while (readdir(d) != NULL)
+		;
+	closedir(d);
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	/* glibc's qsort of 1 KiB asks sysinfo for the RAM size */
+	for (int i = 0; i < 256; i++)
+		ids[i] = (uint32_t)(255 - i);
+	qsort(ids, 256, sizeof(ids[0]), cmp_u32);
+	CHECK(ids[0] == 0 && ids[255] == 255);
+	/* MHD's loop, the leases' watcher */
+	CHECK((ep = epoll_create1(EPOLL_CLOEXEC)) >= 0);
+	CHECK((efd = eventfd(0, EFD_CLOEXEC)) >= 0);
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) == 0);
+	CHECK((pfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) >= 0);
+	close(pfd);
+	close(efd);
+	close(ep);
+	CHECK(getrandom(buf, 16, 0) == 16);
+	CHECK(clock_gettime(CLOCK_MONOTONIC, &ts) == 0);
+	ts.tv_sec = 0;
+	ts.tv_nsec = 1000;
+	CHECK(nanosleep(&ts, NULL) == 0);
+	/* big allocations (mmap), growing them (mremap) */
+	CHECK((p = malloc(1 << 20)) != NULL);
+	CHECK((p = realloc(p, 8 << 20)) != NULL);
+	free(p);
+	CHECK(prctl(PR_SET_NAME, "sandbox-test", 0, 0, 0) == 0);
+	/* a signal to itself */
+	CHECK(pthread_kill(pthread_self(), 0) == 0);
+	/* exit(), not _exit(): atexit handlers, and LeakSanitizer in ASan */
+	fflush(NULL);
+	exit(0);
+}
+
+static void
+test_allowed_calls_work(void **state)
+{
+	(void)state;
+	SKIP_UNDER_VALGRIND();
+	expect_exit0(run_child(child_allowed, NULL));
+}
+
+/* ------------------------------------------------------------------------ */
+/* ZEUSD_SECCOMP */
+
+static void
+child_trap(void *arg)
+{
+	int *pipefd = arg;
+
+	close(pipefd[0]);
+	if (dup2(pipefd[1], STDERR_FILENO) < 0)
+		_exit(CHILD_SETUP_FAILED);
+	setenv("ZEUSD_SECCOMP", "trap", 1);
+	child_enter_sandbox();
+	(void)socket(AF_INET, SOCK_STREAM, 0);
+	_exit(CHILD_CHECK_FAILED);
+}
+
+static void
+test_trap_mode_names_the_call(void **state)
+{
+	char out[512], want[128];
+	int pipefd[2], status;
+	ssize_t n, len = 0;
+
+	(void)state;
+	SKIP_UNDER_VALGRIND();
+	assert_int_equal(pipe(pipefd), 0);
+	status = run_child(child_trap, pipefd);
+	close(pipefd[1]);
+	while (len < (ssize_t)sizeof(out) - 1 &&
+	    (n = read(pipefd[0], out + len, sizeof(out) - 1 - (size_t)len)) > 0)
+		len += n;
+	close(pipefd[0]);
+	out[len] = '\0';
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != SANDBOX_TRAP_EXIT)
+		fail_msg("child status %#x, expected exit %d; stderr: %s",
+		    status, SANDBOX_TRAP_EXIT, out);
+	snprintf(want, sizeof(want), "zeusd: seccomp: blocked syscall %d "
+	    "(socket)\n", (int)SYS_socket);
+	assert_string_equal(out, want);
+}
+
+static void
+child_bad_mode(void *arg)
+{
+	struct zerr err = { 0 };
+
+	(void)arg;
+	setenv("ZEUSD_SECCOMP", "off", 1);
+	CHECK(sandbox_seccomp(&err) == -1);
+	CHECK(err.kind == ZERR_INVALID);
+	CHECK(strstr(err.msg, "ZEUSD_SECCOMP") != NULL);
+	CHECK(status_is("Seccomp", "0"));
+}
+
+static void
+test_bad_mode_refused(void **state)
+{
+	(void)state;
+	expect_exit0(run_child(child_bad_mode, NULL));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resolve_user),
+		cmocka_unit_test(test_drop_as_root),
+		cmocka_unit_test(test_drop_not_root),
+		cmocka_unit_test(test_forbidden_calls_kill),
+		cmocka_unit_test(test_allowed_calls_work),
+		cmocka_unit_test(test_trap_mode_names_the_call),
+		cmocka_unit_test(test_bad_mode_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
