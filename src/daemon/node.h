@@ -13,8 +13,8 @@
 
 #include <stdbool.h>
 
-#include "../common/err.h"
-#include "../devices/gpu.h"
+#include "common/err.h"
+#include "devices/gpu.h"
 #include "config.h"
 
 #define NODE_QUEUE_MAX_ENV "ZEUSD_DEVICE_QUEUE_MAX"
