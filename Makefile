@@ -1,4 +1,4 @@
-# Thin front door; the real build is meson.build.
+# Thin front door; the real build is meson.build (one per folder).
 #   make run    build and start zeusd on TCP 127.0.0.1:4938 (simulated
 #               devices when this machine has no NVIDIA driver)
 #   make check  every test: unit + black-box, then again under ASan+UBSan
@@ -35,8 +35,11 @@ bench-http:
 	@scripts/deps.sh bench
 	@bench/run.sh
 
+# build-bench: a release build without the tests, with the benchmark
+# programs (-Dbench=true: sse_ref, sse_load; also set on an older build-bench)
 bench-metrics bench-streams: all
 	@[ -f build-bench/build.ninja ] || meson setup build-bench -Dtests=false --buildtype=release >/dev/null
+	@meson configure build-bench -Dbench=true >/dev/null
 	@ninja -C build-bench >/dev/null
 	@bench/$(@:bench-%=%)_bench.sh build-bench
 

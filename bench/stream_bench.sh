@@ -32,7 +32,8 @@ HZ=20
 
 for b in zeusd sse_ref sse_load libnvml-sim.so; do
 	if [ ! -e "$BUILD/$b" ]; then
-		echo "stream_bench: $BUILD/$b missing (ninja -C $BUILD)" >&2
+		echo "stream_bench: $BUILD/$b missing (ninja -C $BUILD;" \
+		    "sse_ref and sse_load need -Dtests=true or -Dbench=true)" >&2
 		exit 1
 	fi
 done

@@ -11,7 +11,7 @@ command -v clang >/dev/null || { echo "needs clang (apt-get install clang)" >&2;
 	CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false \
 	    -Db_lundef=false >/dev/null
 ninja -C build-fuzz
-for f in build-fuzz/fuzz_*; do
+for f in build-fuzz/fuzz/fuzz_*; do
 	[ -x "$f" ] && [ -f "$f" ] || continue
 	name=$(basename "$f")
 	mkdir -p "build-fuzz/corpus/$name"

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 #include "auth.h"
 #include "peer.h"
 #include "request.h"

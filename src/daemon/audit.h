@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct peer;
 struct auth_claims;

@@ -23,7 +23,7 @@
 #include <time.h>
 
 #include "common/err.h"
-#include "daemon/groups.h"
+#include "groups.h"
 
 #define AUTH_KEY_MAX	(64 * 1024)	/* largest key file accepted */
 #define AUTH_TOKEN_MAX	8192		/* longer tokens are refused unparsed */

@@ -7,8 +7,8 @@
 
 #include <stdlib.h>
 
-#include "../devices/cpu_cmd.h"
-#include "../devices/gpu_cmd.h"
+#include "devices/cpu_cmd.h"
+#include "devices/gpu_cmd.h"
 #include "handlers_util.h"
 #include "node.h"
 #include "request.h"

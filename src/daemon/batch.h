@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "../devices/worker.h"
+#include "devices/worker.h"
 
 struct request;
 struct gpu_cmd;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "config.h"
 
 /*

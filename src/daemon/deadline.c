@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "../common/clock.h"
-#include "../common/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 struct deadlines {
 	pthread_t thread;

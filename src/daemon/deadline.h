@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define DEADLINE_LABEL_MAX 64
 

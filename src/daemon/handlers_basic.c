@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "../devices/rapl.h"
+#include "devices/rapl.h"
 #include "auth.h"
 #include "handlers.h"
 #include "node.h"

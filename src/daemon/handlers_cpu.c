@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../devices/cpu_cmd.h"
+#include "devices/cpu_cmd.h"
 #include "batch.h"
 #include "handlers.h"
 #include "handlers_util.h"

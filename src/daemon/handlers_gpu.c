@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
-#include "../devices/gpu_cmd.h"
+#include "common/log.h"
+#include "devices/gpu_cmd.h"
 #include "audit.h"
 #include "batch.h"
 #include "lease.h"

@@ -27,9 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/fileio.h"
-#include "../devices/cpu_cmd.h"
-#include "../devices/gpu_cmd.h"
+#include "common/fileio.h"
+#include "devices/cpu_cmd.h"
+#include "devices/gpu_cmd.h"
 #include "audit.h"
 #include "batch.h"
 #include "deadline.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../devices/rapl.h"
+#include "devices/rapl.h"
 #include "node.h"
 #include "request.h"
 #include "server.h"

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "query.h"
 
 struct request;

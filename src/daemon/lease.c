@@ -31,9 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../devices/gpu_cmd.h"
-#include "../devices/worker.h"
+#include "common/log.h"
+#include "devices/gpu_cmd.h"
+#include "devices/worker.h"
 #include "audit.h"
 #include "node.h"
 #include "peer.h"

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct leases;
 struct node;

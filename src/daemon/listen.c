@@ -26,7 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 #define LISTEN_BACKLOG 1024
 

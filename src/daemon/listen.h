@@ -8,7 +8,7 @@
 
 #include <sys/socket.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "config.h"
 
 /* Parses "HOST:PORT" (IPv4 literal) or "[V6]:PORT". */

@@ -32,9 +32,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../overrides/overrides.h"
-#include "../overrides/reaper.h"
+#include "common/log.h"
+#include "overrides/overrides.h"
+#include "overrides/reaper.h"
 #include "audit.h"
 #include "auth.h"
 #include "cli.h"

@@ -27,18 +27,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../devices/amdsmi.h"
-#include "../devices/cpu_cmd.h"
-#include "../devices/gpu_cmd.h"
-#include "../devices/nvml.h"
-#include "../overrides/overrides.h"
-#include "../devices/rapl.h"
-#include "../devices/rapl_sim.h"
-#include "../devices/worker.h"
-#include "../privsep/chan.h"
-#include "../privsep/remote_gpu.h"
-#include "../privsep/remote_rapl.h"
+#include "common/log.h"
+#include "devices/amdsmi.h"
+#include "devices/cpu_cmd.h"
+#include "devices/gpu_cmd.h"
+#include "devices/nvml.h"
+#include "overrides/overrides.h"
+#include "devices/rapl.h"
+#include "devices/rapl_sim.h"
+#include "devices/worker.h"
+#include "privsep/chan.h"
+#include "privsep/remote_gpu.h"
+#include "privsep/remote_rapl.h"
 #include "cli.h"
 
 #ifndef ZEUS_SIM_INSTALLED

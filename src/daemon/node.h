@@ -14,9 +14,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../common/err.h"
-#include "../devices/gpu.h"
-#include "../devices/rapl.h"
+#include "common/err.h"
+#include "devices/gpu.h"
+#include "devices/rapl.h"
 #include "config.h"
 
 #define NODE_QUEUE_MAX_ENV "ZEUSD_DEVICE_QUEUE_MAX"

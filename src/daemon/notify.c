@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 static struct {
 	int fd;				/* -1: no $NOTIFY_SOCKET */

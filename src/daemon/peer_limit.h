@@ -16,7 +16,7 @@
 
 #include <stdbool.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "peer.h"
 
 struct peer_limit;

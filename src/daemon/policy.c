@@ -24,8 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/fileio.h"
-#include "../overrides/toml.h"
+#include "common/fileio.h"
+#include "overrides/toml.h"
 
 #define POLICY_MAX_IDS 256	/* users or groups in one grant */
 #define POLICY_NSS_BUF 16384

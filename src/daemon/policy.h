@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "groups.h"
 
 #define POLICY_MAX_GPUS 256		/* GPU ids 0..255 */

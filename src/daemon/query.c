@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/hex.h"
+#include "common/hex.h"
 
 /* How much of a refused name or value a message quotes. */
 #define QUERY_SHOW_MAX 40

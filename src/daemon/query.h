@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define QUERY_MAX_PARAMS 8
 #define QUERY_MAX_IDS 256

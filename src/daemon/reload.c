@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../overrides/overrides.h"
+#include "common/log.h"
+#include "overrides/overrides.h"
 #include "audit.h"
 #include "auth.h"
 #include "config.h"

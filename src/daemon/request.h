@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "groups.h"
 
 struct MHD_Connection;

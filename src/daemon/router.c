@@ -6,8 +6,8 @@
 
 #include <string.h>
 
-#include "../devices/cpu_cmd.h"
-#include "../devices/gpu_cmd.h"
+#include "devices/cpu_cmd.h"
+#include "devices/gpu_cmd.h"
 #include "handlers.h"
 #include "query.h"
 

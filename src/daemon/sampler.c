@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "../common/clock.h"
+#include "common/clock.h"
 
 struct sampler_timer {
 	bool armed;

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct sampler;
 

@@ -30,7 +30,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 #include "audit.h"
 #include "auth.h"
 #include "auth_gate.h"

@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "config.h"
 #include "stats.h"
 

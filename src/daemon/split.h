@@ -21,7 +21,7 @@
 #ifndef ZEUS_SPLIT_H
 #define ZEUS_SPLIT_H
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "config.h"
 #include "node.h"
 #include "server.h"

@@ -57,8 +57,8 @@
 #include <time.h>
 #include <linux/sockios.h>
 
-#include "../common/log.h"
-#include "../devices/rapl.h"
+#include "common/log.h"
+#include "devices/rapl.h"
 #include "cli.h"
 #include "config.h"
 #include "node.h"

@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct MHD_Connection;
 struct MHD_Response;

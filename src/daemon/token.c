@@ -20,8 +20,8 @@
 
 #include "common/duration.h"
 #include "common/err.h"
-#include "daemon/auth.h"
-#include "daemon/groups.h"
+#include "auth.h"
+#include "groups.h"
 
 /* 9999-12-31T23:59:59Z: later expiries break common JWT libraries' dates. */
 #define TOKEN_EXP_MAX INT64_C(253402300799)

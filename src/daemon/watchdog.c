@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 #include "notify.h"
 #include "server.h"
 

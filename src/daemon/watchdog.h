@@ -6,7 +6,7 @@
 #ifndef ZEUS_WATCHDOG_H
 #define ZEUS_WATCHDOG_H
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct server;
 

@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 #define AMD_TEXT_MAX	128
 #define AMD_GPUS_MAX	64

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/clock.h"
+#include "common/clock.h"
 
 /* The worker hands back the struct work it ran: it is the command. */
 static_assert(offsetof(struct cpu_cmd, work) == 0,

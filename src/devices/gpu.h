@@ -35,7 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 /* The seven write operations of the API, in docs/api.md's order. */
 enum gpu_write_op {

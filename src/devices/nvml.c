@@ -42,7 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 #include "nvml_api.h"
 
 #define NVML_MAX_GPUS 256	/* more than any node has; bounds the driver */

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/clock.h"
-#include "../common/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 struct rapl_pkg {
 	struct rapl_package_desc desc;

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 /* Keepalive bounds (ms). The automatic interval never exceeds the maximum. */
 #define RAPL_KEEPALIVE_MAX_MS 30000u

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../common/clock.h"
+#include "common/clock.h"
 
 #define SIM_PI 3.14159265358979323846
 #define SIM_TWO_PI (2.0 * SIM_PI)

@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/fileio.h"
-#include "../common/log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 
 /* At most this many packages are taken from a tree (real hosts have <= 16). */
 #define RAPL_MAX_PACKAGES 256

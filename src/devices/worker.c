@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/clock.h"
-#include "../common/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 /* struct work.reservation */
 enum {

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct worker;
 

@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/fileio.h"
-#include "../common/log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "toml.h"
 
 static int ovload_fail(struct zerr *err, const char *name, unsigned line,

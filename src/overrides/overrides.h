@@ -43,8 +43,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../common/err.h"
-#include "../devices/gpu.h"
+#include "common/err.h"
+#include "devices/gpu.h"
 
 #define OVERRIDES_MAX_COMMANDS 32	/* per operation */
 #define OVERRIDES_DEFAULT_TIMEOUT_S 60

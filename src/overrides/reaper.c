@@ -32,8 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/clock.h"
-#include "../common/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 #define REAPER_TICK_MS 20
 #define REAPER_MAX_VICTIMS 256	/* per round; more are found next round */

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define REAPER_GRACE_MS 1000	/* between SIGTERM and SIGKILL */
 #define REAPER_REAP_MS 2000	/* after SIGKILL, before giving up on one */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 #include "spawn.h"
 
 /* Whether the pattern occurs in one captured stream. */

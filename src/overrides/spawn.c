@@ -34,8 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/clock.h"
-#include "../common/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 #include "reaper.h"
 
 #define SPAWN_TICK_MS 10	/* exit polling when there is no pidfd */

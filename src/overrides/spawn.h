@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define SPAWN_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:" \
     "/sbin:/bin"

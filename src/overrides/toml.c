@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/hex.h"
+#include "common/hex.h"
 
 struct tp {
 	const char *s;

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define TOML_MAX_INPUT (1024 * 1024)	/* bytes */
 #define TOML_MAX_TABLES 64

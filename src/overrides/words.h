@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define WORDS_MAX_INPUT 8192	/* bytes in one command string */
 #define WORDS_MAX_COUNT 256	/* words in one command */

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 struct pschan_pool {
 	pthread_mutex_t lock;

@@ -18,7 +18,7 @@
 #ifndef ZEUS_PRIVSEP_CHAN_H
 #define ZEUS_PRIVSEP_CHAN_H
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "msg.h"
 
 #define PSCHAN_EXIT_PEER 3	/* exit status: the device process is gone */

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 struct psdev_chan {
 	struct psdev *d;

@@ -16,7 +16,7 @@
 
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 #include "exec.h"
 #include "msg.h"
 

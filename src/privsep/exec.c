@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../devices/rapl.h"
+#include "devices/rapl.h"
 
 /* The bits below n, as in msg.c. */
 static uint64_t

@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-#include "../common/err.h"
-#include "../devices/gpu.h"
+#include "common/err.h"
+#include "devices/gpu.h"
 #include "msg.h"
 
 struct psexec {

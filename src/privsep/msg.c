@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../devices/gpu.h"
-#include "../devices/rapl.h"
+#include "devices/gpu.h"
+#include "devices/rapl.h"
 
 static const char *const op_names[PSMSG_OP_END] = {
 	[PSMSG_GPU_POWER] = "gpu_power",

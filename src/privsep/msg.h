@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define PSMSG_MAGIC 0x7a707331u		/* "zps1" */
 #define PSMSG_MAX_GPUS 64		/* bits of a uint64_t mask */

@@ -14,7 +14,7 @@
 #ifndef ZEUS_PRIVSEP_REMOTE_GPU_H
 #define ZEUS_PRIVSEP_REMOTE_GPU_H
 
-#include "../devices/gpu.h"
+#include "devices/gpu.h"
 #include "chan.h"
 
 #define PSGPU_LACKS_MAX 160	/* a "lacks" answer, NUL included */

@@ -11,7 +11,7 @@
 #ifndef ZEUS_PRIVSEP_REMOTE_RAPL_H
 #define ZEUS_PRIVSEP_REMOTE_RAPL_H
 
-#include "../devices/rapl.h"
+#include "devices/rapl.h"
 #include "chan.h"
 
 /* The source's table; its context comes from psrapl_create. */

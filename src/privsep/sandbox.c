@@ -60,7 +60,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 /*
  * ASan (and the LeakSanitizer it includes) needs more than production

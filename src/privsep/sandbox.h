@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define SANDBOX_USER_NAME_MAX 64
 
