@@ -92,7 +92,10 @@ f_persistence(struct gpu_backend *b, unsigned gpu, bool *on, struct zerr *err)
 	return 0;
 }
 
-/* What a driver may be asked to do: the ranges of psmsg_request_check. */
+/*
+ * What a driver may be asked to do: one write's own values, none of
+ * another's (any u32 of its own: the driver judges those).
+ */
 static int
 f_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
     struct zerr *err)
@@ -100,14 +103,13 @@ f_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
 	gpu_call(gpu);
 	must((unsigned)w->op < GPU_WRITE_OP_COUNT);
 	switch (w->op) {
-	case GPU_SET_POWER_LIMIT:
-		must(w->power_limit_mw >= 1 &&
-		    w->power_limit_mw <= PSMSG_POWER_LIMIT_MAX_MW);
+	case GPU_SET_PERSISTENCE_MODE:
+		must(w->power_limit_mw == 0 && w->min_clock_mhz == 0 &&
+		    w->max_clock_mhz == 0);
 		break;
-	case GPU_SET_GPU_LOCKED_CLOCKS:
-	case GPU_SET_MEM_LOCKED_CLOCKS:
-		must(w->min_clock_mhz <= w->max_clock_mhz &&
-		    w->max_clock_mhz <= PSMSG_CLOCK_MAX_MHZ);
+	case GPU_SET_POWER_LIMIT:
+		must(!w->enabled && w->min_clock_mhz == 0 &&
+		    w->max_clock_mhz == 0);
 		break;
 	default:
 		break;

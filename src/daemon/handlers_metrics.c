@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/procstat.h"
 #include "devices/cpu_cmd.h"
 #include "devices/gpu_cmd.h"
 #include "audit.h"
@@ -236,158 +237,75 @@ metrics_workers(FILE *out, const struct node *node)
  * /proc/self at each scrape; a value that cannot be read or parsed is left
  * out of that scrape (HELP and TYPE stay), as a device field is.
  */
-struct metrics_proc {
-	unsigned long long utime, stime;	/* clock ticks */
-	unsigned long long starttime;		/* clock ticks after boot */
-	unsigned long long vsize;		/* bytes */
-	unsigned long long rss;			/* pages */
-};
-
-/* A whole token of decimal digits that fits, or -1: no sign, no blanks. */
-static int
-metrics_parse_ull(const char *s, size_t len, unsigned long long *out)
+/* The process_* families of one process (procstat.h). */
+static void
+metrics_process(FILE *out, const struct procstat *p)
 {
-	unsigned long long v = 0;
-
-	if (len == 0)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		unsigned d = (unsigned char)s[i] - '0';
-
-		if (d > 9 || v > (ULLONG_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
+	metrics_head(out, "process_start_time_seconds", "gauge",
+	    "Start time of the process since the Unix epoch, in seconds.");
+	if (p->ok & PROCSTAT_STAT)
+		fprintf(out, "process_start_time_seconds %.2f\n",
+		    (double)p->start_ms / 1000);
+	metrics_head(out, "process_cpu_seconds_total", "counter",
+	    "User and system CPU time spent, in seconds.");
+	if (p->ok & PROCSTAT_STAT)
+		fprintf(out, "process_cpu_seconds_total %.2f\n",
+		    (double)p->cpu_ms / 1000);
+	metrics_head(out, "process_resident_memory_bytes", "gauge",
+	    "Resident memory size in bytes.");
+	if (p->ok & PROCSTAT_STAT)
+		fprintf(out, "process_resident_memory_bytes %llu\n",
+		    (unsigned long long)p->rss_bytes);
+	metrics_head(out, "process_virtual_memory_bytes", "gauge",
+	    "Virtual memory size in bytes.");
+	if (p->ok & PROCSTAT_STAT)
+		fprintf(out, "process_virtual_memory_bytes %llu\n",
+		    (unsigned long long)p->vsize_bytes);
+	metrics_head(out, "process_open_fds", "gauge",
+	    "Number of open file descriptors.");
+	if (p->ok & PROCSTAT_FDS)
+		fprintf(out, "process_open_fds %llu\n",
+		    (unsigned long long)p->open_fds);
+	metrics_head(out, "process_max_fds", "gauge",
+	    "Maximum number of open file descriptors (soft limit).");
+	if (p->ok & PROCSTAT_MAX_FDS)
+		fprintf(out, "process_max_fds %llu\n",
+		    (unsigned long long)p->max_fds);
 }
 
 /*
- * Fields 14 (utime), 15 (stime), 22 (starttime), 23 (vsize) and 24 (rss)
- * of /proc/self/stat (proc(5)). Field 2, the command name, is in
- * parentheses and may itself hold blanks and ')', so counting starts
- * after the last ')'.
+ * process_* describe the process that serves /metrics, as Prometheus's
+ * client libraries do: with privilege separation, the network process
+ * (connections, streams and request memory are there). The device process
+ * (the main PID, root) follows as zeusd_device_process_*, asked over a
+ * channel: it has a /proc/self of its own.
  */
-static int
-metrics_proc_stat(struct metrics_proc *p)
-{
-	/* ~52 fields of at most 20 digits plus a 16-byte name fit in 2 KiB */
-	char buf[2048];
-	const char *s, *tok;
-	ssize_t n;
-	int fd, field, got = 0;
-
-	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = fileio_read_all(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0 || (size_t)n == sizeof(buf) - 1)
-		return -1;
-	buf[n] = '\0';
-	if ((s = strrchr(buf, ')')) == NULL)
-		return -1;
-	s++;
-	for (field = 3; field <= 24; field++) {
-		size_t len;
-		unsigned long long *dst = NULL;
-
-		if (*s != ' ')
-			return -1;
-		tok = ++s;
-		len = strcspn(tok, " \n");
-		s = tok + len;
-		switch (field) {
-		case 14:
-			dst = &p->utime;
-			break;
-		case 15:
-			dst = &p->stime;
-			break;
-		case 22:
-			dst = &p->starttime;
-			break;
-		case 23:
-			dst = &p->vsize;
-			break;
-		case 24:
-			dst = &p->rss;
-			break;
-		}
-		if (dst == NULL)
-			continue;
-		if (metrics_parse_ull(tok, len, dst) != 0)
-			return -1;
-		got++;
-	}
-	return got == 5 ? 0 : -1;
-}
-
-/* Open descriptors, not counting the one that reads the directory. */
-static long
-metrics_open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	long n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n > 0 ? n - 1 : -1;
-}
-
 static void
-metrics_process(FILE *out)
+metrics_processes(FILE *out, struct node *node)
 {
-	struct metrics_proc p;
-	struct timespec real, boot;
-	struct rlimit rl;
-	long ticks = sysconf(_SC_CLK_TCK);
-	long page = sysconf(_SC_PAGESIZE);
-	bool stat_ok = metrics_proc_stat(&p) == 0 && ticks > 0 && page > 0;
-	long fds = metrics_open_fds();
+	struct procstat self, dev;
 
-	/*
-	 * starttime counts ticks from boot on the CLOCK_BOOTTIME clock, so the
-	 * wall-clock boot instant is realtime minus boottime, read together.
-	 * This spares reading /proc/stat for btime, a file whose interrupt
-	 * line runs to tens of KB on large nodes.
-	 */
-	metrics_head(out, "process_start_time_seconds", "gauge",
-	    "Start time of the process since the Unix epoch, in seconds.");
-	if (stat_ok && clock_gettime(CLOCK_REALTIME, &real) == 0 &&
-	    clock_gettime(CLOCK_BOOTTIME, &boot) == 0)
-		fprintf(out, "process_start_time_seconds %.2f\n",
-		    (double)(real.tv_sec - boot.tv_sec) +
-		    (real.tv_nsec - boot.tv_nsec) / 1e9 +
-		    (double)p.starttime / ticks);
-	metrics_head(out, "process_cpu_seconds_total", "counter",
-	    "User and system CPU time spent, in seconds.");
-	if (stat_ok)
-		fprintf(out, "process_cpu_seconds_total %.2f\n",
-		    (double)(p.utime + p.stime) / ticks);
-	metrics_head(out, "process_resident_memory_bytes", "gauge",
-	    "Resident memory size in bytes.");
-	if (stat_ok && p.rss <= ULLONG_MAX / (unsigned long long)page)
-		fprintf(out, "process_resident_memory_bytes %llu\n",
-		    p.rss * (unsigned long long)page);
-	metrics_head(out, "process_virtual_memory_bytes", "gauge",
-	    "Virtual memory size in bytes.");
-	if (stat_ok)
-		fprintf(out, "process_virtual_memory_bytes %llu\n", p.vsize);
-	metrics_head(out, "process_open_fds", "gauge",
-	    "Number of open file descriptors.");
-	if (fds >= 0)
-		fprintf(out, "process_open_fds %ld\n", fds);
-	metrics_head(out, "process_max_fds", "gauge",
-	    "Maximum number of open file descriptors (soft limit).");
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		fprintf(out, "process_max_fds %llu\n",
-		    (unsigned long long)rl.rlim_cur);
+	procstat_self(&self);
+	metrics_process(out, &self);
+	if (node->pool == NULL)
+		return;
+	node_procstat(node, &dev);
+	metrics_head(out, "zeusd_device_process_cpu_seconds_total", "counter",
+	    "User and system CPU time of the device process (privilege "
+	    "separation), in seconds.");
+	if (dev.ok & PROCSTAT_STAT)
+		fprintf(out, "zeusd_device_process_cpu_seconds_total %.2f\n",
+		    (double)dev.cpu_ms / 1000);
+	metrics_head(out, "zeusd_device_process_resident_memory_bytes",
+	    "gauge", "Resident memory of the device process, in bytes.");
+	if (dev.ok & PROCSTAT_STAT)
+		fprintf(out, "zeusd_device_process_resident_memory_bytes "
+		    "%llu\n", (unsigned long long)dev.rss_bytes);
+	metrics_head(out, "zeusd_device_process_open_fds", "gauge",
+	    "Open file descriptors of the device process.");
+	if (dev.ok & PROCSTAT_FDS)
+		fprintf(out, "zeusd_device_process_open_fds %llu\n",
+		    (unsigned long long)dev.open_fds);
 }
 
 static void
@@ -404,7 +322,7 @@ metrics_daemon(FILE *out, struct server *srv)
 	fprintf(out, "zeusd_uptime_seconds %.3f\n",
 	    (double)(now.tv_sec - srv->started.tv_sec) +
 	    (now.tv_nsec - srv->started.tv_nsec) / 1e9);
-	metrics_process(out);
+	metrics_processes(out, srv->node);
 	metrics_head(out, "zeusd_streams_open", "gauge",
 	    "Open power streams (SSE subscribers).");
 	fprintf(out, "zeusd_streams_open %u\n",

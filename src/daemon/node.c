@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/procstat.h"
 #include "devices/amdsmi.h"
 #include "devices/cpu_cmd.h"
 #include "devices/gpu_cmd.h"
@@ -367,6 +368,9 @@ node_open_remote(struct node *net, const struct node *dev,
 			return -1;
 		}
 		free(lacks);
+		for (unsigned i = 0; i < dev->ngpu; i++)
+			psgpu_set_lost(&net->gpu, i,
+			    devgpu.ops->lost(&devgpu, i));
 		net->ngpu = dev->ngpu;
 		net->gpu_info = calloc(net->ngpu ? net->ngpu : 1,
 		    sizeof(*net->gpu_info));
@@ -469,6 +473,28 @@ node_sample_remote(struct node *node, struct node_fetch *f)
 			    "%u: the device process could not read its "
 			    "counters", rapl_package_id(node->rapl, f->pkgs[k]));
 	}
+}
+
+void
+node_procstat(struct node *node, struct procstat *out)
+{
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	if (node->pool == NULL) {
+		procstat_self(out);
+		return;
+	}
+	psmsg_request_init(&req, PSMSG_PROC, 0);
+	pschan_call(node->pool, &req, &rep);
+	memset(out, 0, sizeof(*out));
+	out->ok = (unsigned)rep.p_ok;
+	out->start_ms = rep.p_start_ms;
+	out->cpu_ms = rep.p_cpu_ms;
+	out->rss_bytes = rep.p_rss;
+	out->vsize_bytes = rep.p_vsize;
+	out->open_fds = rep.p_fds;
+	out->max_fds = rep.p_max_fds;
 }
 
 void

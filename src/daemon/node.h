@@ -126,6 +126,13 @@ struct node_sample {
 void node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
     const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
 
+/*
+ * The main process's figures for process_* (common/procstat.h): this
+ * process's, or the device process's when the daemon is split.
+ */
+struct procstat;
+void node_procstat(struct node *node, struct procstat *out);
+
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);
 

@@ -110,6 +110,14 @@ struct gpu_backend_ops {
 	    struct zerr *err);
 	int (*get_power_mw)(struct gpu_backend *b, unsigned gpu, uint32_t *mw,
 	    struct zerr *err);
+	/*
+	 * Optional (NULL: get_power_mw for each): the power of gpus[0..n-1]
+	 * in one call, rc[i] and errs[i] as get_power_mw would set them. For
+	 * a backend whose every call costs a round trip (the network process
+	 * of a split daemon): a request for every GPU's power is then one.
+	 */
+	void (*get_power_many)(struct gpu_backend *b, const unsigned *gpus,
+	    unsigned n, uint32_t *mw, int *rc, struct zerr *const *errs);
 	int (*get_energy_mj)(struct gpu_backend *b, unsigned gpu, uint64_t *mj,
 	    struct zerr *err);
 	int (*get_power_limit_mw)(struct gpu_backend *b, unsigned gpu,

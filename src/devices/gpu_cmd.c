@@ -85,6 +85,8 @@ gpu_write_touches(enum gpu_write_op op)
 }
 
 static int gpu_cmd_exec(struct work *w, void *device);
+static int gpu_cmd_power_many(struct work **items, unsigned n, void *device,
+    int *rc);
 
 static void
 gpu_cmd_complete(struct work *w)
@@ -111,6 +113,8 @@ gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 	cmd->done = done;
 	cmd->arg = arg;
 	cmd->work.exec = gpu_cmd_exec;
+	cmd->work.exec_many = op == GPU_CMD_GET_POWER ? gpu_cmd_power_many :
+	    NULL;
 	cmd->work.complete = gpu_cmd_complete;
 	cmd->work.what = op == GPU_CMD_WRITE ? "write" :
 	    gpu_cmd_read_names[op];
@@ -182,6 +186,43 @@ gpu_cmd_before(struct gpu_backend *b, struct gpu_cmd *cmd)
 	else if (cmd->write.op == GPU_SET_PERSISTENCE_MODE)
 		cmd->has_before = b->ops->get_persistence_mode(b, cmd->gpu,
 		    &cmd->before_persistence, &e) == 0;
+}
+
+/*
+ * The power reader's queued get_power commands (worker.h, exec_many): one
+ * backend call for all when the backend can (a split daemon's network
+ * process: one round trip), else one call each, in order.
+ */
+static int
+gpu_cmd_power_many(struct work **items, unsigned n, void *device, int *rc)
+{
+	struct gpu_backend *b = device;
+	unsigned gpus[WORKER_BATCH_MAX] = { 0 };
+	uint32_t mw[WORKER_BATCH_MAX];
+	struct zerr *errs[WORKER_BATCH_MAX] = { NULL };
+
+	assert(n <= WORKER_BATCH_MAX);
+	if (b->ops->get_power_many == NULL) {
+		for (unsigned i = 0; i < n; i++)
+			rc[i] = gpu_cmd_exec(items[i], device);
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct gpu_cmd *cmd = (struct gpu_cmd *)items[i];
+
+		assert(cmd->op == GPU_CMD_GET_POWER);
+		gpus[i] = cmd->gpu;
+		errs[i] = &cmd->err;
+	}
+	b->ops->get_power_many(b, gpus, n, mw, rc, errs);
+	for (unsigned i = 0; i < n; i++) {
+		struct gpu_cmd *cmd = (struct gpu_cmd *)items[i];
+
+		cmd->rc = rc[i];
+		if (rc[i] == 0)
+			cmd->out.power_mw = mw[i];
+	}
+	return 0;
 }
 
 static int

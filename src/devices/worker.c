@@ -44,49 +44,76 @@ struct worker {
 	char label[32];
 };
 
+/* Counts, completes and logs one item that ran (the worker thread). */
+static void
+worker_finish(struct worker *wk, struct work *w, int rc, uint64_t start,
+    uint64_t end)
+{
+	const char *what = w->what;
+	uint64_t queued = w->queued_ns;
+	long long exec_us = (long long)((end - start) / 1000);
+
+	/* counted before the result is handed back, so an answer never
+	 * reports counters without its own command */
+	if (w->counters != NULL) {
+		atomic_fetch_add(&w->counters->commands, 1);
+		if (rc != 0)
+			atomic_fetch_add(&w->counters->failures, 1);
+	}
+	w->complete(w);		/* may free w */
+	zlog(exec_us > 1000000 ? ZLOG_INFO : ZLOG_DEBUG, "device_command",
+	    "device=%s op=%s queue_us=%lld exec_us=%lld ok=%s", wk->label,
+	    what, (long long)((start - queued) / 1000), exec_us,
+	    rc == 0 ? "true" : "false");
+}
+
+/* Takes the head item, and the batchable ones right behind it; locked. */
+static unsigned
+worker_pop(struct worker *wk, struct work **items)
+{
+	unsigned n = 0;
+
+	do {
+		struct work *w = wk->head;
+
+		wk->head = w->next;
+		if (wk->head == NULL)
+			wk->tail = NULL;
+		wk->held[w->kind]--;
+		items[n++] = w;
+	} while (items[0]->exec_many != NULL && wk->head != NULL &&
+	    wk->head->exec_many == items[0]->exec_many &&
+	    n < WORKER_BATCH_MAX);
+	return n;
+}
+
 static void *
 worker_main(void *arg)
 {
 	struct worker *wk = arg;
+	struct work *items[WORKER_BATCH_MAX];
+	int rc[WORKER_BATCH_MAX];
 
 	pthread_mutex_lock(&wk->lock);
 	for (;;) {
-		struct work *w;
-		uint64_t start, end, queued;
-		const char *what;
-		struct work_counters *counters;
-		int rc;
+		uint64_t start, end;
+		unsigned n;
 
 		while (wk->head == NULL && !wk->stopping)
 			pthread_cond_wait(&wk->cond, &wk->lock);
 		if (wk->head == NULL)
 			break;
-		w = wk->head;
-		wk->head = w->next;
-		if (wk->head == NULL)
-			wk->tail = NULL;
-		wk->held[w->kind]--;
+		n = worker_pop(wk, items);
 		pthread_mutex_unlock(&wk->lock);
 
-		what = w->what;
-		queued = w->queued_ns;
-		counters = w->counters;
 		start = zclock_now_ns();
-		rc = w->exec(w, wk->device);
+		if (n > 1 || items[0]->exec_many != NULL)
+			(void)items[0]->exec_many(items, n, wk->device, rc);
+		else
+			rc[0] = items[0]->exec(items[0], wk->device);
 		end = zclock_now_ns();
-		/* counted before the result is handed back, so an answer
-		 * never reports counters without its own command */
-		if (counters != NULL) {
-			atomic_fetch_add(&counters->commands, 1);
-			if (rc != 0)
-				atomic_fetch_add(&counters->failures, 1);
-		}
-		w->complete(w);		/* may free w */
-		long long exec_us = (long long)((end - start) / 1000);
-		zlog(exec_us > 1000000 ? ZLOG_INFO : ZLOG_DEBUG, "device_command",
-		    "device=%s op=%s queue_us=%lld exec_us=%lld ok=%s", wk->label,
-		    what, (long long)((start - queued) / 1000), exec_us,
-		    rc == 0 ? "true" : "false");
+		for (unsigned i = 0; i < n; i++)
+			worker_finish(wk, items[i], rc[i], start, end);
 		pthread_mutex_lock(&wk->lock);
 	}
 	pthread_mutex_unlock(&wk->lock);
@@ -293,36 +320,59 @@ worker_unreserve(struct worker *wk, struct work *w)
 	pthread_mutex_unlock(&wk->lock);
 }
 
-void
-worker_submit(struct worker *wk, struct work *w)
+/* Queues w; the lock is held. Superseded writes are added to *dropped. */
+static void
+worker_submit_locked(struct worker *wk, struct work *w, struct work **dropped)
 {
-	struct work *dropped = NULL, *next;
 	unsigned replaced;
+	struct work *d = NULL, *last;
 
-	w->queued_ns = zclock_now_ns();
-	pthread_mutex_lock(&wk->lock);
 	assert(w->reserved_on == wk);	/* worker_reserve came first */
 	if (w->reservation != WORKER_RES_ROOM)
 		wk->held[w->kind]++;
 	w->reservation = WORKER_RES_NONE;
 	w->reserved_on = NULL;
-	if (w->kind == WORK_READ)
+	if (w->kind == WORK_READ) {
 		worker_queue_read(wk, w);
-	else {
-		replaced = worker_queue_write(wk, w, &dropped);
-		/* w and each write it replaced are counted in held */
-		assert(replaced < wk->held[WORK_WRITE]);
-		wk->held[WORK_WRITE] -= replaced;
+		return;
 	}
-	pthread_cond_signal(&wk->cond);
-	pthread_mutex_unlock(&wk->lock);
-	/* outside the lock: `drop` logs and frees */
+	replaced = worker_queue_write(wk, w, &d);
+	/* w and each write it replaced are counted in held */
+	assert(replaced < wk->held[WORK_WRITE]);
+	wk->held[WORK_WRITE] -= replaced;
+	if (d == NULL)
+		return;
+	for (last = d; last->next != NULL; last = last->next)
+		;
+	last->next = *dropped;
+	*dropped = d;
+}
+
+/* Outside the lock: `drop` logs and frees. */
+static void
+worker_drop_all(struct work *dropped)
+{
+	struct work *next;
+
 	for (; dropped != NULL; dropped = next) {
 		next = dropped->next;
 		if (dropped->counters != NULL)
 			atomic_fetch_add(&dropped->counters->superseded, 1);
 		dropped->drop(dropped);		/* may free it */
 	}
+}
+
+void
+worker_submit(struct worker *wk, struct work *w)
+{
+	struct work *dropped = NULL;
+
+	w->queued_ns = zclock_now_ns();
+	pthread_mutex_lock(&wk->lock);
+	worker_submit_locked(wk, w, &dropped);
+	pthread_cond_signal(&wk->cond);
+	pthread_mutex_unlock(&wk->lock);
+	worker_drop_all(dropped);
 }
 
 void
@@ -359,14 +409,29 @@ worker_batch_release(struct worker_batch *b)
 void
 worker_batch_submit(struct worker_batch *b)
 {
-	struct work *w = b->head, *next;
+	struct work *w = b->head, *next, *dropped = NULL;
+	uint64_t now = zclock_now_ns();
 
 	worker_batch_init(b);
-	for (; w != NULL; w = next) {
-		/* once queued, `w` may run and be freed at any moment */
-		next = w->batch_next;
-		worker_submit(w->reserved_on, w);
+	/*
+	 * A run of items bound for one worker is queued under one lock, so
+	 * the worker sees them together (and can run them as one batch).
+	 */
+	while (w != NULL) {
+		struct worker *wk = w->reserved_on;
+
+		pthread_mutex_lock(&wk->lock);
+		do {
+			/* once queued, `w` may run and be freed at any moment */
+			next = w->batch_next;
+			w->queued_ns = now;
+			worker_submit_locked(wk, w, &dropped);
+			w = next;
+		} while (w != NULL && w->reserved_on == wk);
+		pthread_cond_signal(&wk->cond);
+		pthread_mutex_unlock(&wk->lock);
 	}
+	worker_drop_all(dropped);
 }
 
 void

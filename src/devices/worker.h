@@ -36,6 +36,8 @@
 
 struct worker;
 
+#define WORKER_BATCH_MAX 64
+
 /* Per-device tallies, bumped by whichever thread ran the command. */
 struct work_counters {
 	atomic_ulong commands, failures;
@@ -69,6 +71,16 @@ struct work {
 	 * result back and may free the item.
 	 */
 	int (*exec)(struct work *w, void *device);
+	/*
+	 * Optional: items with the same exec_many that sit together at the
+	 * head of the queue run in one call (at most WORKER_BATCH_MAX), which
+	 * sets rc[i] as exec would have returned for items[i]. For reads a
+	 * device can answer together (every GPU's power in one request to
+	 * the device process of a split daemon); each item is then counted
+	 * and completed as if it had run alone.
+	 */
+	int (*exec_many)(struct work **items, unsigned n, void *device,
+	    int *rc);
 	void (*complete)(struct work *w);
 };
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/procstat.h"
 #include "devices/rapl.h"
 
 /* The bits below n, as in msg.c. */
@@ -241,6 +242,19 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 		else
 			run_sample(x, req, rep);
 		break;
+	case PSMSG_PROC: {
+		struct procstat p;
+
+		procstat_self(&p);
+		rep->p_ok = p.ok;
+		rep->p_start_ms = p.start_ms;
+		rep->p_cpu_ms = p.cpu_ms;
+		rep->p_rss = p.rss_bytes;
+		rep->p_vsize = p.vsize_bytes;
+		rep->p_fds = p.open_fds;
+		rep->p_max_fds = p.max_fds;
+		break;
+	}
 	default:
 		internal(rep, "unknown op");
 		break;

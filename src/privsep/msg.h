@@ -33,8 +33,6 @@
 #define PSMSG_MAX_PKGS 64
 
 /* Value ranges the device process accepts (the API's are narrower). */
-#define PSMSG_POWER_LIMIT_MAX_MW 10000000u	/* 10 kW */
-#define PSMSG_CLOCK_MAX_MHZ 100000u
 
 enum psmsg_op {
 	PSMSG_GPU_POWER = 1,		/* dev */
@@ -45,6 +43,7 @@ enum psmsg_op {
 	PSMSG_GPU_WRITE,		/* dev, w_* */
 	PSMSG_RAPL_READ,		/* dev = package index, zone */
 	PSMSG_SAMPLE,			/* gpu_mask, pkg_mask: one per stream tick */
+	PSMSG_PROC,			/* the device process's own figures */
 	PSMSG_OP_END
 };
 
@@ -84,6 +83,9 @@ struct psmsg_reply {
 	uint32_t gpu_mw[PSMSG_MAX_GPUS];
 	uint64_t cpu_raw[PSMSG_MAX_PKGS], dram_raw[PSMSG_MAX_PKGS];
 	uint64_t mono_ns[PSMSG_MAX_PKGS];	/* CLOCK_MONOTONIC after the read */
+	/* PSMSG_PROC: struct procstat of the device process */
+	uint64_t p_ok;			/* PROCSTAT_* bits */
+	uint64_t p_start_ms, p_cpu_ms, p_rss, p_vsize, p_fds, p_max_fds;
 };
 
 /*
@@ -99,7 +101,7 @@ _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");
 _Static_assert(sizeof(struct psmsg_reply) ==
     2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
-    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8,
+    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 7 * 8,
     "struct psmsg_reply has padding");
 _Static_assert(sizeof(struct psmsg_reply) % 8 == 0,
     "struct psmsg_reply size not a multiple of 8");
@@ -116,9 +118,9 @@ struct psmsg_limits {
  * the op uses is in range for `lim` and every field it does not use is 0:
  *   GPU reads:   dev < ngpu
  *   GPU_WRITE:   dev < ngpu, w_op < GPU_WRITE_OP_COUNT, and per w_op
- *                power limit 1..PSMSG_POWER_LIMIT_MAX_MW, enabled 0/1, or
- *                clocks 0..PSMSG_CLOCK_MAX_MHZ with min <= max; resets
- *                take no value
+ *                a power limit, enabled 0/1, or a clock pair; resets take
+ *                no value. Limits and clocks may be any u32: the driver
+ *                judges them (400), as in one process
  *   RAPL_READ:   dev < npkg, zone 0 (cpu) or 1 (dram, only where the
  *                package has DRAM)
  *   SAMPLE:      at least one bit across gpu_mask/pkg_mask, only bits

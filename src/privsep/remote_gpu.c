@@ -105,6 +105,46 @@ psgpu_get_power_mw(struct gpu_backend *b, unsigned gpu, uint32_t *mw,
 	return 0;
 }
 
+/*
+ * Every GPU asked for in one PSMSG_SAMPLE. The reply carries the first
+ * failure's message only: when more than one GPU failed, the others are
+ * asked again alone so that each error names its own GPU (a rare path).
+ */
+static void
+psgpu_get_power_many(struct gpu_backend *b, const unsigned *gpus, unsigned n,
+    uint32_t *mw, int *rc, struct zerr *const *errs)
+{
+	struct psgpu *g = psgpu_of(b);
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+	unsigned failed = 0;
+
+	psmsg_request_init(&req, PSMSG_SAMPLE, 0);
+	for (unsigned i = 0; i < n; i++)
+		if (gpus[i] < g->ngpu)
+			req.gpu_mask |= UINT64_C(1) << gpus[i];
+	if (req.gpu_mask != 0) {
+		pschan_call(g->pool, &req, &rep);
+		psgpu_note_sample(b, &rep);
+	} else
+		rep.gpu_ok = 0;		/* none to ask: each fails alone */
+	for (unsigned i = 0; i < n; i++)
+		if (gpus[i] >= g->ngpu || !(rep.gpu_ok >> gpus[i] & 1))
+			failed++;
+	for (unsigned i = 0; i < n; i++) {
+		if (gpus[i] < g->ngpu && (rep.gpu_ok >> gpus[i] & 1)) {
+			mw[i] = rep.gpu_mw[gpus[i]];
+			rc[i] = 0;
+		} else if (failed == 1 && gpus[i] < g->ngpu) {
+			rc[i] = zerr_set(errs[i],
+			    (enum zerr_kind)rep.err_gpu_kind, "%s",
+			    rep.err_msg);
+		} else
+			rc[i] = psgpu_get_power_mw(b, gpus[i], &mw[i],
+			    errs[i]);
+	}
+}
+
 static int
 psgpu_get_energy_mj(struct gpu_backend *b, unsigned gpu, uint64_t *mj,
     struct zerr *err)
@@ -240,6 +280,7 @@ static const struct gpu_backend_ops psgpu_ops = {
 	.count = psgpu_count,
 	.info = psgpu_info,
 	.get_power_mw = psgpu_get_power_mw,
+	.get_power_many = psgpu_get_power_many,
 	.get_energy_mj = psgpu_get_energy_mj,
 	.get_power_limit_mw = psgpu_get_power_limit_mw,
 	.get_power_limit_constraints = psgpu_get_constraints,
@@ -314,6 +355,15 @@ psgpu_note_sample(struct gpu_backend *b, const struct psmsg_reply *rep)
 			atomic_store(&g->lost[i], false);
 		else if (rep->gpu_lost & (1ull << i))
 			atomic_store(&g->lost[i], true);
+}
+
+void
+psgpu_set_lost(struct gpu_backend *b, unsigned gpu, bool lost)
+{
+	struct psgpu *g = psgpu_of(b);
+
+	if (gpu < g->ngpu)
+		atomic_store(&g->lost[gpu], lost);
 }
 
 bool

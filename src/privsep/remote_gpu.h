@@ -42,6 +42,9 @@ void psgpu_set_lacks(struct gpu_backend *b, const struct psgpu_lacks *lacks);
 /* Marks GPUs lost or found from a sample's bits. */
 void psgpu_note_sample(struct gpu_backend *b, const struct psmsg_reply *rep);
 
+/* Sets a GPU's lost flag (at the split: as the device backend has it). */
+void psgpu_set_lost(struct gpu_backend *b, unsigned gpu, bool lost);
+
 /* True when b is a remote backend. */
 bool psgpu_is_remote(const struct gpu_backend *b);
 

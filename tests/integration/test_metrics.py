@@ -14,6 +14,8 @@ import time
 
 import httpx
 import jwt
+from pathlib import Path
+
 import pytest
 
 from conftest import ROOT, free_port
@@ -29,6 +31,10 @@ NGPU = 4
 
 # Every series name zeusd writes, with its type (docs/metrics.md).
 TYPES = {
+    # privilege separation (the default): the device process's figures
+    "zeusd_device_process_cpu_seconds_total": "counter",
+    "zeusd_device_process_resident_memory_bytes": "gauge",
+    "zeusd_device_process_open_fds": "gauge",
     "zeusd_gpu_info": "gauge",
     "zeusd_gpu_lost": "gauge",
     "zeusd_gpu_power_watts": "gauge",
@@ -167,10 +173,19 @@ def proc_status_kib(pid, field):
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
+def network_pid(d):
+    """The process that serves /metrics: the network process, zeusd's only
+    child (privilege separation, docs/design.md), else zeusd itself."""
+    kids = [int(c) for c in Path(f"/proc/{d.proc.pid}/task/{d.proc.pid}/"
+                                 "children").read_text().split()]
+    return kids[0] if kids else d.proc.pid
+
+
 def test_process_series_sane(daemon):
-    """The process_* families against what this test sees of the daemon's
-    process from outside (its /proc entry and the clock)."""
-    pid = daemon.proc.pid
+    """The process_* families against what this test sees of the serving
+    process from outside (its /proc entry and the clock). With privilege
+    separation that is the network process: it holds the connections."""
+    pid = network_pid(daemon)
     before = time.time()
     s1 = scrape(daemon)
     # a few connections held open show up in the descriptor count

@@ -256,13 +256,13 @@ test_good(void **state)
 		}
 	r = wreq(GPU_SET_POWER_LIMIT, 1, 0, 0, 0);
 	assert_int_equal(check(&r), 0);
-	r = wreq(GPU_SET_POWER_LIMIT, 10000000, 0, 0, 0);
+	r = wreq(GPU_SET_POWER_LIMIT, 300000, 0, 0, 0);
 	assert_int_equal(check(&r), 0);
 	r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 0, 0, 0);
 	assert_int_equal(check(&r), 0);
 	r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
 	assert_int_equal(check(&r), 0);
-	r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 0, 100000);
+	r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 0, 2100);
 	assert_int_equal(check(&r), 0);
 	r = wreq(GPU_SET_MEM_LOCKED_CLOCKS, 0, 0, 1500, 1500);
 	assert_int_equal(check(&r), 0);
@@ -407,16 +407,18 @@ test_enabled(void **state)
 	assert_int_equal(check(&r), -1);
 }
 
+/*
+ * Any power limit and clock pair passes: the driver judges values (as in
+ * one process), so a user's out-of-range value must not stop the daemon.
+ */
 static void
 test_power_limit(void **state)
 {
 	struct psmsg_request r = wreq(GPU_SET_POWER_LIMIT, 0, 0, 0, 0);
 
-	assert_int_equal(check(&r), -1);
-	r.w_power_limit_mw = 10000001;
-	assert_int_equal(check(&r), -1);
+	assert_int_equal(check(&r), 0);
 	r.w_power_limit_mw = UINT32_MAX;
-	assert_int_equal(check(&r), -1);
+	assert_int_equal(check(&r), 0);
 }
 
 static void
@@ -427,13 +429,12 @@ test_clocks(void **state)
 	struct psmsg_request r;
 
 	for (unsigned i = 0; i < 2; i++) {
-		r = wreq(ops[i], 0, 0, 1501, 1500);
-		assert_int_equal(check(&r), -1);
-		r = wreq(ops[i], 0, 0, 0, 100001);
-		assert_int_equal(check(&r), -1);
-		r = wreq(ops[i], 0, 0, 100001, 100001);
-		assert_int_equal(check(&r), -1);
+		r = wreq(ops[i], 0, 0, 1501, 1500);	/* min > max */
+		assert_int_equal(check(&r), 0);
 		r = wreq(ops[i], 0, 0, UINT32_MAX, UINT32_MAX);
+		assert_int_equal(check(&r), 0);
+		/* but a clock write carries no power limit */
+		r = wreq(ops[i], 1, 0, 0, 0);
 		assert_int_equal(check(&r), -1);
 	}
 }
