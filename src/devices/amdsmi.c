@@ -724,7 +724,7 @@ amd_lock_clocks(struct amd_ctx *c, struct amd_gpu *g, unsigned gpu,
     struct zerr *err)
 {
 	struct amd_bounds *b = &g->clk[type == AMDSMI_CLK_TYPE_MEM];
-	struct amd_bounds before, now;
+	struct amd_bounds before, now = { .valid = false };
 	amdsmi_status_t rc;
 
 	if (c->fn.clk_limit == NULL)

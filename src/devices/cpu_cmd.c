@@ -63,6 +63,43 @@ cpu_cmd_exec(struct work *w, void *device)
 	return cmd->rc;
 }
 
+/*
+ * The energy reader's queued commands (worker.h, exec_many): one read of
+ * every package asked for when the counter source can (a split daemon's
+ * network process: one round trip), else one read each.
+ */
+static int
+cpu_cmd_energy_many(struct work **items, unsigned n, void *device, int *rc)
+{
+	struct rapl *r = device;
+	unsigned pkgs[WORKER_BATCH_MAX] = { 0 };
+	uint64_t cpu[WORKER_BATCH_MAX], dram[WORKER_BATCH_MAX];
+	struct zerr *errs[WORKER_BATCH_MAX] = { NULL };
+
+	assert(n <= WORKER_BATCH_MAX);
+	for (unsigned i = 0; i < n; i++) {
+		struct cpu_cmd *cmd = (struct cpu_cmd *)items[i];
+
+		assert(cmd->op == CPU_CMD_GET_ENERGY);
+		pkgs[i] = cmd->pkg;
+		errs[i] = &cmd->err;
+	}
+	rapl_read_many(r, pkgs, n, cpu, dram, rc, errs);
+	for (unsigned i = 0; i < n; i++) {
+		struct cpu_cmd *cmd = (struct cpu_cmd *)items[i];
+
+		cmd->has_dram = rapl_has_dram(r, cmd->pkg);
+		cmd->rc = rc[i];
+		if (cmd->rc == 0) {
+			cmd->cpu = cpu[i];
+			cmd->dram = dram[i];
+			cmd->rc = cpu_cmd_check_range(cmd, r);
+		}
+		rc[i] = cmd->rc;
+	}
+	return 0;
+}
+
 static void
 cpu_cmd_complete(struct work *w)
 {
@@ -80,6 +117,8 @@ cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
 	cmd->done = done;
 	cmd->arg = arg;
 	cmd->work.exec = cpu_cmd_exec;
+	cmd->work.exec_many = op == CPU_CMD_GET_ENERGY ? cpu_cmd_energy_many :
+	    NULL;
 	cmd->work.complete = cpu_cmd_complete;
 	cmd->work.what = op == CPU_CMD_GET_ENERGY ? "get_cumulative_energy" :
 	    "get_power";

@@ -364,6 +364,76 @@ rapl_zone_label(const struct rapl *r, unsigned i, enum rapl_zone zone)
 	return r->ops->label != NULL ? r->ops->label(r->ctx, i, zone) : NULL;
 }
 
+struct rapl_fetch_many {
+	struct rapl *r;
+	uint64_t mask;
+	const unsigned *idx;
+	unsigned n;
+	struct zerr *err;
+};
+
+/* rapl_sample_batch's fetch over the source's read_many. */
+static int
+rapl_fetch_many(void *arg, struct rapl_raw_sample *raw)
+{
+	struct rapl_fetch_many *f = arg;
+	struct rapl_raw_sample all[64];
+
+	memset(all, 0, sizeof(all));
+	if (f->r->ops->read_many(f->r->ctx, f->mask, all, f->err) != 0)
+		return -1;
+	for (unsigned k = 0; k < f->n; k++)
+		raw[k] = all[f->idx[k]];
+	return 0;
+}
+
+void
+rapl_read_many(struct rapl *r, const unsigned *pkgs, unsigned n,
+    uint64_t *cpu_uj, uint64_t *dram_uj, int *rc, struct zerr *const *errs)
+{
+	unsigned idx[64], m = 0;
+	struct rapl_raw_sample raw[64];
+	struct rapl_sample s[64];
+	int src[64];
+	struct zerr err;
+	struct rapl_fetch_many f = { .r = r, .idx = idx, .err = &err };
+
+	for (unsigned k = 0; k < n; k++)
+		if (pkgs[k] < rapl_count(r) && pkgs[k] < 64)
+			f.mask |= UINT64_C(1) << pkgs[k];
+	if (r->ops->read_many == NULL || f.mask == 0 || rapl_count(r) > 64) {
+		for (unsigned k = 0; k < n; k++) {
+			dram_uj[k] = 0;
+			rc[k] = rapl_read(r, pkgs[k], &cpu_uj[k],
+			    pkgs[k] < rapl_count(r) && rapl_has_dram(r, pkgs[k]) ?
+			    &dram_uj[k] : NULL, errs[k]);
+		}
+		return;
+	}
+	for (unsigned i = 0; i < rapl_count(r); i++)
+		if (f.mask >> i & 1)
+			idx[m++] = i;
+	f.n = m;
+	zerr_clear(&err);
+	(void)rapl_sample_batch(r, idx, m, rapl_fetch_many, &f, raw, s, src,
+	    &err);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned j = 0;
+
+		while (j < m && idx[j] != pkgs[k])
+			j++;
+		dram_uj[k] = 0;
+		if (j < m && src[j] == 0) {
+			cpu_uj[k] = s[j].cpu_uj;
+			dram_uj[k] = s[j].has_dram ? s[j].dram_uj : 0;
+			rc[k] = 0;
+		} else		/* its own error, from its own read */
+			rc[k] = rapl_read(r, pkgs[k], &cpu_uj[k],
+			    pkgs[k] < rapl_count(r) && rapl_has_dram(r, pkgs[k]) ?
+			    &dram_uj[k] : NULL, errs[k]);
+	}
+}
+
 int
 rapl_sample_batch(struct rapl *r, const unsigned *idx, unsigned n,
     int (*fetch)(void *arg, struct rapl_raw_sample *raw), void *arg,

@@ -115,6 +115,13 @@ uint64_t rapl_keepalive_passes(struct rapl *r);
 
 enum rapl_zone { RAPL_ZONE_CPU, RAPL_ZONE_DRAM };
 
+/* Raw counters of one package read together elsewhere (a batch). */
+struct rapl_raw_sample {
+	bool ok;			/* read; the values below are set */
+	uint64_t cpu_raw, dram_raw;
+	uint64_t mono_ns;		/* CLOCK_MONOTONIC right after */
+};
+
 /* What a source says about one package at open time. */
 struct rapl_package_desc {
 	unsigned id;			/* N of intel-rapl:N */
@@ -143,6 +150,15 @@ struct rapl_source_ops {
 	/* What to name in errors (a file path); may be NULL. */
 	const char *(*label)(void *ctx, unsigned pkg, enum rapl_zone zone);
 	void (*destroy)(void *ctx);
+	/*
+	 * Optional: the counters of every package in pkg_mask (bit i: package
+	 * index i) at once, into raw[i] (ok set for those read; both zones
+	 * where the package has DRAM). For a source whose every read costs a
+	 * round trip (the network process of a split daemon). 0, or -1 when
+	 * nothing could be asked.
+	 */
+	int (*read_many)(void *ctx, uint64_t pkg_mask,
+	    struct rapl_raw_sample *raw, struct zerr *err);
 };
 
 /*
@@ -170,12 +186,6 @@ void rapl_describe(const struct rapl *r, unsigned i,
 const char *rapl_zone_label(const struct rapl *r, unsigned i,
     enum rapl_zone zone);
 
-/* Raw counters of one package read together elsewhere (a batch). */
-struct rapl_raw_sample {
-	bool ok;			/* read; the values below are set */
-	uint64_t cpu_raw, dram_raw;
-	uint64_t mono_ns;		/* CLOCK_MONOTONIC right after */
-};
 
 /*
  * Samples packages idx[0..n-1] (ascending) with one fetch of raw counters:
@@ -186,6 +196,15 @@ struct rapl_raw_sample {
  * newer counter first, which would make the batch's look like a wrap.
  * Returns fetch's result.
  */
+/*
+ * rapl_read of packages pkgs[0..n-1] (in any order, repeats allowed): one
+ * read_many of the source for all when it has one, else one read each.
+ * rc[k], cpu_uj[k], dram_uj[k] (0 without DRAM) and errs[k] as rapl_read
+ * would set them.
+ */
+void rapl_read_many(struct rapl *r, const unsigned *pkgs, unsigned n,
+    uint64_t *cpu_uj, uint64_t *dram_uj, int *rc, struct zerr *const *errs);
+
 int rapl_sample_batch(struct rapl *r, const unsigned *idx, unsigned n,
     int (*fetch)(void *arg, struct rapl_raw_sample *raw), void *arg,
     struct rapl_raw_sample *raw, struct rapl_sample *out, int *rc,

@@ -33,6 +33,29 @@ psrapl_read(void *ctx, unsigned pkg, enum rapl_zone zone, uint64_t *raw,
 	return 0;
 }
 
+static int
+psrapl_read_many(void *ctx, uint64_t pkg_mask, struct rapl_raw_sample *raw,
+    struct zerr *err)
+{
+	struct psrapl *p = ctx;
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	psmsg_request_init(&req, PSMSG_SAMPLE, 0);
+	req.pkg_mask = pkg_mask;
+	pschan_call(p->pool, &req, &rep);
+	for (unsigned i = 0; i < p->n; i++) {
+		if (!(pkg_mask >> i & 1))
+			continue;
+		raw[i].ok = rep.pkg_ok >> i & 1;
+		raw[i].cpu_raw = rep.cpu_raw[i];
+		raw[i].dram_raw = rep.dram_raw[i];
+		raw[i].mono_ns = rep.mono_ns[i];
+	}
+	(void)err;
+	return 0;
+}
+
 static const char *
 psrapl_label(void *ctx, unsigned pkg, enum rapl_zone zone)
 {
@@ -82,5 +105,6 @@ const struct rapl_source_ops psrapl_ops = {
 	.name = "remote",
 	.read = psrapl_read,
 	.label = psrapl_label,
+	.read_many = psrapl_read_many,
 	.destroy = psrapl_destroy,
 };

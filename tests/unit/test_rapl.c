@@ -990,8 +990,8 @@ script_read(void *ctx, unsigned pkg, enum rapl_zone zone, uint64_t *raw,
 	return 0;
 }
 
-static const struct rapl_source_ops script_ops = { "script", script_read,
-	NULL, NULL };
+static const struct rapl_source_ops script_ops = { .name = "script",
+	.read = script_read };
 
 static void
 test_source_errors_and_validation(void **state)
