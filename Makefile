@@ -5,11 +5,13 @@
 #   make package  Debian packages in build-deb/ (from a copy of the tree),
 #               lintian, and their tests (about a minute)
 #   make bench  benchmarks (docs/performance.md): bench-http (against
-#               nginx), bench-metrics (scrapes), bench-streams (SSE, long)
+#               nginx), bench-metrics (scrapes), bench-privsep (against
+#               --no-privsep), bench-streams (SSE, long)
 BUILD ?= build
 ASAN ?= build-asan
 
-.PHONY: all deps run check package bench bench-http bench-streams bench-metrics clean fuzz
+.PHONY: all deps run check package bench bench-http bench-streams bench-metrics \
+	bench-privsep clean fuzz
 
 all: deps
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) >/dev/null
@@ -29,7 +31,7 @@ package:
 	@scripts/deps.sh package
 	@scripts/package.sh
 
-bench: bench-http bench-metrics bench-streams
+bench: bench-http bench-metrics bench-privsep bench-streams
 
 bench-http:
 	@scripts/deps.sh bench
@@ -42,6 +44,11 @@ bench-metrics bench-streams: all
 	@meson configure build-bench -Dbench=true >/dev/null
 	@ninja -C build-bench >/dev/null
 	@bench/$(@:bench-%=%)_bench.sh build-bench
+
+# builds build-bench/ itself, as bench/run.sh does
+bench-privsep:
+	@scripts/deps.sh build
+	@bench/privsep_bench.sh
 
 fuzz:
 	@scripts/fuzz.sh

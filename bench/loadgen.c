@@ -16,7 +16,9 @@
  * bench/run.sh builds it with `cc -O2` and reads the one machine-readable
  * line it prints per run (key=value pairs). With -P PID it also reports the
  * CPU time the server process used during the measured window, per request
- * (utime+stime from /proc/PID/stat).
+ * (utime+stime from /proc/PID/stat); -P may be given more than once (a
+ * server split into processes, bench/privsep_bench.sh) and the processes'
+ * times are summed.
  *
  * Usage: loadgen (-u PATH | -t HOST:PORT) [-c CONNS] [-d SECONDS | -n COUNT]
  *                [-w WARMUP_S] [-m GET|POST] [-p TARGET] [-P PID]
@@ -47,6 +49,7 @@
 #define LG_BUF_SIZE 16384 /* status line + headers must fit */
 #define LG_MAX_TARGET 2048
 #define LG_MAX_ERRORS 1000 /* transport errors before giving up */
+#define LG_MAX_PIDS 8      /* -P given more than once: times summed */
 
 struct lg_opts {
 	const char *uds_path;
@@ -59,7 +62,8 @@ struct lg_opts {
 	const char *method;
 	const char *target;
 	const char *label;
-	long server_pid;
+	long server_pids[LG_MAX_PIDS];
+	unsigned nserver_pids;
 	bool print_body;
 };
 
@@ -121,7 +125,7 @@ lg_usage(void)
 {
 	fprintf(stderr, "usage: loadgen (-u PATH | -t HOST:PORT) [-c CONNS] "
 	    "[-d SECONDS | -n COUNT] [-w WARMUP_S] [-m GET|POST] [-p TARGET] "
-	    "[-P PID] [-l LABEL] [-b]\n");
+	    "[-P PID]... [-l LABEL] [-b]\n");
 	exit(2);
 }
 
@@ -168,8 +172,7 @@ static void
 lg_parse_args(int argc, char **argv, struct lg_opts *o)
 {
 	*o = (struct lg_opts){ .conns = 1, .duration_s = 2, .warmup_s = 0.2,
-	    .method = "GET", .target = "/time", .label = "-",
-	    .server_pid = -1 };
+	    .method = "GET", .target = "/time", .label = "-" };
 	int c;
 	while ((c = getopt(argc, argv, "u:t:c:d:n:w:m:p:P:l:b")) != -1) {
 		switch (c) {
@@ -181,7 +184,12 @@ lg_parse_args(int argc, char **argv, struct lg_opts *o)
 		case 'w': o->warmup_s = lg_parse_secs(optarg); break;
 		case 'm': o->method = optarg; break;
 		case 'p': o->target = optarg; break;
-		case 'P': o->server_pid = (long)lg_parse_u64(optarg, INT_MAX); break;
+		case 'P':
+			if (o->nserver_pids == LG_MAX_PIDS)
+				lg_usage();
+			o->server_pids[o->nserver_pids++] =
+			    (long)lg_parse_u64(optarg, INT_MAX);
+			break;
 		case 'l': o->label = optarg; break;
 		case 'b': o->print_body = true; break;
 		default: lg_usage();
@@ -543,6 +551,22 @@ lg_proc_cpu_ticks(long pid)
 	return (long long)(ut + stt);
 }
 
+/* The sum over the -P processes, or -1 (none given, or one is gone). */
+static long long
+lg_server_cpu_ticks(const struct lg_opts *o)
+{
+	long long sum = 0;
+	if (o->nserver_pids == 0)
+		return -1;
+	for (unsigned i = 0; i < o->nserver_pids; i++) {
+		long long t = lg_proc_cpu_ticks(o->server_pids[i]);
+		if (t < 0)
+			return -1;
+		sum += t;
+	}
+	return sum;
+}
+
 static int
 lg_cmp_u64(const void *a, const void *b)
 {
@@ -667,12 +691,10 @@ main(int argc, char **argv)
 		free(g.st.samples);
 		g.st = (struct lg_stats){ 0 };
 	}
-	long long cpu0 = g.o.server_pid > 0 ?
-	    lg_proc_cpu_ticks(g.o.server_pid) : -1;
+	long long cpu0 = lg_server_cpu_ticks(&g.o);
 	lg_phase(&g, g.o.duration_s, g.o.count);
 	uint64_t end = lg_now_ns();
-	long long cpu1 = g.o.server_pid > 0 ?
-	    lg_proc_cpu_ticks(g.o.server_pid) : -1;
+	long long cpu1 = lg_server_cpu_ticks(&g.o);
 	int rc = 0;
 	if (g.o.print_body)
 		rc = g.st.non2xx || g.st.transport_errors ? 1 : 0;

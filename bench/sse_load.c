@@ -7,11 +7,13 @@
  * during a measurement window after a warm-up, counts `data:` events and
  * the gaps between consecutive events of the same connection and device
  * (`"gpu_id":N`). With `--pid` it also reads that process's CPU time
- * (/proc/PID/stat utime+stime) over the window and its RSS at the end.
+ * (/proc/PID/stat utime+stime) over the window and its RSS at the end;
+ * `--pid` may be given more than once (a server split into processes,
+ * bench/privsep_bench.sh) and the figures are summed.
  * Prints one line of key=value figures.
  *
  *   sse_load --socket P --path TARGET --conns N [--duration S]
- *            [--warmup S] [--hz H] [--devices D] [--pid PID]
+ *            [--warmup S] [--hz H] [--devices D] [--pid PID]...
  *
  * "expected" is conns x devices x hz x window: one event per device per
  * sample, which holds when the value changes at every sample.
@@ -53,7 +55,9 @@ struct conn {
 static const char *opt_socket, *opt_path;
 static unsigned opt_conns = 100, opt_hz = 20, opt_devices = 1;
 static double opt_duration = 30, opt_warmup = 3;
-static long opt_pid = 0;
+#define LOAD_MAX_PIDS 8
+static long opt_pids[LOAD_MAX_PIDS];
+static unsigned opt_npids;
 
 static uint64_t win_start, win_end;
 static uint64_t n_events, n_keepalive, n_dropped, n_bad_status;
@@ -266,6 +270,34 @@ proc_status_kib(long pid, const char *key)
 	return v;
 }
 
+/* Sums over the --pid processes: false / -1 when one cannot be read. */
+static bool
+pids_cpu_ticks(uint64_t *ticks)
+{
+	uint64_t sum = 0, t;
+
+	for (unsigned i = 0; i < opt_npids; i++) {
+		if (!proc_cpu_ticks(opt_pids[i], &t))
+			return false;
+		sum += t;
+	}
+	*ticks = sum;
+	return true;
+}
+
+static long
+pids_status_kib(const char *key)
+{
+	long sum = 0, v;
+
+	for (unsigned i = 0; i < opt_npids; i++) {
+		if ((v = proc_status_kib(opt_pids[i], key)) < 0)
+			return -1;
+		sum += v;
+	}
+	return sum;
+}
+
 static double
 hist_pct(uint64_t total, double q)
 {
@@ -283,7 +315,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: sse_load --socket P --path TARGET --conns N "
-	    "[--duration S] [--warmup S] [--hz H] [--devices D] [--pid PID]\n");
+	    "[--duration S] [--warmup S] [--hz H] [--devices D] "
+	    "[--pid PID]...\n");
 	exit(2);
 }
 
@@ -309,8 +342,11 @@ parse_args(int argc, char **argv)
 			opt_hz = (unsigned)strtoul(v, NULL, 10);
 		else if (strcmp(k, "--devices") == 0)
 			opt_devices = (unsigned)strtoul(v, NULL, 10);
-		else if (strcmp(k, "--pid") == 0)
-			opt_pid = strtol(v, NULL, 10);
+		else if (strcmp(k, "--pid") == 0) {
+			if (opt_npids == LOAD_MAX_PIDS)
+				usage();
+			opt_pids[opt_npids++] = strtol(v, NULL, 10);
+		}
 		else
 			usage();
 	}
@@ -372,7 +408,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 		if (win_start != 0 && ticks0 == 0 && t >= win_start &&
-		    opt_pid > 0 && !proc_cpu_ticks(opt_pid, &ticks0))
+		    opt_npids > 0 && !pids_cpu_ticks(&ticks0))
 			ticks0 = 1;
 		if (win_start != 0 && t >= win_end)
 			break;
@@ -387,14 +423,14 @@ main(int argc, char **argv)
 				conn_read(c, ep, buf, sizeof(buf), t);
 		}
 	}
-	if (opt_pid > 0)
-		(void)proc_cpu_ticks(opt_pid, &ticks1);
+	if (opt_npids > 0)
+		(void)pids_cpu_ticks(&ticks1);
 	for (unsigned i = 0; i < LOAD_HIST_N; i++)
 		hsum += hist[i];
 	{
 		double win = opt_duration;
 		double expected = (double)opt_conns * opt_devices * opt_hz * win;
-		double cpu = opt_pid > 0 && ticks1 >= ticks0 ?
+		double cpu = opt_npids > 0 && ticks1 >= ticks0 ?
 		    100.0 * (double)(ticks1 - ticks0) /
 		    (double)sysconf(_SC_CLK_TCK) / win : -1;
 
@@ -406,8 +442,8 @@ main(int argc, char **argv)
 		    n_events, expected, n_events / expected, n_keepalive,
 		    hist_pct(hsum, 0.5), hist_pct(hsum, 0.99),
 		    hist_pct(hsum, 0.999), cpu,
-		    opt_pid > 0 ? proc_status_kib(opt_pid, "VmRSS:") / 1024.0 : -1,
-		    opt_pid > 0 ? proc_status_kib(opt_pid, "VmHWM:") / 1024.0 : -1);
+		    opt_npids > 0 ? pids_status_kib("VmRSS:") / 1024.0 : -1,
+		    opt_npids > 0 ? pids_status_kib("VmHWM:") / 1024.0 : -1);
 	}
 	for (unsigned i = 0; i < opened; i++)
 		close(conns[i].fd);
