@@ -282,9 +282,7 @@ serve_main(int argc, char **argv)
 		}
 		break;
 	}
-	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
-	notify_send("STOPPING=1");
-	notify_status("Stopping (signal %d)", sig);
+	notify_stopping(sig);
 	watchdog_stop();	/* the loop is about to stop answering */
 	/*
 	 * Overrides first: a request blocked in one gets its (failed)

@@ -144,3 +144,11 @@ notify_status(const char *fmt, ...)
 	va_end(ap);
 	notify_send(buf);
 }
+
+void
+notify_stopping(int sig)
+{
+	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
+	notify_send("STOPPING=1");
+	notify_status("Stopping (signal %d)", sig);
+}

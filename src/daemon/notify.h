@@ -46,6 +46,9 @@ void notify_send(const char *state);
 void notify_relay_to(void (*fn)(const char *state));
 
 /* notify_send of "STATUS=<formatted>". */
+/* A stop begins: logged (shutting_down), STOPPING=1 and a status. */
+void notify_stopping(int sig);
+
 void notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

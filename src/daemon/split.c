@@ -419,9 +419,7 @@ split_device_loop(const struct zeusd_config *cfg, struct node *node,
 		}
 		break;
 	}
-	zlog(ZLOG_INFO, "shutting_down", "signal=%d", sig);
-	notify_send("STOPPING=1");
-	notify_status("Stopping (signal %d)", sig);
+	notify_stopping(sig);
 	/*
 	 * Override commands first, as in one process (main.c): a request
 	 * blocked in one gets its (failed) answer at once instead of holding
