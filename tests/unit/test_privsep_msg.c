@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "common/procstat.h"
 #include "devices/gpu.h"
 #include "devices/rapl.h"
 #include "privsep/exec.h"
@@ -902,6 +903,27 @@ test_exec_defends(void **state)
 	assert_int_equal(rcheck(&rep, 42, PSMSG_SAMPLE), 0);
 }
 
+/* The device process's own figures: no field, no device call. */
+static void
+test_proc(void **state)
+{
+	static struct psmsg_reply rep;
+	struct psmsg_request r;
+
+	psmsg_request_init(&r, PSMSG_PROC, 9);
+	assert_int_equal(check(&r), 0);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(total_calls(), 0);
+	assert_int_equal(rep.rc, 0);
+	assert_true(rep.p_ok & PROCSTAT_STAT);
+	assert_true(rep.p_rss > 0 && rep.p_fds > 0);
+	r.dev = 1;			/* it takes nothing */
+	assert_int_equal(check(&r), -1);
+	r.dev = 0;
+	r.pkg_mask = 1;
+	assert_int_equal(check(&r), -1);
+}
+
 int
 main(void)
 {
@@ -929,6 +951,7 @@ main(void)
 		cmocka_unit_test_setup(test_exec_sample, setup),
 		cmocka_unit_test_setup(test_forged_never_runs, setup),
 		cmocka_unit_test_setup(test_exec_defends, setup),
+		cmocka_unit_test_setup(test_proc, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
