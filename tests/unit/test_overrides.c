@@ -663,6 +663,7 @@ fake_info(struct gpu_backend *b, unsigned gpu, struct gpu_info *out,
 	struct fake *f = b->ctx;
 
 	f->reads++;
+	memset(out, 0, sizeof(*out));	/* as every backend fills it whole */
 	snprintf(out->name, sizeof(out->name), "Fake %u", gpu);
 	return 0;
 }
