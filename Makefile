@@ -43,7 +43,7 @@ bench-metrics bench-streams: all
 	@[ -f build-bench/build.ninja ] || meson setup build-bench -Dtests=false --buildtype=release >/dev/null
 	@meson configure build-bench -Dbench=true >/dev/null
 	@ninja -C build-bench >/dev/null
-	@bench/$(@:bench-%=%)_bench.sh build-bench
+	@bench/$(subst streams,stream,$(@:bench-%=%))_bench.sh build-bench
 
 # builds build-bench/ itself, as bench/run.sh does
 bench-privsep:

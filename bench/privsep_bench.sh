@@ -70,6 +70,10 @@ trap cleanup EXIT
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$root" -Dtests=false --buildtype=release >/dev/null
 fi
+# the bench programs (sse_load) are built only with -Dbench=true
+if ! grep -q "sse_load" "$build/build.ninja" 2>/dev/null; then
+	meson configure "$build" -Dbench=true >/dev/null
+fi
 ninja -C "$build" zeusd libnvml-sim.so sse_load >/dev/null
 zeusd=$build/zeusd
 lg=$tmp/loadgen
