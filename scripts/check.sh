@@ -42,6 +42,11 @@ unit build plain
 blackbox build plain
 unit build valgrind --wrap="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99"
 
+# the release build (make bench, packagers' -O3): only that it compiles,
+# since -O3 finds uninitialised-use warnings that -O2 does not
+echo "== release build"
+build build-release --buildtype=release -Dtests=false || exit 1
+
 build build-asan -Db_sanitize=address,undefined -Db_lundef=false || exit 1
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=87"

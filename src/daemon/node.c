@@ -446,7 +446,7 @@ static void
 node_sample_remote(struct node *node, struct node_fetch *f)
 {
 	struct node_sample *out = f->out;
-	struct rapl_raw_sample raw[PSMSG_MAX_PKGS];
+	struct rapl_raw_sample raw[PSMSG_MAX_PKGS] = { { 0 } };
 	struct rapl_sample rs[PSMSG_MAX_PKGS];
 	int rc[PSMSG_MAX_PKGS];
 

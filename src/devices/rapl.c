@@ -392,7 +392,7 @@ rapl_read_many(struct rapl *r, const unsigned *pkgs, unsigned n,
     uint64_t *cpu_uj, uint64_t *dram_uj, int *rc, struct zerr *const *errs)
 {
 	unsigned idx[64], m = 0;
-	struct rapl_raw_sample raw[64];
+	struct rapl_raw_sample raw[64] = { { 0 } };
 	struct rapl_sample s[64];
 	int src[64];
 	struct zerr err;
