@@ -37,6 +37,7 @@
 #include "policy.h"
 #include "router.h"
 #include "server.h"
+#include "streams.h"
 
 /* ---- What a handler may know of the server ------------------------------- */
 
@@ -319,6 +320,26 @@ request_reply_busy(struct request *req, const struct zerr *err)
 {
 	request_reply(req, zerr_http_status(err->kind), json_pack("{s:s}",
 	    "error", err->msg), MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
+/*
+ * The SSE body is built by streams.c, whose reader suspends and resumes the
+ * connection itself (and sets Content-Type and Cache-Control); this only
+ * subscribes and queues it like every other answer.
+ */
+void
+request_reply_stream(struct request *req, enum streams_kind kind,
+    const unsigned *idx, unsigned n)
+{
+	struct MHD_Response *resp;
+	struct zerr err;
+
+	if (streams_subscribe(req->srv->streams, kind, idx, n, req->conn,
+	    &resp, &err) != 0) {
+		request_reply_error(req, &err);
+		return;
+	}
+	request_queue(req, 200, resp);
 }
 
 /* ---- Deferring ----------------------------------------------------------- */

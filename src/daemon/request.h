@@ -26,6 +26,7 @@
 
 #include "common/err.h"
 #include "groups.h"
+#include "streams.h"		/* enum streams_kind */
 
 struct MHD_Connection;
 struct server;
@@ -87,6 +88,14 @@ void request_reply_unauthorized(struct request *req, const struct zerr *err);
 
 /* Answers `{"error": msg}` with err's status (503) and `Retry-After: 1`. */
 void request_reply_busy(struct request *req, const struct zerr *err);
+
+/*
+ * Answers 200 with a never-ending Server-Sent Events body: subscribes the
+ * connection to devices idx[0..n-1] of `kind` (streams.h, which writes the
+ * events from then on), or answers the subscription's error.
+ */
+void request_reply_stream(struct request *req, enum streams_kind kind,
+    const unsigned *idx, unsigned n);
 
 /*
  * Suspends the connection until `n` completions arrive (n >= 1), then calls
