@@ -4,7 +4,6 @@
  */
 #include "auth_gate.h"
 
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -12,10 +11,10 @@
 #include "auth.h"
 #include "request.h"
 #include "router.h"
-#include "server.h"
 
 int
-auth_gate_check(struct request *req, const struct route *r)
+auth_gate_check(struct request *req, const struct auth_key *key,
+    const struct route *r)
 {
 	struct auth_claims *claims;
 	const char *hdr, *token;
@@ -23,8 +22,7 @@ auth_gate_check(struct request *req, const struct route *r)
 	struct zerr err;
 	char msg[512];
 
-	hdr = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-	    MHD_HTTP_HEADER_AUTHORIZATION);
+	hdr = request_header(req, "Authorization");
 	if (hdr == NULL) {
 		zerr_set(&err, ZERR_UNAUTHENTICATED,
 		    "Missing Authorization: Bearer token.");
@@ -40,7 +38,7 @@ auth_gate_check(struct request *req, const struct route *r)
 		request_reply_error(req, &err);
 		return -1;
 	}
-	if (auth_verify(req->srv->key, token, len, time(NULL), claims,
+	if (auth_verify(key, token, len, time(NULL), claims,
 	    &err) != 0) {
 		free(claims);
 		request_reply_unauthorized(req, &err);

@@ -12,7 +12,6 @@
 #include "handlers_util.h"
 #include "node.h"
 #include "request.h"
-#include "server.h"
 
 void *
 batch_state(struct request *req, size_t size, void (*hctx_free)(void *hctx))
@@ -54,7 +53,7 @@ batch_add_gpu(struct batch *b, struct gpu_cmd *cmd)
 {
 	struct zerr err;
 
-	return batch_reserved(b, node_gpu_reserve(b->req->srv->node, &b->wb,
+	return batch_reserved(b, node_gpu_reserve(request_node(b->req), &b->wb,
 	    cmd, &err), &err);
 }
 
@@ -63,7 +62,7 @@ batch_add_cpu(struct batch *b, struct cpu_cmd *cmd)
 {
 	struct zerr err;
 
-	return batch_reserved(b, node_cpu_reserve(b->req->srv->node, &b->wb,
+	return batch_reserved(b, node_cpu_reserve(request_node(b->req), &b->wb,
 	    cmd, &err), &err);
 }
 
@@ -122,7 +121,7 @@ int
 batch_cpu_errors(struct request *req, const struct cpu_cmd *cmds,
     unsigned n)
 {
-	const struct node *node = req->srv->node;
+	const struct node *node = request_node(req);
 	struct handlers_errors agg;
 
 	handlers_errors_init(&agg);

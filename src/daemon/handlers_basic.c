@@ -18,7 +18,6 @@
 #include "peer.h"
 #include "query.h"
 #include "request.h"
-#include "server.h"
 
 static const struct query_spec no_params[] = { { NULL, Q_BOOL, false } };
 
@@ -83,7 +82,7 @@ discover_gpu(struct node *node, unsigned i)
 void
 handle_discover(struct request *req)
 {
-	struct node *node = req->srv->node;
+	struct node *node = request_node(req);
 	json_t *gpus = json_array(), *cpus = json_array(), *groups = json_array();
 
 	if (handlers_no_query(req) != 0) {
@@ -99,12 +98,12 @@ handle_discover(struct request *req)
 		    (json_int_t)rapl_package_id(node->rapl, i), "dram_available",
 		    rapl_has_dram(node->rapl, i)));
 	for (unsigned g = 0; g < GROUP_COUNT; g++)
-		if (req->srv->cfg->enabled & GROUP_BIT(g))
+		if (request_config(req)->enabled & GROUP_BIT(g))
 			json_array_append_new(groups,
 			    json_string(group_name((enum api_group)g)));
 	request_reply_json(req, 200, json_pack("{s:o,s:o,s:o,s:b}", "gpus",
 	    gpus, "cpus", cpus, "enabled_api_groups", groups, "auth_required",
-	    req->srv->key != NULL));
+	    request_auth_on(req)));
 }
 
 void
@@ -162,7 +161,7 @@ handle_whoami(struct request *req)
 		json_object_set_new(body, "gid", json_integer(p->gid));
 		json_object_set_new(body, "pid", json_integer(p->pid));
 		json_object_set_new(body, "node_policy",
-		    json_boolean(req->srv->policy != NULL));
+		    json_boolean(request_policy_on(req)));
 	}
 	request_reply_json(req, 200, body);
 }

@@ -20,7 +20,6 @@
 #include "node.h"
 #include "request.h"
 #include "router.h"
-#include "server.h"
 
 static const struct query_spec spec_energy[] = {
 	{ "cpu_ids", Q_IDS, false }, { "cpu", Q_BOOL, true },
@@ -45,7 +44,7 @@ static void
 cpu_finish(struct request *req)
 {
 	const struct cpu_batch *b = req->hctx;
-	const struct node *node = req->srv->node;
+	const struct node *node = request_node(req);
 	json_t *map;
 
 	if (batch_cpu_errors(req, b->cmds, b->n))
@@ -97,7 +96,8 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 	batch_init(&bt, req);
 	for (unsigned i = 0; i < ids.n; i++) {
 		cpu_cmd_init(&b->cmds[i], op, ids.ids[i], batch_cpu_done, req);
-		b->cmds[i].period_ms = 1000 / req->srv->cfg->cpu_power_poll_hz;
+		b->cmds[i].period_ms = 1000 /
+		    request_config(req)->cpu_power_poll_hz;
 		if (batch_add_cpu(&bt, &b->cmds[i]) != 0)
 			return;
 	}

@@ -39,7 +39,6 @@
 #include "query.h"
 #include "request.h"
 #include "router.h"
-#include "server.h"
 
 #define P_IDS { "gpu_ids", Q_IDS, true }
 #define P_BLOCK { "block", Q_BOOL, true }
@@ -81,7 +80,7 @@ gpu_done_request(struct gpu_cmd *cmd, void *arg)
 
 	/* before the next command on this GPU runs: see lease.c */
 	if (cmd->op == GPU_CMD_WRITE && p != NULL)
-		leases_note(req->srv->leases, p->kind == PEER_UNIX, p->uid,
+		leases_note(request_leases(req), p->kind == PEER_UNIX, p->uid,
 		    cmd);
 	request_complete_one(req);
 }
@@ -189,7 +188,7 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 		if (w != NULL) {
 			gpu_cmd_set_write(&b->cmds[i], w, NULL);
 			b->cmds[i].want_before = audit_enabled() ||
-			    req->srv->leases != NULL;
+			    request_leases(req) != NULL;
 		}
 		if (batch_add_gpu(&bt, &b->cmds[i]) != 0)
 			return;
@@ -204,7 +203,7 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 {
 	struct gpu_cmd *cmds[QUERY_MAX_IDS];
 	struct gpu_nb *whos[QUERY_MAX_IDS];
-	bool ctx = audit_enabled() || req->srv->leases != NULL;
+	bool ctx = audit_enabled() || request_leases(req) != NULL;
 	struct batch bt;
 	unsigned n;
 
@@ -221,7 +220,7 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 		if (whos[n] != NULL) {
 			audit_who_fill(&whos[n]->who, request_peer(req),
 			    req->claims);
-			whos[n]->leases = req->srv->leases;
+			whos[n]->leases = request_leases(req);
 		}
 		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],
 		    gpu_done_log_free, whos[n]);
@@ -314,7 +313,7 @@ handle_gpu_write(struct request *req)
 {
 	const enum gpu_write_op op = (enum gpu_write_op)req->route->op;
 	const struct query_spec *spec = gpu_write_specs[op];
-	struct node *node = req->srv->node;
+	struct node *node = request_node(req);
 	struct query_values qv;
 	struct gpu_write w;
 	struct id_list ids;
@@ -335,7 +334,7 @@ handle_gpu_write(struct request *req)
 		w.min_clock_mhz = qv.v[2].u32;
 		w.max_clock_mhz = qv.v[3].u32;
 	}
-	if (req->srv->leases != NULL && leases_claim(req->srv->leases,
+	if (request_leases(req) != NULL && leases_claim(request_leases(req),
 	    request_peer(req), request_user_name(req), ids.ids, ids.n,
 	    &err) != 0) {
 		audit_refusal(req, ids.ids, ids.n, err.msg);
@@ -353,7 +352,7 @@ handle_gpu_read(struct request *req)
 {
 	const enum gpu_cmd_op op = (enum gpu_cmd_op)req->route->op;
 	const int rop = gpu_cmd_read_op(op);
-	struct node *node = req->srv->node;
+	struct node *node = request_node(req);
 	struct query_values qv;
 	struct id_list ids;
 

@@ -11,7 +11,6 @@
 #include "devices/rapl.h"
 #include "node.h"
 #include "request.h"
-#include "server.h"
 
 int
 handlers_parse(struct request *req, const struct query_spec *spec,
@@ -88,7 +87,7 @@ int
 handlers_pick_gpus(struct request *req, const struct query_value *v,
     struct id_list *out)
 {
-	const struct node *node = req->srv->node;
+	const struct node *node = request_node(req);
 	unsigned n = node->ngpu < QUERY_MAX_IDS ? node->ngpu : QUERY_MAX_IDS;
 	uint32_t avail[QUERY_MAX_IDS];
 
@@ -103,7 +102,7 @@ int
 handlers_pick_cpus(struct request *req, const struct query_value *v,
     struct id_list *out)
 {
-	const struct node *node = req->srv->node;
+	const struct node *node = request_node(req);
 	unsigned n = node->ncpu < QUERY_MAX_IDS ? node->ncpu : QUERY_MAX_IDS;
 	uint32_t avail[QUERY_MAX_IDS];
 

@@ -7,6 +7,11 @@
  * commands, and each command's completion calls request_complete_one() from
  * its worker thread; the last one resumes the connection, and the loop then
  * calls the `finish` function the handler registered, which answers.
+ *
+ * request.c implements all of it; server.c (libmicrohttpd glue) creates the
+ * request, runs it and frees it with the life-cycle functions at the end.
+ * Handlers include this header, not server.h: what they need of the server
+ * they reach through the accessors below.
  */
 #ifndef ZEUS_REQUEST_H
 #define ZEUS_REQUEST_H
@@ -21,6 +26,7 @@
 
 #include "common/err.h"
 #include "groups.h"
+#include "streams.h"		/* enum streams_kind */
 
 struct MHD_Connection;
 struct server;
@@ -28,6 +34,9 @@ struct route;
 struct auth_claims;
 struct conn;
 struct peer;
+struct node;
+struct leases;
+struct zeusd_config;
 
 #define REQUEST_PATH_MAX 256
 
@@ -38,7 +47,7 @@ enum request_phase {
 };
 
 struct request {
-	struct server *srv;
+	struct server *srv;		/* server.h; handlers: accessors */
 	struct MHD_Connection *conn;
 	enum request_phase phase;
 	char method[8];
@@ -51,7 +60,7 @@ struct request {
 	unsigned status;
 	const struct route *route;
 	const struct auth_claims *claims;	/* NULL when auth is off */
-	struct conn *cstate;		/* the connection's state (server.c) */
+	struct conn *cstate;		/* the connection's state (conn.h) */
 	atomic_uint pending;
 	void (*finish)(struct request *req);
 	void *hctx;			/* handler state while deferred */
@@ -81,11 +90,30 @@ void request_reply_unauthorized(struct request *req, const struct zerr *err);
 void request_reply_busy(struct request *req, const struct zerr *err);
 
 /*
+ * Answers 200 with a never-ending Server-Sent Events body: subscribes the
+ * connection to devices idx[0..n-1] of `kind` (streams.h, which writes the
+ * events from then on), or answers the subscription's error.
+ */
+void request_reply_stream(struct request *req, enum streams_kind kind,
+    const unsigned *idx, unsigned n);
+
+/*
  * Suspends the connection until `n` completions arrive (n >= 1), then calls
  * `finish` on the loop thread. Call before queueing the commands.
  */
 void request_defer(struct request *req, unsigned n,
     void (*finish)(struct request *req));
+
+/* The server's devices, configuration and GPU leases (NULL: no
+ * --gpu-leases); whether auth (a signing key) and a node policy are on. */
+struct node *request_node(const struct request *req);
+const struct zeusd_config *request_config(const struct request *req);
+struct leases *request_leases(const struct request *req);
+bool request_auth_on(const struct request *req);
+bool request_policy_on(const struct request *req);
+
+/* A request header's value (the first of its name), NULL when absent. */
+const char *request_header(const struct request *req, const char *name);
 
 /* The connection's peer (NULL if unknown). */
 const struct peer *request_peer(const struct request *req);
@@ -109,5 +137,43 @@ int request_check_gpus(struct request *req, const uint32_t *ids,
 
 /* One completion; safe from any thread. */
 void request_complete_one(struct request *req);
+
+/* ---- Life cycle: called by server.c only --------------------------------- */
+
+/*
+ * A new request on `conn` (state `cstate`, NULL for a refused connection)
+ * for request target `uri`: keeps the canonical path (or marks it bad) and
+ * the raw query. NULL when out of memory.
+ */
+struct request *request_new(struct server *srv, struct MHD_Connection *conn,
+    struct conn *cstate, const char *uri);
+
+/*
+ * Refuses requests whose framing or credentials another HTTP parser could
+ * read differently (request smuggling): answers 400 with `Connection: close`
+ * and marks the request never to be routed. Called once the headers are in.
+ */
+void request_check_framing(struct request *req);
+
+/*
+ * The node policy's scope decision for route `r` (NULL: unknown path): 0
+ * when it does not apply or the peer holds the scope, otherwise answers 403
+ * and returns -1.
+ */
+int request_check_scope(struct request *req, const struct route *r);
+
+/*
+ * Runs the whole request one step on the loop thread: a new one through
+ * `dispatch`, a resumed one through the finish function it deferred with.
+ * One that then has neither answered nor deferred is answered 500.
+ */
+void request_run(struct request *req, void (*dispatch)(struct request *req));
+
+/* The access log line (`aborted`: the response did not complete). */
+void request_log(const struct request *req, bool aborted);
+
+/* Frees the request and the handler state it holds; not its claims
+ * (auth_gate_release). */
+void request_free(struct request *req);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * server.c - libmicrohttpd glue: request life cycle, dispatch, answers.
+ * server.c - libmicrohttpd glue: the daemon, connections, dispatch.
  *
  * Threading: one internal epoll thread runs every callback below. Nothing here
  * blocks on hardware: handlers that need a device suspend the connection and
@@ -14,6 +14,10 @@
  *   access, last call  route, authorise, run the handler (phase REQ_NEW)
  *   access, resumed    run the handler's finish() (phase REQ_DEFERRED)
  *   completed callback log one line, free
+ *
+ * The request itself (its phases, the answers, the peer and node-policy
+ * checks) is request.c's; this file drives it from libmicrohttpd's
+ * callbacks and decides the route (router, auth gate, policy scope).
  */
 #include "server.h"
 
@@ -24,21 +28,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include "common/log.h"
-#include "audit.h"
-#include "auth.h"
 #include "auth_gate.h"
 #include "cli.h"
+#include "conn.h"
 #include "deadline.h"
 #include "peer.h"
 #include "peer_limit.h"
-#include "policy.h"
 #include "request.h"
 #include "router.h"
 #include "streams.h"
@@ -54,288 +54,6 @@
 #define SERVER_MAX_BODY 4096
 #define SERVER_REQUEST_TIMEOUT_S 10	/* ZEUSD_REQUEST_TIMEOUT_S overrides */
 #define SERVER_MAX_PER_PEER 64		/* ZEUSD_MAX_CONNS_PER_PEER overrides */
-
-/*
- * Per-connection state (libmicrohttpd's socket context), created when a
- * connection is accepted: who the peer is, whether the connection counts
- * against the peer's cap, and its whole-request deadline.
- */
-struct conn {
-	struct peer peer;
-	struct deadline_entry deadline;
-	bool counted;			/* in srv->peers */
-	/* a Unix peer's groups and name, looked up at its first request */
-	bool pp_ready;
-	struct policy_peer pp;
-	char user[64];
-};
-
-const struct peer *
-request_peer(const struct request *req)
-{
-	return req->cstate != NULL ? &req->cstate->peer : NULL;
-}
-
-/* The connection's groups and user name (one NSS lookup per connection). */
-static struct conn *
-server_conn_pp(struct request *req)
-{
-	struct conn *c = req->cstate;
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-
-	if (c == NULL || c->peer.kind != PEER_UNIX)
-		return NULL;
-	if (!c->pp_ready) {
-		policy_peer_init(&c->pp, c->peer.uid, c->peer.gid);
-		if (getpwuid_r(c->peer.uid, &pw, buf, sizeof(buf), &res) == 0 &&
-		    res != NULL)
-			snprintf(c->user, sizeof(c->user), "%s", pw.pw_name);
-		c->pp_ready = true;
-	}
-	return c;
-}
-
-const char *
-request_user_name(struct request *req)
-{
-	struct conn *c = server_conn_pp(req);
-
-	return c != NULL && c->user[0] != '\0' ? c->user : NULL;
-}
-
-group_set
-request_peer_scopes(struct request *req)
-{
-	struct conn *c = server_conn_pp(req);
-	group_set s;
-
-	if (req->srv->policy == NULL || c == NULL)
-		return req->srv->cfg->enabled;
-	s = policy_scopes(policy_holder_read(req->srv->policy), &c->pp);
-	policy_holder_done(req->srv->policy);
-	return s & req->srv->cfg->enabled;
-}
-
-/* "uid 1000 (alice)" for the messages of policy refusals. */
-static void
-server_who(struct request *req, char *buf, size_t size)
-{
-	const char *name = request_user_name(req);
-
-	snprintf(buf, size, "uid %u%s%s%s", (unsigned)req->cstate->peer.uid,
-	    name ? " (" : "", name ? name : "", name ? ")" : "");
-}
-
-/* Whether the node policy governs this request's peer at all. */
-static bool
-server_policy_applies(const struct request *req)
-{
-	return req->srv->policy != NULL && req->cstate != NULL &&
-	    req->cstate->peer.kind == PEER_UNIX && req->cstate->peer.uid != 0;
-}
-
-/* The policy's scope decision for a route: 0, or answered 403 and -1. */
-static int
-server_policy_scope(struct request *req, const struct route *r)
-{
-	struct conn *c;
-	group_set held;
-	char who[96], names[80], msg[400];
-	struct zerr err;
-
-	if (!server_policy_applies(req) || r == NULL ||
-	    r->access != ROUTE_SCOPE || r->group < 0)
-		return 0;
-	c = server_conn_pp(req);
-	held = policy_scopes(policy_holder_read(req->srv->policy), &c->pp);
-	policy_holder_done(req->srv->policy);
-	if (held & GROUP_BIT(r->group))
-		return 0;
-	server_who(req, who, sizeof(who));
-	group_set_format(held, names, sizeof(names));
-	snprintf(msg, sizeof(msg), "Forbidden: %s lacks scope '%s' on this "
-	    "node (the node policy grants it: %s)", who,
-	    group_name((enum api_group)r->group), held ? names : "nothing");
-	zerr_set(&err, ZERR_FORBIDDEN, "%s", msg);
-	if (r->group == GROUP_GPU_CONTROL)
-		audit_refusal(req, NULL, 0, err.msg);
-	request_reply_error(req, &err);
-	return -1;
-}
-
-int
-request_check_gpus(struct request *req, const uint32_t *ids, unsigned n)
-{
-	const struct route *r = req->route;
-	struct policy *pol;
-	struct conn *c;
-	char who[96];
-	struct zerr err;
-	unsigned bad = n;
-
-	if (!server_policy_applies(req) || r == NULL || r->group < 0)
-		return 0;
-	c = server_conn_pp(req);
-	pol = policy_holder_read(req->srv->policy);
-	for (unsigned i = 0; i < n && bad == n; i++)
-		if (!policy_allows(pol, &c->pp, (enum api_group)r->group,
-		    ids[i]))
-			bad = i;
-	policy_holder_done(req->srv->policy);
-	if (bad == n)
-		return 0;
-	server_who(req, who, sizeof(who));
-	zerr_set(&err, ZERR_FORBIDDEN, "Forbidden: %s holds scope '%s' but "
-	    "not on GPU %u (the node policy does not grant that GPU; name "
-	    "the granted GPUs in gpu_ids)", who,
-	    group_name((enum api_group)r->group), (unsigned)ids[bad]);
-	if (r->group == GROUP_GPU_CONTROL)
-		audit_refusal(req, &ids[bad], 1, err.msg);
-	request_reply_error(req, &err);
-	return -1;
-}
-
-static void
-server_queue_typed(struct request *req, unsigned status,
-    struct MHD_Response *resp, const char *content_type)
-{
-	if (resp == NULL) {
-		zlog(ZLOG_ERROR, "response_alloc_failed", "status=%u", status);
-		return;
-	}
-	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-	    content_type);
-	/* one answer per request, never while its commands are out */
-	assert(req->phase == REQ_NEW);
-	req->status = status;
-	req->phase = REQ_ANSWERED;
-	(void)MHD_queue_response(req->conn, status, resp);
-	MHD_destroy_response(resp);
-}
-
-static void
-server_queue(struct request *req, unsigned status, struct MHD_Response *resp)
-{
-	server_queue_typed(req, status, resp, "application/json");
-}
-
-void
-request_reply_text(struct request *req, unsigned status,
-    const char *content_type, char *text, size_t len)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, text,
-	    MHD_RESPMEM_MUST_FREE);
-
-	if (resp == NULL)
-		free(text);
-	server_queue_typed(req, status, resp, content_type);
-}
-
-/*
- * Encodes `body` (stolen; NULL: empty body) and queues it with `status` and,
- * when `hname` is given, one extra header.
- */
-static void
-server_reply(struct request *req, unsigned status, json_t *body,
-    const char *hname, const char *hvalue)
-{
-	struct MHD_Response *resp;
-	char *text = NULL;
-
-	if (body != NULL) {
-		text = json_dumps(body, JSON_COMPACT);
-		json_decref(body);
-		if (text == NULL) {
-			struct zerr e;
-
-			zerr_set(&e, ZERR_INTERNAL, "cannot encode JSON");
-			request_reply_error(req, &e);
-			return;
-		}
-		resp = MHD_create_response_from_buffer(strlen(text), text,
-		    MHD_RESPMEM_MUST_FREE);
-	} else {
-		resp = MHD_create_response_from_buffer(0, (void *)"",
-		    MHD_RESPMEM_PERSISTENT);
-	}
-	if (resp == NULL)
-		free(text);
-	else if (hname != NULL)
-		(void)MHD_add_response_header(resp, hname, hvalue);
-	server_queue(req, status, resp);
-}
-
-void
-request_reply_json(struct request *req, unsigned status, json_t *body)
-{
-	server_reply(req, status, body, NULL, NULL);
-}
-
-void
-request_reply_empty(struct request *req, unsigned status)
-{
-	server_reply(req, status, NULL, NULL, NULL);
-}
-
-void
-request_reply_error(struct request *req, const struct zerr *err)
-{
-	unsigned status = zerr_http_status(err->kind);
-
-	if (status == 200)
-		status = 500;
-	server_reply(req, status, json_pack("{s:s}", "error", err->msg), NULL,
-	    NULL);
-}
-
-void
-request_reply_method(struct request *req, const char *allow)
-{
-	server_reply(req, 405, json_pack("{s:s}", "error",
-	    "Method not allowed"), MHD_HTTP_HEADER_ALLOW, allow);
-}
-
-void
-request_reply_unauthorized(struct request *req, const struct zerr *err)
-{
-	server_reply(req, 401, json_pack("{s:s}", "error", err->msg),
-	    MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"zeusd\"");
-}
-
-/* A full device queue drains within about one command: retry in a second. */
-void
-request_reply_busy(struct request *req, const struct zerr *err)
-{
-	server_reply(req, zerr_http_status(err->kind), json_pack("{s:s}",
-	    "error", err->msg), MHD_HTTP_HEADER_RETRY_AFTER, "1");
-}
-
-void
-request_defer(struct request *req, unsigned n,
-    void (*finish)(struct request *req))
-{
-	assert(req->phase == REQ_NEW && n >= 1 && finish != NULL);
-	req->finish = finish;
-	req->phase = REQ_DEFERRED;
-	atomic_store(&req->pending, n);
-	atomic_fetch_add(&req->srv->deferred, 1);
-	MHD_suspend_connection(req->conn);
-}
-
-void
-request_complete_one(struct request *req)
-{
-	struct server *srv = req->srv;
-	unsigned left = atomic_fetch_sub(&req->pending, 1);
-
-	assert(left >= 1);	/* no more completions than request_defer's n */
-	if (left == 1) {
-		MHD_resume_connection(req->conn);
-		/* req may be gone from here on */
-		atomic_fetch_sub(&srv->deferred, 1);
-	}
-}
 
 static struct conn *
 server_conn_state(struct MHD_Connection *conn)
@@ -446,31 +164,11 @@ static void *
 server_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	struct server *srv = cls;
-	struct request *req = calloc(1, sizeof(*req));
-	const char *q;
-	size_t plen;
+	struct request *req = request_new(srv, conn, server_conn_state(conn),
+	    uri);
 
 	if (req == NULL)
 		return NULL;
-	clock_gettime(CLOCK_MONOTONIC, &req->t0);
-	req->srv = srv;
-	req->conn = conn;
-	req->cstate = server_conn_state(conn);
-	q = strchr(uri, '?');
-	plen = q ? (size_t)(q - uri) : strlen(uri);
-	if (router_canonical_path(uri, plen, req->path, sizeof(req->path)) != 0) {
-		req->bad_path = true;
-		snprintf(req->path, sizeof(req->path), "%.*s",
-		    (int)(plen > 128 ? 128 : plen), uri);
-	}
-	if (q != NULL) {
-		req->query_len = strlen(q + 1);
-		req->query = strdup(q + 1);
-		if (req->query == NULL) {
-			free(req);
-			return NULL;
-		}
-	}
 	atomic_fetch_add(&srv->active, 1);
 	return req;
 }
@@ -508,9 +206,9 @@ server_dispatch(struct request *req)
 		return;
 	}
 	if (srv->key != NULL && (r == NULL || r->access != ROUTE_OPEN) &&
-	    auth_gate_check(req, r) != 0)
+	    auth_gate_check(req, srv->key, r) != 0)
 		return;		/* answered 401/403 */
-	if (server_policy_scope(req, r) != 0)
+	if (request_check_scope(req, r) != 0)
 		return;		/* answered 403 */
 	if (r == NULL) {
 		zerr_set(&err, ZERR_NOT_FOUND, "Not found: %.128s", req->path);
@@ -522,60 +220,6 @@ server_dispatch(struct request *req)
 		return;
 	}
 	r->handle(req);
-}
-
-struct server_framing {
-	unsigned content_length, transfer_encoding, authorization;
-};
-
-static enum MHD_Result
-server_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
-    const char *value)
-{
-	struct server_framing *f = cls;
-
-	(void)kind;
-	(void)value;
-	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
-		f->content_length++;
-	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
-		f->transfer_encoding++;
-	else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
-		f->authorization++;
-	return MHD_YES;
-}
-
-/*
- * Refuses requests whose framing or credentials another HTTP parser could
- * read differently (request smuggling behind a proxy): more than one
- * Content-Length, Content-Length together with Transfer-Encoding, more than
- * one Transfer-Encoding or Authorization. libmicrohttpd would use the first
- * header and carry on; we answer 400 before reading any body, and the
- * response closes the connection, so nothing after the headers is ever
- * parsed as a request.
- */
-static void
-server_check_framing(struct request *req)
-{
-	struct server_framing f = { 0, 0, 0 };
-	const char *why = NULL;
-
-	(void)MHD_get_connection_values(req->conn, MHD_HEADER_KIND,
-	    server_count_header, &f);
-	if (f.content_length > 1)
-		why = "more than one Content-Length header";
-	else if (f.content_length > 0 && f.transfer_encoding > 0)
-		why = "both Content-Length and Transfer-Encoding";
-	else if (f.transfer_encoding > 1)
-		why = "more than one Transfer-Encoding header";
-	else if (f.authorization > 1)
-		why = "more than one Authorization header";
-	if (why == NULL)
-		return;
-	atomic_fetch_add(&req->srv->requests_refused, 1);
-	req->bad_path = true;	/* never routed */
-	server_reply(req, 400, json_pack("{s:s+}", "error",
-	    "Malformed request: ", why), MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
 static enum MHD_Result
@@ -595,7 +239,7 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 			memcpy(req->method, "?", 2);	/* never a route's */
 		else
 			memcpy(req->method, method, mlen + 1);
-		server_check_framing(req);	/* may answer 400 now */
+		request_check_framing(req);	/* may answer 400 now */
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
@@ -603,70 +247,11 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	switch (req->phase) {
-	case REQ_NEW:
-		/* the whole request is here: its deadline is met */
+	/* a new request is whole now: its deadline is met */
+	if (req->phase == REQ_NEW)
 		deadline_disarm(req->srv->deadlines, &req->cstate->deadline);
-		server_dispatch(req);
-		break;
-	case REQ_DEFERRED:
-		/* resumed only by the last completion */
-		assert(atomic_load(&req->pending) == 0);
-		req->phase = REQ_NEW;
-		req->finish(req);
-		break;
-	case REQ_ANSWERED:
-		break;
-	}
-	/*
-	 * A handler (or finish function) that neither answered nor deferred is
-	 * a bug; answer 500 rather than leave the client hanging.
-	 */
-	if (req->phase == REQ_NEW) {
-		struct zerr err;
-
-		zerr_set(&err, ZERR_INTERNAL, "internal: handler did not answer");
-		request_reply_error(req, &err);
-	}
+	request_run(req, server_dispatch);
 	return MHD_YES;
-}
-
-/* The access log line; nothing is formatted when its level is off. */
-static void
-server_log_request(const struct request *req,
-    enum MHD_RequestTerminationCode toe)
-{
-	enum zlog_level level = req->status >= 500 ? ZLOG_WARN : ZLOG_INFO;
-	const char *user = req->claims ? req->claims->sub : NULL;
-	const struct conn *c = req->cstate;
-	char qpath[320], quser[600], who[96], qname[160];
-	struct timespec now;
-	long long us;
-
-	if (!zlog_enabled(level))
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	us = (now.tv_sec - req->t0.tv_sec) * 1000000LL +
-	    (now.tv_nsec - req->t0.tv_nsec) / 1000;
-	/* the identity: token sub, peer uid/pid (and name once known), or
-	 * the TCP address */
-	who[0] = qname[0] = '\0';
-	if (c != NULL) {
-		who[0] = ' ';
-		peer_format(&c->peer, who + 1, sizeof(who) - 1);
-		if (c->user[0] != '\0') {
-			memcpy(qname, " name=", 7);
-			zlog_quote(qname + 6, sizeof(qname) - 6, c->user);
-		}
-	}
-	zlog(level, "request", "method=%s path=%s status=%u dur_us=%lld%s%s"
-	    "%s%s%s",
-	    req->method[0] ? req->method : "?",
-	    zlog_quote(qpath, sizeof(qpath), req->path), req->status, us,
-	    user ? " user=" : "",
-	    user ? zlog_quote(quser, sizeof(quser), user) : "", who, qname,
-	    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" :
-	    " aborted=true");
 }
 
 static void
@@ -690,12 +275,9 @@ server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	assert(atomic_load(&req->pending) == 0);
 	if (req->status != 0)
 		stats_record(&srv->stats, req->route, req->status);
-	server_log_request(req, toe);
-	if (req->hctx_free != NULL)
-		req->hctx_free(req->hctx);
+	request_log(req, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	auth_gate_release(req);
-	free(req->query);
-	free(req);
+	request_free(req);
 	*req_cls = NULL;
 	atomic_fetch_sub(&srv->active, 1);
 }

@@ -72,9 +72,9 @@ int streams_check_env(struct zerr *err);
  * Subscribes connection `conn` to devices `idx[0..n-1]` of `kind` (GPU
  * indices or RAPL package indices, valid and duplicate-free) and returns
  * the SSE response to queue (Content-Type and Cache-Control set). The
- * caller queues it and then destroys its reference as usual; the
- * subscription ends when libmicrohttpd frees the response. Fails after
- * streams_end_all.
+ * caller (request_reply_stream, request.c) queues it and then destroys its
+ * reference as usual; the subscription ends when libmicrohttpd frees the
+ * response. Fails after streams_end_all.
  */
 int streams_subscribe(struct streams *st, enum streams_kind kind,
     const unsigned *idx, unsigned n, struct MHD_Connection *conn,

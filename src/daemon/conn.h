@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * conn.h - one connection's state, shared by server.c (which creates it when
+ * libmicrohttpd accepts the connection and frees it when the connection
+ * closes) and request.c (which reads who the peer is and caches a Unix
+ * peer's groups and name there). Handlers never see it: they ask request.h.
+ */
+#ifndef ZEUS_CONN_H
+#define ZEUS_CONN_H
+
+#include <stdbool.h>
+
+#include "deadline.h"
+#include "peer.h"
+#include "policy.h"
+
+/*
+ * Per-connection state (libmicrohttpd's socket context), created when a
+ * connection is accepted: who the peer is, whether the connection counts
+ * against the peer's cap, and its whole-request deadline.
+ */
+struct conn {
+	struct peer peer;
+	struct deadline_entry deadline;
+	bool counted;			/* in srv->peers */
+	/* a Unix peer's groups and name, looked up at its first request */
+	bool pp_ready;
+	struct policy_peer pp;
+	char user[64];
+};
+
+#endif
