@@ -431,14 +431,8 @@ node_fetch_remote(void *arg, struct rapl_raw_sample *raw)
 	for (unsigned k = 0; k < f->npkgs; k++)
 		req.pkg_mask |= 1ull << f->pkgs[k];
 	pschan_call(f->node->pool, &req, &f->rep);
-	for (unsigned k = 0; raw != NULL && k < f->npkgs; k++) {
-		unsigned i = f->pkgs[k];
-
-		raw[k].ok = (f->rep.pkg_ok >> i) & 1;
-		raw[k].cpu_raw = f->rep.cpu_raw[i];
-		raw[k].dram_raw = f->rep.dram_raw[i];
-		raw[k].mono_ns = f->rep.mono_ns[i];
-	}
+	for (unsigned k = 0; raw != NULL && k < f->npkgs; k++)
+		psrapl_raw_of(&f->rep, f->pkgs[k], &raw[k]);
 	return 0;
 }
 

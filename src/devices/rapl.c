@@ -387,6 +387,16 @@ rapl_fetch_many(void *arg, struct rapl_raw_sample *raw)
 	return 0;
 }
 
+/* rapl_read of one package, DRAM where it has it (else *dram_uj = 0). */
+static int
+rapl_read_one(struct rapl *r, unsigned pkg, uint64_t *cpu_uj,
+    uint64_t *dram_uj, struct zerr *err)
+{
+	*dram_uj = 0;
+	return rapl_read(r, pkg, cpu_uj, pkg < rapl_count(r) &&
+	    rapl_has_dram(r, pkg) ? dram_uj : NULL, err);
+}
+
 void
 rapl_read_many(struct rapl *r, const unsigned *pkgs, unsigned n,
     uint64_t *cpu_uj, uint64_t *dram_uj, int *rc, struct zerr *const *errs)
@@ -402,12 +412,9 @@ rapl_read_many(struct rapl *r, const unsigned *pkgs, unsigned n,
 		if (pkgs[k] < rapl_count(r) && pkgs[k] < 64)
 			f.mask |= UINT64_C(1) << pkgs[k];
 	if (r->ops->read_many == NULL || f.mask == 0 || rapl_count(r) > 64) {
-		for (unsigned k = 0; k < n; k++) {
-			dram_uj[k] = 0;
-			rc[k] = rapl_read(r, pkgs[k], &cpu_uj[k],
-			    pkgs[k] < rapl_count(r) && rapl_has_dram(r, pkgs[k]) ?
-			    &dram_uj[k] : NULL, errs[k]);
-		}
+		for (unsigned k = 0; k < n; k++)
+			rc[k] = rapl_read_one(r, pkgs[k], &cpu_uj[k],
+			    &dram_uj[k], errs[k]);
 		return;
 	}
 	for (unsigned i = 0; i < rapl_count(r); i++)
@@ -422,15 +429,13 @@ rapl_read_many(struct rapl *r, const unsigned *pkgs, unsigned n,
 
 		while (j < m && idx[j] != pkgs[k])
 			j++;
-		dram_uj[k] = 0;
 		if (j < m && src[j] == 0) {
 			cpu_uj[k] = s[j].cpu_uj;
 			dram_uj[k] = s[j].has_dram ? s[j].dram_uj : 0;
 			rc[k] = 0;
 		} else		/* its own error, from its own read */
-			rc[k] = rapl_read(r, pkgs[k], &cpu_uj[k],
-			    pkgs[k] < rapl_count(r) && rapl_has_dram(r, pkgs[k]) ?
-			    &dram_uj[k] : NULL, errs[k]);
+			rc[k] = rapl_read_one(r, pkgs[k], &cpu_uj[k],
+			    &dram_uj[k], errs[k]);
 	}
 }
 

@@ -33,6 +33,16 @@ psrapl_read(void *ctx, unsigned pkg, enum rapl_zone zone, uint64_t *raw,
 	return 0;
 }
 
+void
+psrapl_raw_of(const struct psmsg_reply *rep, unsigned i,
+    struct rapl_raw_sample *out)
+{
+	out->ok = rep->pkg_ok >> i & 1;
+	out->cpu_raw = rep->cpu_raw[i];
+	out->dram_raw = rep->dram_raw[i];
+	out->mono_ns = rep->mono_ns[i];
+}
+
 static int
 psrapl_read_many(void *ctx, uint64_t pkg_mask, struct rapl_raw_sample *raw,
     struct zerr *err)
@@ -47,10 +57,7 @@ psrapl_read_many(void *ctx, uint64_t pkg_mask, struct rapl_raw_sample *raw,
 	for (unsigned i = 0; i < p->n; i++) {
 		if (!(pkg_mask >> i & 1))
 			continue;
-		raw[i].ok = rep.pkg_ok >> i & 1;
-		raw[i].cpu_raw = rep.cpu_raw[i];
-		raw[i].dram_raw = rep.dram_raw[i];
-		raw[i].mono_ns = rep.mono_ns[i];
+		psrapl_raw_of(&rep, i, &raw[i]);
 	}
 	(void)err;
 	return 0;

@@ -25,4 +25,8 @@ extern const struct rapl_source_ops psrapl_ops;
  */
 void *psrapl_create(struct pschan_pool *pool, const struct rapl *dev);
 
+/* Package i's counters in a PSMSG_SAMPLE reply (ok: the device read them). */
+void psrapl_raw_of(const struct psmsg_reply *rep, unsigned i,
+    struct rapl_raw_sample *out);
+
 #endif
