@@ -21,7 +21,8 @@
 #include "common/err.h"
 #include "msg.h"
 
-#define PSCHAN_EXIT_PEER 3	/* exit status: the device process is gone */
+#define PSCHAN_EXIT_PEER 1	/* exit status: the device process is gone,
+				 * as when the control channel says so */
 
 struct pschan_pool;
 
