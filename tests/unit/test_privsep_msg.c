@@ -17,12 +17,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/procstat.h"
 #include "devices/gpu.h"
 #include "devices/rapl.h"
+#include "privsep/control.h"
 #include "privsep/exec.h"
 #include "privsep/msg.h"
 
@@ -924,6 +927,117 @@ test_proc(void **state)
 	assert_int_equal(check(&r), -1);
 }
 
+/* ---- control channel ----------------------------------------------- */
+
+static void
+ctl_init(struct psctl_msg *m, uint32_t type, const char *text)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = PSCTL_MAGIC;
+	m->type = type;
+	snprintf(m->text, sizeof(m->text), "%s", text);
+}
+
+/* What the device process takes from the network process, and no more. */
+static void
+test_ctl_from_network(void **state)
+{
+	static struct psctl_msg m;
+	char why[128];
+
+	(void)state;
+	ctl_init(&m, PSCTL_NOTIFY, "READY=1");
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), 0);
+	ctl_init(&m, PSCTL_NOTIFY, "STATUS=Serving unix:/run/zeusd.sock");
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), 0);
+	ctl_init(&m, PSCTL_NOTIFY, "WATCHDOG=1");
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), 0);
+	ctl_init(&m, PSCTL_RELOADED, "");
+	m.value = 2;
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), 0);
+	/* another notification, or a prefix of an allowed one */
+	ctl_init(&m, PSCTL_NOTIFY, "MAINPID=1");
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
+	ctl_init(&m, PSCTL_NOTIFY, "READY=12");
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
+	/* a line break would smuggle a second assignment to systemd */
+	ctl_init(&m, PSCTL_NOTIFY, "STATUS=x\nMAINPID=1");
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
+	/* no NUL inside the text */
+	ctl_init(&m, PSCTL_NOTIFY, "");
+	memset(m.text, 'A', sizeof(m.text));
+	memcpy(m.text, "STATUS=", 7);
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
+	/* the device side's own message, fds, flags */
+	ctl_init(&m, PSCTL_RELOAD, "");
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
+	ctl_init(&m, PSCTL_NOTIFY, "READY=1");
+	assert_int_equal(psctl_check_from_network(&m, 1, why, sizeof(why)), -1);
+	m.flags = PSCTL_FD_KEY;
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
+}
+
+/* Size, magic and fds of what arrives: malformed ones close their fds. */
+static void
+test_ctl_recv(void **state)
+{
+	static struct psctl_msg m, in;
+	int sv[2], fds[PSCTL_MAX_FDS], extra[PSCTL_MAX_FDS + 1];
+	unsigned nfds;
+	char why[128];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	ctl_init(&m, PSCTL_RELOAD, "");
+	extra[0] = dup(0);
+	assert_int_equal(psctl_send(sv[0], &m, extra, 1), 0);
+	assert_int_equal(psctl_recv(sv[1], &in, fds, &nfds, why, sizeof(why)),
+	    1);
+	assert_int_equal(nfds, 1);
+	assert_int_equal(in.type, PSCTL_RELOAD);
+	close(fds[0]);
+	close(extra[0]);
+	/* short, and bad magic */
+	assert_int_equal(send(sv[0], &m, sizeof(m) - 1, 0),
+	    (ssize_t)sizeof(m) - 1);
+	assert_int_equal(psctl_recv(sv[1], &in, fds, &nfds, why, sizeof(why)),
+	    -1);
+	m.magic = 0;
+	assert_int_equal(send(sv[0], &m, sizeof(m), 0), (ssize_t)sizeof(m));
+	assert_int_equal(psctl_recv(sv[1], &in, fds, &nfds, why, sizeof(why)),
+	    -1);
+	/* more fds than a message carries: refused, all of them closed */
+	ctl_init(&m, PSCTL_RELOAD, "");
+	for (unsigned i = 0; i <= PSCTL_MAX_FDS; i++)
+		extra[i] = dup(0);
+	{
+		union {
+			char buf[CMSG_SPACE(sizeof(extra))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(extra));
+		memcpy(CMSG_DATA(c), extra, sizeof(extra));
+		assert_int_equal(sendmsg(sv[0], &mh, 0), (ssize_t)sizeof(m));
+	}
+	assert_int_equal(psctl_recv(sv[1], &in, fds, &nfds, why, sizeof(why)),
+	    -1);
+	assert_int_equal(nfds, 0);
+	for (unsigned i = 0; i <= PSCTL_MAX_FDS; i++)
+		close(extra[i]);
+	/* end of file */
+	close(sv[0]);
+	assert_int_equal(psctl_recv(sv[1], &in, fds, &nfds, why, sizeof(why)),
+	    0);
+	close(sv[1]);
+}
+
 int
 main(void)
 {
@@ -952,6 +1066,8 @@ main(void)
 		cmocka_unit_test_setup(test_forged_never_runs, setup),
 		cmocka_unit_test_setup(test_exec_defends, setup),
 		cmocka_unit_test_setup(test_proc, setup),
+		cmocka_unit_test(test_ctl_from_network),
+		cmocka_unit_test(test_ctl_recv),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
