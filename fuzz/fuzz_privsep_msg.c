@@ -173,8 +173,10 @@ run_one(const uint8_t *data, size_t size, const struct psmsg_limits *l)
 		n += (unsigned)__builtin_popcountll(r.pkg_mask);
 		n += (unsigned)__builtin_popcountll(r.pkg_mask & l->dram_mask);
 		must(calls == n);
-	} else if (r.op == PSMSG_PROC) {
-		must(calls == 0);	/* the process's own /proc, no device */
+	} else if (r.op == PSMSG_PROC || r.op == PSMSG_PEER) {
+		/* the process's own /proc, or NSS and /proc/PID/comm: no
+		 * device */
+		must(calls == 0);
 	} else {
 		must(calls == 1);
 	}
@@ -197,6 +199,9 @@ reply_one(const void *buf, size_t size, uint64_t id, uint32_t op)
 	must((rep.rc == 0 && rep.err_kind == ZERR_NONE) ||
 	    (rep.rc == -1 && rep.err_kind != ZERR_NONE));
 	must(rep.id == id && rep.op == op && rep.lost <= 1);
+	must(memchr(rep.i_user, '\0', sizeof(rep.i_user)) != NULL &&
+	    memchr(rep.i_comm, '\0', sizeof(rep.i_comm)) != NULL);
+	must(rep.i_ngids <= IDENTITY_MAX_GROUPS);
 }
 
 int

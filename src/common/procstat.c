@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -20,6 +21,22 @@ struct procstat_raw {
 	unsigned long long vsize;		/* bytes */
 	unsigned long long rss;			/* pages */
 };
+
+/* procstat_keep's descriptors; -1 until then (each read opens anew). */
+static int kept_stat = -1, kept_fds = -1;
+/* the directory's offset is shared: one listing at a time */
+static pthread_mutex_t kept_fds_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int
+procstat_keep(void)
+{
+	if (kept_stat < 0)
+		kept_stat = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (kept_fds < 0)
+		kept_fds = open("/proc/self/fd", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC);
+	return kept_stat >= 0 && kept_fds >= 0 ? 0 : -1;
+}
 
 /* A whole token of decimal digits that fits, or -1: no sign, no blanks. */
 static int
@@ -55,11 +72,15 @@ procstat_stat(struct procstat_raw *p)
 	ssize_t n;
 	int fd, field, got = 0;
 
-	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = fileio_read_all(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	if (kept_stat >= 0) {
+		/* a seq file: each read from offset 0 is a fresh snapshot */
+		n = fileio_pread_all(kept_stat, buf, sizeof(buf) - 1);
+	} else {
+		if ((fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)) < 0)
+			return -1;
+		n = fileio_read_all(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
 	if (n <= 0 || (size_t)n == sizeof(buf) - 1)
 		return -1;
 	buf[n] = '\0';
@@ -101,15 +122,48 @@ procstat_stat(struct procstat_raw *p)
 	return got == 5 ? 0 : -1;
 }
 
+/* Entries of the kept /proc/self/fd, from the start; -1 on failure. */
+static long
+procstat_count_kept(void)
+{
+	union {
+		char raw[4096];
+		struct dirent64 align;
+	} buf;
+	long n = 0;
+	ssize_t got;
+
+	pthread_mutex_lock(&kept_fds_lock);
+	if (lseek(kept_fds, 0, SEEK_SET) != 0) {
+		pthread_mutex_unlock(&kept_fds_lock);
+		return -1;
+	}
+	while ((got = getdents64(kept_fds, buf.raw, sizeof(buf.raw))) > 0) {
+		for (ssize_t off = 0; off < got;) {
+			const struct dirent64 *e =
+			    (const struct dirent64 *)(buf.raw + off);
+
+			if (e->d_reclen == 0 || e->d_reclen > got - off)
+				break;
+			n += e->d_name[0] != '.';
+			off += e->d_reclen;
+		}
+	}
+	pthread_mutex_unlock(&kept_fds_lock);
+	return got < 0 ? -1 : n;
+}
+
 /* Open descriptors, not counting the one that reads the directory. */
 static long
 procstat_open_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
 	long n = 0;
+	DIR *d;
 
-	if (d == NULL)
+	if (kept_fds >= 0)
+		return (n = procstat_count_kept()) > 0 ? n - 1 : -1;
+	if ((d = opendir("/proc/self/fd")) == NULL)
 		return -1;
 	while ((e = readdir(d)) != NULL)
 		if (e->d_name[0] != '.')

@@ -31,4 +31,15 @@ struct procstat {
 /* Fills what it can read of this process; the rest stays unset (ok). */
 void procstat_self(struct procstat *out);
 
+/*
+ * Opens /proc/self/stat and /proc/self/fd once, for good: procstat_self
+ * then reads them through these fds (pread, and getdents64 from the
+ * start) instead of opening them at each call, so that it keeps working
+ * in a process that has since lost its filesystem (the network process of
+ * a split daemon). Call it in the process whose figures are wanted (after
+ * a fork, in the child). Returns 0, or -1 when either could not be opened
+ * (procstat_self then opens them each time, as without this call).
+ */
+int procstat_keep(void);
+
 #endif

@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/identity.h"
 #include "common/log.h"
 #include "auth.h"
 #include "peer.h"
@@ -119,34 +119,24 @@ audit_enabled(void)
 }
 
 void
-audit_who_fill(struct audit_who *w, const struct peer *p,
-    const struct auth_claims *claims)
+audit_who_fill(struct audit_who *w, struct request *req)
 {
+	const struct peer *p = request_peer(req);
+
 	memset(w, 0, sizeof(*w));
-	if (claims != NULL)
-		snprintf(w->sub, sizeof(w->sub), "%s", claims->sub);
+	if (req->claims != NULL)
+		snprintf(w->sub, sizeof(w->sub), "%s", req->claims->sub);
 	if (p == NULL)
 		return;
 	if (p->kind == PEER_UNIX) {
-		struct passwd pw, *res = NULL;
-		char buf[4096], path[64];
-		ssize_t n;
-		int fd;
+		const struct identity *id = request_identity(req);
 
 		w->unix_peer = true;
 		w->uid = p->uid;
 		w->pid = p->pid;
-		if (getpwuid_r(p->uid, &pw, buf, sizeof(buf), &res) == 0 &&
-		    res != NULL)
-			snprintf(w->user, sizeof(w->user), "%s", pw.pw_name);
-		snprintf(path, sizeof(path), "/proc/%ld/comm", (long)p->pid);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-			n = read(fd, w->comm, sizeof(w->comm) - 1);
-			close(fd);
-			if (n > 0) {
-				w->comm[n] = '\0';
-				w->comm[strcspn(w->comm, "\n")] = '\0';
-			}
+		if (id != NULL) {
+			snprintf(w->user, sizeof(w->user), "%s", id->user);
+			snprintf(w->comm, sizeof(w->comm), "%s", id->comm);
 		}
 	} else if (p->kind == PEER_INET4 || p->kind == PEER_INET6) {
 		if (inet_ntop(p->kind == PEER_INET4 ? AF_INET : AF_INET6,
@@ -254,7 +244,7 @@ audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
 	/* the route's operation: "/gpu/set_power_limit" -> "set_power_limit" */
 	op = strrchr(req->path, '/');
 	snprintf(q, sizeof(q), "%s", op != NULL ? op + 1 : req->path);
-	audit_who_fill(&who, request_peer(req), req->claims);
+	audit_who_fill(&who, req);
 	if (n == 0)
 		audit_write(&who, AUDIT_NO_GPU, q, NULL, NULL, error,
 		    "refused");

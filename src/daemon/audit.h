@@ -29,7 +29,8 @@ struct audit_who {
 	uid_t uid;
 	pid_t pid;
 	char user[64];		/* "" when the uid has no passwd entry */
-	char comm[32];		/* /proc/PID/comm, "" when unreadable */
+	char comm[32];		/* /proc/PID/comm at the connection's first
+				 * request that needed it; "" when unreadable */
 	char sub[257];		/* token sub, "" without a token */
 	char addr[64];		/* TCP peer address, "" on the Unix socket */
 };
@@ -55,9 +56,12 @@ int audit_fileno(void);
 int audit_open_again(void);
 void audit_replace_fd(int fd);
 
-/* Fills `w` from a connection's peer and the request's token claims. */
-void audit_who_fill(struct audit_who *w, const struct peer *p,
-    const struct auth_claims *claims);
+/*
+ * Fills `w` from the request's peer (a Unix peer's user and command name as
+ * request_identity found them, once per connection) and token claims.
+ */
+struct request;
+void audit_who_fill(struct audit_who *w, struct request *req);
 
 /*
  * Writes one line. `before`/`requested` are JSON texts (numbers, booleans,
@@ -74,7 +78,6 @@ void audit_write(const struct audit_who *w, unsigned gpu, const char *op,
  * per GPU named (or one with "gpu": null), result "refused", and the
  * message the client got. Loop thread.
  */
-struct request;
 void audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
     const char *error);
 

@@ -23,10 +23,11 @@ struct conn {
 	struct peer peer;
 	struct deadline_entry deadline;
 	bool counted;			/* in srv->peers */
-	/* a Unix peer's groups and name, looked up at its first request */
+	/* a Unix peer's groups, name and command, looked up at its first
+	 * request that needs them (node_identity) */
 	bool pp_ready;
 	struct policy_peer pp;
-	char user[64];
+	struct identity id;
 };
 
 #endif

@@ -218,8 +218,7 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 			goto free;
 		}
 		if (whos[n] != NULL) {
-			audit_who_fill(&whos[n]->who, request_peer(req),
-			    req->claims);
+			audit_who_fill(&whos[n]->who, req);
 			whos[n]->leases = request_leases(req);
 		}
 		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],
@@ -250,7 +249,7 @@ gpu_write_finish(struct request *req)
 	if (audit_enabled()) {
 		struct audit_who who;
 
-		audit_who_fill(&who, request_peer(req), req->claims);
+		audit_who_fill(&who, req);
 		for (unsigned i = 0; i < b->n; i++)
 			gpu_audit(&who, &b->cmds[i], NULL);
 	}

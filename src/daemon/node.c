@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/identity.h"
 #include "common/procstat.h"
 #include "devices/amdsmi.h"
 #include "devices/cpu_cmd.h"
@@ -489,6 +490,31 @@ node_procstat(struct node *node, struct procstat *out)
 	out->vsize_bytes = rep.p_vsize;
 	out->open_fds = rep.p_fds;
 	out->max_fds = rep.p_max_fds;
+}
+
+void
+node_identity(struct node *node, uid_t uid, gid_t gid, pid_t pid,
+    struct identity *out)
+{
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	if (node->pool == NULL) {
+		identity_lookup(uid, gid, pid, out);
+		return;
+	}
+	psmsg_request_init(&req, PSMSG_PEER, 0);
+	req.peer_uid = (uint32_t)uid;
+	req.peer_gid = (uint32_t)gid;
+	req.peer_pid = pid > 0 ? (uint32_t)pid : 0;
+	pschan_call(node->pool, &req, &rep);
+	/* the reply check guarantees the NULs and 1..max groups */
+	memset(out, 0, sizeof(*out));
+	memcpy(out->user, rep.i_user, sizeof(out->user));
+	memcpy(out->comm, rep.i_comm, sizeof(out->comm));
+	out->ngids = rep.i_ngids;
+	for (unsigned i = 0; i < out->ngids; i++)
+		out->gids[i] = (gid_t)rep.i_gids[i];
 }
 
 void

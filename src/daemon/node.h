@@ -133,6 +133,15 @@ void node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
 struct procstat;
 void node_procstat(struct node *node, struct procstat *out);
 
+/*
+ * A local peer's user, groups and command name (common/identity.h): looked
+ * up here, or by the device process when the daemon is split (the network
+ * process has no filesystem and no NSS). Blocking.
+ */
+struct identity;
+void node_identity(struct node *node, uid_t uid, gid_t gid, pid_t pid,
+    struct identity *out);
+
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);
 

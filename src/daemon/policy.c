@@ -7,7 +7,9 @@
  * every scope known and every GPU id in range; the first fault fails the
  * load with its line. Lookups of names happen here, at load, so a request
  * never waits on NSS for anything but its own peer's groups (once per
- * connection, policy_peer_init).
+ * connection, identity.h). A split daemon's network process, which cannot
+ * look up names, gets the loaded policy from the device process as
+ * numeric ids (policy_format_numeric).
  */
 #include "policy.h"
 
@@ -272,9 +274,6 @@ policy_load_fd(int fd, const char *path, uid_t owner, struct policy **out,
     struct zerr *err)
 {
 	struct stat st;
-	char *buf;
-	ssize_t n;
-	int rc;
 
 	*out = NULL;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
@@ -287,6 +286,18 @@ policy_load_fd(int fd, const char *path, uid_t owner, struct policy **out,
 		    "mode %04o; the policy file must be owned by root (or the "
 		    "daemon's user) and writable by no one else", path,
 		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return policy_read_fd(fd, path, out, err);
+}
+
+int
+policy_read_fd(int fd, const char *path, struct policy **out,
+    struct zerr *err)
+{
+	char *buf;
+	ssize_t n;
+	int rc;
+
+	*out = NULL;
 	if ((buf = malloc(TOML_MAX_INPUT + 1)) == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	n = fileio_read_all(fd, buf, TOML_MAX_INPUT + 1);
@@ -320,21 +331,112 @@ policy_grants(const struct policy *p)
 }
 
 void
-policy_peer_init(struct policy_peer *pp, uid_t uid, gid_t gid)
+policy_peer_init(struct policy_peer *pp, uid_t uid, const struct identity *id)
 {
-	struct passwd pw, *res = NULL;
-	char buf[POLICY_NSS_BUF];
-	int n = POLICY_MAX_PEER_GROUPS;
+	unsigned n = id->ngids;
 
+	if (n == 0 || n > POLICY_MAX_PEER_GROUPS)
+		n = n == 0 ? 1 : POLICY_MAX_PEER_GROUPS;
 	pp->uid = uid;
-	pp->gids[0] = gid;
-	pp->ngids = 1;
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || res == NULL)
-		return;
-	/* a user in more groups than fit is judged by the first ones */
-	if (getgrouplist(pw.pw_name, gid, pp->gids, &n) < 0)
-		n = POLICY_MAX_PEER_GROUPS;
-	pp->ngids = n > 0 ? (unsigned)n : 1;
+	memcpy(pp->gids, id->gids, n * sizeof(pp->gids[0]));
+	pp->ngids = n;
+}
+
+/* Appends to a growing string; -1 when out of memory. */
+static int
+policy_emit(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+policy_emit(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return -1;
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return 0;
+		}
+		{
+			size_t ncap = *cap * 2 + (size_t)n;
+			char *nb = realloc(*buf, ncap);
+
+			if (nb == NULL)
+				return -1;
+			*buf = nb;
+			*cap = ncap;
+		}
+	}
+}
+
+/* `key = [1, 2]` of a grant's ids; nothing when there are none. */
+static int
+policy_emit_ids(char **buf, size_t *len, size_t *cap, const char *key,
+    const unsigned *ids, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (policy_emit(buf, len, cap, "%s = [", key) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (policy_emit(buf, len, cap, "%s%u", i ? ", " : "",
+		    ids[i]) != 0)
+			return -1;
+	return policy_emit(buf, len, cap, "]\n");
+}
+
+int
+policy_format_numeric(const struct policy *p, char **out, size_t *len,
+    struct zerr *err)
+{
+	size_t n = 0, cap = 4096;
+	char *buf = malloc(cap);
+	int rc = buf == NULL ? -1 : 0;
+
+	if (rc == 0)
+		buf[0] = '\0';
+	for (size_t i = 0; rc == 0 && i < p->ngrants; i++) {
+		const struct policy_grant *g = &p->grants[i];
+		const char *sep = "";
+
+		rc |= policy_emit(&buf, &n, &cap, "[[grant]]\n");
+		rc |= policy_emit_ids(&buf, &n, &cap, "users",
+		    (const unsigned *)g->uids, g->nuids);
+		rc |= policy_emit_ids(&buf, &n, &cap, "groups",
+		    (const unsigned *)g->gids, g->ngids);
+		rc |= policy_emit(&buf, &n, &cap, "scopes = [");
+		for (int sc = 0; rc == 0 && sc < GROUP_COUNT; sc++)
+			if (g->scopes & GROUP_BIT(sc)) {
+				rc |= policy_emit(&buf, &n, &cap, "%s\"%s\"",
+				    sep, group_name((enum api_group)sc));
+				sep = ", ";
+			}
+		rc |= policy_emit(&buf, &n, &cap, "]\n");
+		if (rc != 0 || g->all_gpus)
+			continue;
+		sep = "";
+		rc |= policy_emit(&buf, &n, &cap, "gpus = [");
+		for (unsigned k = 0; rc == 0 && k < POLICY_MAX_GPUS; k++)
+			if (g->gpus[k / 64] >> (k % 64) & 1) {
+				rc |= policy_emit(&buf, &n, &cap, "%s%u", sep,
+				    k);
+				sep = ", ";
+			}
+		rc |= policy_emit(&buf, &n, &cap, "]\n");
+	}
+	if (rc != 0) {
+		free(buf);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	*out = buf;
+	*len = n;
+	return 0;
 }
 
 static bool

@@ -28,10 +28,11 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "common/identity.h"
 #include "groups.h"
 
 #define POLICY_MAX_GPUS 256		/* GPU ids 0..255 */
-#define POLICY_MAX_PEER_GROUPS 64	/* groups of one peer looked at */
+#define POLICY_MAX_PEER_GROUPS IDENTITY_MAX_GROUPS
 
 struct policy;
 
@@ -62,17 +63,35 @@ int policy_load(const char *path, struct policy **out, struct zerr *err);
 int policy_load_fd(int fd, const char *path, uid_t owner, struct policy **out,
     struct zerr *err);
 
+/*
+ * Reads and parses an open file (at most 1 MiB) without the trust check:
+ * for text that a trusted process produced (policy_format_numeric).
+ */
+int policy_read_fd(int fd, const char *name, struct policy **out,
+    struct zerr *err);
+
 void policy_free(struct policy *p);
 
 /* Number of grants. */
 unsigned policy_grants(const struct policy *p);
 
 /*
- * Fills `pp` for a uid and primary gid: the supplementary groups come from
- * getgrouplist(3) for the uid's user name (none when the uid has no passwd
- * entry). Blocking NSS lookup: called once per connection.
+ * Fills `pp` for a uid and the groups identity_lookup found for it (the
+ * primary gid first; only it when the uid has no passwd entry).
  */
-void policy_peer_init(struct policy_peer *pp, uid_t uid, gid_t gid);
+void policy_peer_init(struct policy_peer *pp, uid_t uid,
+    const struct identity *id);
+
+/*
+ * The policy as a file of the same grammar with every user and group as a
+ * numeric id, in a malloc()ed string (*out, *len; NUL-terminated) that
+ * policy_parse turns into the same policy without any name lookup: the
+ * device process of a split daemon loads the real file (names resolved
+ * through NSS, trust-checked) and hands this to the network process,
+ * which has no filesystem. Returns 0, or -1 with `err` (out of memory).
+ */
+int policy_format_numeric(const struct policy *p, char **out, size_t *len,
+    struct zerr *err);
 
 /* The scopes the peer holds (every one for root). */
 group_set policy_scopes(const struct policy *p, const struct policy_peer *pp);

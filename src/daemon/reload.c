@@ -19,11 +19,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <string.h>
-#include <unistd.h>
-
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -182,6 +181,72 @@ reload_open(const char *path, const char *what, int *failed)
 	return fd;
 }
 
+/* Writes all of buf to a fresh memfd, seals it and rewinds it; -1 if not. */
+static int
+reload_memfd(const char *name, const char *buf, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t off = 0;
+
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The policy for the network process: loaded and trust-checked here, as
+ * in one process, then handed over as numeric text (policy.h).
+ */
+static int
+reload_policy_fd(const struct zeusd_config *cfg, int *failed)
+{
+	char qp[600], qe[2 * ZERR_MSG_MAX];
+	struct policy *p;
+	struct zerr err;
+	size_t len;
+	char *text;
+	int fd;
+
+	if (cfg->policy_file == NULL)
+		return -1;
+	zlog_quote(qp, sizeof(qp), cfg->policy_file);
+	if (policy_load(cfg->policy_file, &p, &err) != 0)
+		goto fail;
+	if (policy_format_numeric(p, &text, &len, &err) != 0) {
+		policy_free(p);
+		goto fail;
+	}
+	policy_free(p);
+	fd = reload_memfd("zeusd-policy", text, len);
+	free(text);
+	if (fd >= 0)
+		return fd;
+	zerr_set(&err, ZERR_INTERNAL, "cannot pass it on: %s",
+	    strerror(errno));
+fail:
+	zlog(ZLOG_WARN, "reload_failed", "file=%s what=policy_file error=%s "
+	    "msg=\"kept the previous policy\"", qp,
+	    zlog_quote(qe, sizeof(qe), err.msg));
+	(*failed)++;
+	return -1;
+}
+
 int
 reload_device(const struct zeusd_config *cfg, struct node *node,
     int fds[RELOAD_NFDS])
@@ -190,8 +255,7 @@ reload_device(const struct zeusd_config *cfg, struct node *node,
 
 	fds[RELOAD_FD_KEY] = reload_open(cfg->signing_key_path,
 	    "signing_key", &failed);
-	fds[RELOAD_FD_POLICY] = reload_open(cfg->policy_file, "policy_file",
-	    &failed);
+	fds[RELOAD_FD_POLICY] = reload_policy_fd(cfg, &failed);
 	fds[RELOAD_FD_AUDIT] = audit_open_again();
 	failed += cfg->audit_log != NULL && fds[RELOAD_FD_AUDIT] < 0;
 	return failed;
@@ -199,7 +263,7 @@ reload_device(const struct zeusd_config *cfg, struct node *node,
 
 int
 reload_network(const struct zeusd_config *cfg, struct server *srv,
-    const int fds[RELOAD_NFDS], uid_t owner)
+    const int fds[RELOAD_NFDS])
 {
 	char qp[600], qe[2 * ZERR_MSG_MAX];
 	struct auth_key *key;
@@ -226,8 +290,9 @@ reload_network(const struct zeusd_config *cfg, struct server *srv,
 	}
 	if (fds[RELOAD_FD_POLICY] >= 0 && srv->policy != NULL) {
 		zlog_quote(qp, sizeof(qp), cfg->policy_file);
-		if (policy_load_fd(fds[RELOAD_FD_POLICY], cfg->policy_file,
-		    owner, &pol, &err) != 0) {
+		/* the device process's numeric text: no names, no NSS */
+		if (policy_read_fd(fds[RELOAD_FD_POLICY], cfg->policy_file,
+		    &pol, &err) != 0) {
 			zlog(ZLOG_WARN, "reload_failed", "file=%s "
 			    "what=policy_file error=%s msg=\"kept the previous "
 			    "policy\"", qp, zlog_quote(qe, sizeof(qe), err.msg));

@@ -28,17 +28,18 @@ int reload_run(const struct zeusd_config *cfg, struct server *srv,
  * The same, split between the two processes (docs/design.md, "Two
  * processes"). The device process reloads the overrides and opens the
  * files the network process cannot: fds[] gets the key file, the policy
- * file and a new audit-log fd (-1 for each not configured or failed,
- * logged); returns its failures. The network process then applies the
- * files from those fds (the policy file may be owned by root or `owner`,
- * the daemon's user before the drop), takes the audit fd, and returns its
- * failures. Key and policy fds stay the caller's to close.
+ * and a new audit-log fd (-1 for each not configured or failed, logged);
+ * returns its failures. The policy is loaded and checked here (its names
+ * need NSS, which the network process lacks) and passed as a sealed memfd
+ * holding policy_format_numeric's text. The network process then applies
+ * the files from those fds, takes the audit fd, and returns its failures.
+ * Key and policy fds stay the caller's to close.
  */
 enum { RELOAD_FD_KEY, RELOAD_FD_POLICY, RELOAD_FD_AUDIT, RELOAD_NFDS };
 
 int reload_device(const struct zeusd_config *cfg, struct node *node,
     int fds[RELOAD_NFDS]);
 int reload_network(const struct zeusd_config *cfg, struct server *srv,
-    const int fds[RELOAD_NFDS], uid_t owner);
+    const int fds[RELOAD_NFDS]);
 
 #endif

@@ -23,7 +23,6 @@
 
 #include <assert.h>
 #include <microhttpd.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +32,7 @@
 #include "audit.h"
 #include "auth.h"
 #include "conn.h"
+#include "node.h"
 #include "peer.h"
 #include "policy.h"
 #include "router.h"
@@ -85,24 +85,32 @@ request_peer(const struct request *req)
 	return req->cstate != NULL ? &req->cstate->peer : NULL;
 }
 
-/* The connection's groups and user name (one NSS lookup per connection). */
+/*
+ * The connection's identity: one lookup per connection (node_identity: the
+ * device process's NSS and /proc when the daemon is split).
+ */
 static struct conn *
 request_conn_pp(struct request *req)
 {
 	struct conn *c = req->cstate;
-	struct passwd pw, *res = NULL;
-	char buf[4096];
 
 	if (c == NULL || c->peer.kind != PEER_UNIX)
 		return NULL;
 	if (!c->pp_ready) {
-		policy_peer_init(&c->pp, c->peer.uid, c->peer.gid);
-		if (getpwuid_r(c->peer.uid, &pw, buf, sizeof(buf), &res) == 0 &&
-		    res != NULL)
-			snprintf(c->user, sizeof(c->user), "%s", pw.pw_name);
+		node_identity(req->srv->node, c->peer.uid, c->peer.gid,
+		    c->peer.pid, &c->id);
+		policy_peer_init(&c->pp, c->peer.uid, &c->id);
 		c->pp_ready = true;
 	}
 	return c;
+}
+
+const struct identity *
+request_identity(struct request *req)
+{
+	struct conn *c = request_conn_pp(req);
+
+	return c != NULL ? &c->id : NULL;
 }
 
 const char *
@@ -110,7 +118,7 @@ request_user_name(struct request *req)
 {
 	struct conn *c = request_conn_pp(req);
 
-	return c != NULL && c->user[0] != '\0' ? c->user : NULL;
+	return c != NULL && c->id.user[0] != '\0' ? c->id.user : NULL;
 }
 
 group_set
@@ -506,9 +514,9 @@ request_log(const struct request *req, bool aborted)
 	if (c != NULL) {
 		who[0] = ' ';
 		peer_format(&c->peer, who + 1, sizeof(who) - 1);
-		if (c->user[0] != '\0') {
+		if (c->pp_ready && c->id.user[0] != '\0') {
 			memcpy(qname, " name=", 7);
-			zlog_quote(qname + 6, sizeof(qname) - 6, c->user);
+			zlog_quote(qname + 6, sizeof(qname) - 6, c->id.user);
 		}
 	}
 	zlog(level, "request", "method=%s path=%s status=%u dur_us=%lld%s%s"

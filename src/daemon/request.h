@@ -122,6 +122,13 @@ const struct peer *request_peer(const struct request *req);
 const char *request_user_name(struct request *req);
 
 /*
+ * A Unix peer's user, groups and command name, looked up at the first call
+ * on its connection; NULL for a TCP peer.
+ */
+struct identity;
+const struct identity *request_identity(struct request *req);
+
+/*
  * The scopes a Unix peer holds on this node: the node policy's grants
  * (--policy-file) or, without one, every enabled group.
  */

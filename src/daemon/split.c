@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/procstat.h"
 #include "devices/rapl.h"
 #include "overrides/reaper.h"
 #include "privsep/chan.h"
@@ -54,7 +56,6 @@ static struct {
 	const struct zeusd_config *cfg;
 	struct server *srv;
 	struct node *node;
-	uid_t owner;			/* the daemon's user before the drop */
 	struct node dev;		/* the device node as forked: kept
 					 * reachable, never used or closed */
 	struct pschan_pool *pool;	/* reachable too: lives to the exit */
@@ -109,8 +110,7 @@ split_apply_reload(const struct psctl_msg *m, const int *got, unsigned ngot)
 	memset(&r, 0, sizeof(r));
 	r.magic = PSCTL_MAGIC;
 	r.type = PSCTL_RELOADED;
-	r.value = (uint32_t)reload_network(split.cfg, split.srv, fds,
-	    split.owner);
+	r.value = (uint32_t)reload_network(split.cfg, split.srv, fds);
 	if (fds[RELOAD_FD_KEY] >= 0)
 		close(fds[RELOAD_FD_KEY]);
 	if (fds[RELOAD_FD_POLICY] >= 0)
@@ -206,7 +206,7 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 	unsigned nkeep = 0;
 	pthread_t t;
 	struct zerr err;
-	bool dropped = false;
+	bool dropped = false, chrooted = false;
 
 	keep[nkeep++] = 0;
 	keep[nkeep++] = 1;
@@ -230,14 +230,27 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 	if (node_open_remote(node, &split.dev, pool, &err) != 0)
 		split_child_fail("devices", &err);
 	split.node = node;
+	/*
+	 * What is read from files later is opened now: /proc/self for
+	 * /metrics, and jansson's hash seed (/dev/urandom on the first JSON
+	 * object, unless the device side drew it before the fork).
+	 */
+	if (procstat_keep() != 0)
+		zlog(ZLOG_WARN, "procstat_not_kept", "error=\"%s\" "
+		    "msg=\"/metrics will lack this process's figures\"",
+		    strerror(errno));
+	json_object_seed(0);
+	if (sandbox_lose_fs(&chrooted, &err) != 0)
+		split_child_fail("chroot", &err);
 	if (user != NULL && sandbox_drop(user, &dropped, &err) != 0)
 		split_child_fail("drop", &err);
 	if (sandbox_seccomp(&err) != 0)
 		split_child_fail("seccomp", &err);
 	if (user != NULL)
 		zlog(ZLOG_INFO, "network_process", "pid=%d user=%s uid=%u "
-		    "gid=%u seccomp=on", (int)getpid(), user->name,
-		    (unsigned)user->uid, (unsigned)user->gid);
+		    "gid=%u chroot=%s seccomp=on", (int)getpid(), user->name,
+		    (unsigned)user->uid, (unsigned)user->gid,
+		    chrooted ? "on" : "off");
 	else
 		zlog(ZLOG_WARN, "network_process_not_dropped", "pid=%d uid=%u "
 		    "seccomp=on msg=\"zeusd does not run as root: the network "
@@ -532,7 +545,6 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	split.owner = geteuid();
 	fflush(stdout);
 	fflush(stderr);
 	if ((pid = fork()) < 0) {

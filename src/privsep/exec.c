@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/identity.h"
 #include "common/procstat.h"
 #include "devices/rapl.h"
 
@@ -253,6 +254,21 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 		rep->p_vsize = p.vsize_bytes;
 		rep->p_fds = p.open_fds;
 		rep->p_max_fds = p.max_fds;
+		break;
+	}
+	case PSMSG_PEER: {
+		struct identity id;
+
+		identity_lookup((uid_t)req->peer_uid, (gid_t)req->peer_gid,
+		    (pid_t)req->peer_pid, &id);
+		/* up to the NUL: the rest of each field stays 0 */
+		memcpy(rep->i_user, id.user, strnlen(id.user,
+		    sizeof(rep->i_user) - 1));
+		memcpy(rep->i_comm, id.comm, strnlen(id.comm,
+		    sizeof(rep->i_comm) - 1));
+		rep->i_ngids = id.ngids;
+		for (unsigned i = 0; i < id.ngids; i++)
+			rep->i_gids[i] = (uint32_t)id.gids[i];
 		break;
 	}
 	default:

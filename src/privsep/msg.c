@@ -4,7 +4,7 @@
  *
  * psmsg_request_check is the whole attack surface the device process (root)
  * shows to the network process (unprivileged, possibly compromised): a fixed
- * 64-byte request, checked field by field against what the op may use,
+ * 80-byte request, checked field by field against what the op may use,
  * before anything reaches a backend. It is fuzzed (fuzz/fuzz_privsep_msg.c)
  * together with the executor, to show that whatever it accepts is safe to
  * run. Every rule is a plain comparison; nothing here allocates, loops over
@@ -32,6 +32,7 @@ static const char *const op_names[PSMSG_OP_END] = {
 	[PSMSG_RAPL_READ] = "rapl_read",
 	[PSMSG_SAMPLE] = "sample",
 	[PSMSG_PROC] = "proc",
+	[PSMSG_PEER] = "peer",
 };
 
 const char *
@@ -178,9 +179,14 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 			    "unused fields");
 		return 0;
 	case PSMSG_PROC:
+	case PSMSG_PEER:
 		if (r->dev != 0 || r->zone != 0 || !no_write_fields(r) ||
 		    r->gpu_mask != 0 || r->pkg_mask != 0)
-			return refuse(why, whysz, "proc with non-zero fields");
+			return refuse(why, whysz, "%s with non-zero fields",
+			    psmsg_op_name(r->op));
+		if (r->op == PSMSG_PEER && r->peer_pid > INT32_MAX)
+			return refuse(why, whysz, "peer pid %u is not a pid",
+			    r->peer_pid);
 		return 0;
 	default:
 		return refuse(why, whysz, "unknown op %u", r->op);
@@ -204,8 +210,11 @@ psmsg_request_check(const void *buf, size_t len,
 	memcpy(&r, buf, sizeof(r));
 	if (r.magic != PSMSG_MAGIC)
 		return refuse(why, whysz, "bad magic 0x%08x", r.magic);
-	if (r.pad != 0)
+	if (r.pad != 0 || r.pad1 != 0)
 		return refuse(why, whysz, "non-zero pad");
+	if (r.op != PSMSG_PEER && (r.peer_uid | r.peer_gid | r.peer_pid) != 0)
+		return refuse(why, whysz, "op %u with non-zero peer fields",
+		    r.op);
 	if (check_fields(&r, lim, why, whysz) != 0)
 		return -1;
 	*out = r;
@@ -254,11 +263,21 @@ psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
 		refuse(why, whysz, "unterminated error message");
 		goto bad;
 	}
+	if (memchr(r->i_user, '\0', sizeof(r->i_user)) == NULL ||
+	    memchr(r->i_comm, '\0', sizeof(r->i_comm)) == NULL) {
+		refuse(why, whysz, "unterminated peer name");
+		goto bad;
+	}
+	if (op == PSMSG_PEER && r->rc == 0 ? (r->i_ngids == 0 ||
+	    r->i_ngids > IDENTITY_MAX_GROUPS) : r->i_ngids != 0) {
+		refuse(why, whysz, "%u peer groups", r->i_ngids);
+		goto bad;
+	}
 	if (r->p_ok > PROCSTAT_ALL) {
 		refuse(why, whysz, "bad procstat bits");
-		return -1;
+		goto bad;
 	}
-	if (r->lost > 1 || r->pad0 != 0 || r->pad != 0) {
+	if (r->lost > 1 || r->pad0 != 0 || r->pad != 0 || r->pad2 != 0) {
 		refuse(why, whysz, "bad lost flag or non-zero pad");
 		goto bad;
 	}

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/identity.h"
 
 #define PSMSG_MAGIC 0x7a707331u		/* "zps1" */
 #define PSMSG_MAX_GPUS 64		/* bits of a uint64_t mask */
@@ -44,6 +45,7 @@ enum psmsg_op {
 	PSMSG_RAPL_READ,		/* dev = package index, zone */
 	PSMSG_SAMPLE,			/* gpu_mask, pkg_mask: one per stream tick */
 	PSMSG_PROC,			/* the device process's own figures */
+	PSMSG_PEER,			/* peer_*: a local peer's identity */
 	PSMSG_OP_END
 };
 
@@ -59,6 +61,9 @@ struct psmsg_request {
 	uint32_t w_min_mhz, w_max_mhz;
 	uint32_t pad;			/* must be 0 */
 	uint64_t gpu_mask, pkg_mask;	/* PSMSG_SAMPLE */
+	/* PSMSG_PEER: SO_PEERCRED of a Unix-socket client (pid 0: none) */
+	uint32_t peer_uid, peer_gid, peer_pid;
+	uint32_t pad1;			/* must be 0 */
 };
 
 struct psmsg_reply {
@@ -86,6 +91,11 @@ struct psmsg_reply {
 	/* PSMSG_PROC: struct procstat of the device process */
 	uint64_t p_ok;			/* PROCSTAT_* bits */
 	uint64_t p_start_ms, p_cpu_ms, p_rss, p_vsize, p_fds, p_max_fds;
+	/* PSMSG_PEER: struct identity (NUL-terminated strings) */
+	char i_user[IDENTITY_USER_MAX], i_comm[IDENTITY_COMM_MAX];
+	uint32_t i_ngids;		/* 1..IDENTITY_MAX_GROUPS; else 0 */
+	uint32_t pad2;			/* 0 */
+	uint32_t i_gids[IDENTITY_MAX_GROUPS];
 };
 
 /*
@@ -95,13 +105,15 @@ struct psmsg_reply {
  * the 64-bit fields aligned.
  */
 _Static_assert(ZERR_MSG_MAX % 8 == 0, "err_msg must keep 8-byte alignment");
-_Static_assert(sizeof(struct psmsg_request) == 2 * 4 + 8 + 8 * 4 + 2 * 8,
+_Static_assert(sizeof(struct psmsg_request) == 2 * 4 + 8 + 8 * 4 + 2 * 8 +
+    4 * 4,
     "struct psmsg_request has padding");
 _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");
 _Static_assert(sizeof(struct psmsg_reply) ==
     2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
-    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 7 * 8,
+    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 7 * 8 +
+    IDENTITY_USER_MAX + IDENTITY_COMM_MAX + 2 * 4 + IDENTITY_MAX_GROUPS * 4,
     "struct psmsg_reply has padding");
 _Static_assert(sizeof(struct psmsg_reply) % 8 == 0,
     "struct psmsg_reply size not a multiple of 8");
@@ -125,6 +137,9 @@ struct psmsg_limits {
  *                package has DRAM)
  *   SAMPLE:      at least one bit across gpu_mask/pkg_mask, only bits
  *                < ngpu / < npkg
+ *   PEER:        any uid and gid (names and groups are public, and the
+ *                lookup reads only), a pid that is a pid_t (0..INT32_MAX;
+ *                0 for a peer in another PID namespace)
  * Returns 0 and fills *out, or -1 with *out zeroed and a short reason in
  * `why` (numbers, never bytes of the message as text).
  *
@@ -138,8 +153,9 @@ int psmsg_request_check(const void *buf, size_t len,
 /*
  * The network side's check of a reply to request (id, op): exact size,
  * magic, echoed id and op, rc 0 with ZERR_NONE or -1 with another kind,
- * kinds valid enum zerr_kind values, err_msg NUL-terminated inside its
- * array, lost 0/1, pads 0. The device process is trusted, so this guards
+ * kinds valid enum zerr_kind values, err_msg, i_user and i_comm
+ * NUL-terminated inside their arrays, i_ngids in range for a PEER reply
+ * and 0 otherwise, lost 0/1, pads 0. The device process is trusted, so this guards
  * against a crossed channel or a bug rather than an attacker; it is as
  * strict anyway, because the reply's message ends up in an HTTP body.
  * Returns 0 and fills *out, or -1 with *out zeroed and a reason in `why`.

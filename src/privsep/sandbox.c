@@ -20,17 +20,17 @@
  * ppoll, statx, dup3, readv...), all harmless on descriptors already held.
  * test_sandbox.c runs the glibc paths, NSS included, under the filter.
  *
+ * Since then the network process lost its filesystem (sandbox_lose_fs and
+ * no openat): the NSS lookups the trace showed (getgrouplist dlopen()ing
+ * libnss_systemd and libcap, nscd's and userdb's AF_UNIX sockets and
+ * varlink, readlinkat and O_PATH opens under /run/systemd/userdb) moved to
+ * the device process, so socket, connect, readlink(at), PR_CAPBSET_READ
+ * and executable mappings left the list.
+ *
  * Things the trace showed that are easy to miss:
- *  - NSS: the first group lookup (getgrouplist, for the policy) dlopen()s
- *    libnss_systemd from nsswitch.conf ("group: files systemd") in the
- *    middle of a request, and with it libcap, whose constructor probes the
- *    bounding set with prctl(PR_CAPBSET_READ); nss-systemd then looks in
- *    /run/systemd/userdb/ and the *.user record directories (openat O_PATH,
- *    readlinkat, getdents64) and may talk varlink over AF_UNIX; glibc first
- *    tries nscd's socket. So read-only openat, mmap PROT_READ|PROT_EXEC of
- *    a library, AF_UNIX sockets and ppoll all stay allowed.
  *  - jansson seeds its hash function from /dev/urandom on the first JSON
- *    object, opened without O_CLOEXEC.
+ *    object, opened without O_CLOEXEC: the network process draws the seed
+ *    before it loses the filesystem (split.c).
  *  - glibc 2.34+ pthread_create tries clone3 first and falls back to clone
  *    on ENOSYS; clone's flags can be checked by the filter, clone3's (in
  *    memory) cannot, so clone3 fails with ENOSYS and clone must carry
@@ -339,6 +339,45 @@ sandbox_drop(const struct sandbox_user *u, bool *dropped, struct zerr *err)
 }
 
 /* ------------------------------------------------------------------------ */
+/* the filesystem */
+
+int
+sandbox_lose_fs(bool *lost, struct zerr *err)
+{
+	char dir[] = "/tmp/zeusd-root.XXXXXX";
+	int fd, e;
+
+	*lost = false;
+	if (SANDBOX_ASAN || geteuid() != 0)
+		return 0;
+	if (mkdtemp(dir) == NULL) {
+		zlog(ZLOG_WARN, "network_process_not_chrooted", "error=\"%s\" "
+		    "msg=\"cannot make an empty directory in /tmp; the seccomp "
+		    "filter still refuses every open\"", strerror(errno));
+		return 0;
+	}
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	e = errno;
+	/* gone from every directory before it becomes our root */
+	if (rmdir(dir) != 0 && fd >= 0) {
+		e = errno;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		return zerr_set(err, ZERR_INTERNAL, "%s: %s", dir, strerror(e));
+	if (fchdir(fd) != 0 || chroot(".") != 0 || chdir("/") != 0) {
+		e = errno;
+		close(fd);
+		return zerr_set(err, ZERR_INTERNAL, "chroot into an empty "
+		    "directory: %s", strerror(e));
+	}
+	close(fd);
+	*lost = true;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* the filter */
 
 /*
@@ -347,7 +386,7 @@ sandbox_drop(const struct sandbox_user *u, bool *dropped, struct zerr *err)
  * poll, readlink, epoll_wait... on aarch64) are skipped.
  */
 static const char *const sandbox_allow[] = {
-	/* malloc, thread stacks, dlopen of NSS modules (W^X: see below) */
+	/* malloc, thread stacks (mmap and mprotect: see below) */
 	"brk", "munmap", "mremap", "madvise",
 	/* threads: locks, robust futex list and rseq registration at start */
 	"futex", "set_robust_list", "rseq", "sched_yield",
@@ -370,17 +409,16 @@ static const char *const sandbox_allow[] = {
 	"getpid", "gettid", "getuid", "geteuid", "getgid",
 	"getegid", "getresuid", "getresgid", "getgroups",
 	/* I/O on descriptors already held: sockets, the device channels
-	 * (SOCK_SEQPACKET, SCM_RIGHTS), files opened read-only */
+	 * (SOCK_SEQPACKET, SCM_RIGHTS), the reloaded key and policy, the
+	 * /proc/self files kept for /metrics (procstat_keep: pread of stat,
+	 * getdents64 of fd/); glibc's fstat is newfstatat(fd, "") */
 	"read", "readv", "pread64", "write", "writev", "lseek", "close",
 	"fcntl", "dup", "dup2", "dup3", "fstat", "newfstatat", "statx",
-	"getdents64", "readlink", "readlinkat",
+	"getdents64",
 	/* HTTP: libmicrohttpd's accept/receive/send and the peer's identity */
 	"accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
 	"getsockopt", "setsockopt", "getsockname", "getpeername",
-	/* connect: sockets here are AF_UNIX only (nscd, userdb, journal) */
-	"connect",
-	/* MHD's epoll loop and inter-thread eventfd; leases' watcher; NSS
-	 * (nss-systemd's varlink waits in ppoll) */
+	/* MHD's epoll loop and inter-thread eventfd; leases' watcher */
 	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
 	"eventfd2", "poll", "ppoll",
 	/* leases: a pidfd per client process, watched in epoll */
@@ -411,8 +449,6 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	    CLONE_PTRACE | CLONE_UNTRACED | CLONE_PIDFD | CLONE_NEWNS |
 	    CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
 	    CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME;
-	/* open for reading only: nothing written, created or truncated */
-	const uint64_t open_deny = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
 	const uint64_t wx = PROT_WRITE | PROT_EXEC;
 	int rc = 0;
 
@@ -422,27 +458,28 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	    SCMP_A0_64(SCMP_CMP_MASKED_EQ, clone_mask, clone_need)));
 	SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3),
 	    0));
-	/* NSS files (/etc/passwd, /etc/group, nsswitch.conf, userdb, its
-	 * libraries), /proc/PID/comm (audit), /proc/self/{stat,fd} (metrics),
-	 * /dev/urandom (jansson): reading only */
-	SB_ADD(SCMP_ALLOW(ctx, openat, 1,
-	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, open_deny, 0)));
-	/* memory never writable and executable at once (an NSS module
-	 * maps its code PROT_READ|PROT_EXEC: allowed) */
+	/*
+	 * No file is opened after startup: peers' names, groups and commands
+	 * come from the device process (PSMSG_PEER), reloaded files as fds,
+	 * /proc/self as fds kept from before (procstat_keep), jansson's seed
+	 * was drawn before. openat fails (EACCES) rather than killing, so a
+	 * library's optional read (glibc counting CPUs in
+	 * /sys/devices/system/cpu/online past 8 malloc arenas, then falling
+	 * back to sched_getaffinity) degrades instead of taking zeusd down.
+	 */
+	SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat),
+	    0));
+	/* memory neither executable nor writable and executable: nothing
+	 * is loaded after startup (no NSS module, no dlopen) */
 	SB_ADD(SCMP_ALLOW(ctx, mmap, 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, mmap, 1,
 	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, PROT_WRITE)));
-	SB_ADD(SCMP_ALLOW(ctx, mmap, 1,
-	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, PROT_EXEC)));
 	SB_ADD(SCMP_ALLOW(ctx, mprotect, 1,
 	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, mprotect, 1,
 	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, PROT_WRITE)));
-	SB_ADD(SCMP_ALLOW(ctx, mprotect, 1,
-	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, PROT_EXEC)));
-	/* Unix sockets only: nscd, nss-systemd's varlink, the journal,
-	 * sd_notify; the watchdog's probe socketpair; the device channels */
-	SB_ADD(SCMP_ALLOW(ctx, socket, 1, SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX, 0)));
+	/* no socket() at all: the watchdog's probe socketpair and nothing
+	 * else (sd_notify goes through the device process) */
 	SB_ADD(SCMP_ALLOW(ctx, socketpair, 1,
 	    SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX, 0)));
 	/* signals to its own threads only (pthread_kill, raise, abort) */
@@ -453,14 +490,11 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	SB_ADD(SCMP_ALLOW(ctx, ioctl, 1, SCMP_A1_32(SCMP_CMP_EQ, TIOCOUTQ, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, ioctl, 1, SCMP_A1_32(SCMP_CMP_EQ, FIONREAD, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, ioctl, 1, SCMP_A1_32(SCMP_CMP_EQ, TCGETS, 0)));
-	/* MHD names its thread; libcap (loaded by nss-systemd) probes the
-	 * bounding set in its constructor */
+	/* MHD names its thread */
 	SB_ADD(SCMP_ALLOW(ctx, prctl, 1,
 	    SCMP_A0_32(SCMP_CMP_EQ, PR_SET_NAME, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, prctl, 1,
 	    SCMP_A0_32(SCMP_CMP_EQ, PR_GET_NAME, 0)));
-	SB_ADD(SCMP_ALLOW(ctx, prctl, 1,
-	    SCMP_A0_32(SCMP_CMP_EQ, PR_CAPBSET_READ, 0)));
 	/* getrlimit (metrics: process_max_fds), never setrlimit */
 	SB_ADD(SCMP_ALLOW(ctx, prlimit64, 1, SCMP_A2_64(SCMP_CMP_EQ, 0, 0)));
 	return rc;

@@ -5,7 +5,7 @@
  * kernel's system calls (sandbox_seccomp).
  *
  * Order in the network process, right after fork() and before it starts
- * any thread: sandbox_drop, then sandbox_seccomp. The user is resolved
+ * any thread: sandbox_lose_fs, sandbox_drop, then sandbox_seccomp. The user is resolved
  * before the fork (sandbox_resolve_user), because name lookups go through
  * NSS, which may load modules and talk to nscd or systemd-userdbd.
  *
@@ -46,6 +46,21 @@ struct sandbox_user {
  */
 int sandbox_resolve_user(const char *name, struct sandbox_user *out,
     struct zerr *err);
+
+/*
+ * Takes the filesystem away from the calling process (root only, before
+ * sandbox_drop: chroot needs CAP_SYS_CHROOT): makes an empty directory in
+ * /tmp (mode 0700, owned by root), removes it, and makes that deleted
+ * directory the process's root and working directory. Nothing can be
+ * created in a deleted directory, and after the drop the process may not
+ * even search it, so no path resolves to anything; fds opened before stay
+ * usable. *lost = true when done. Not root, or an ASan build
+ * (LeakSanitizer reads /proc/self/task at exit): nothing, *lost = false.
+ * /tmp unusable: logged (network_process_not_chrooted), *lost = false,
+ * returns 0; the seccomp filter refuses every open anyway. Returns -1 with
+ * `err` only when the chroot itself failed half-way: the caller exits.
+ */
+int sandbox_lose_fs(bool *lost, struct zerr *err);
 
 /*
  * Gives up privileges for good, in the calling process (call it while it

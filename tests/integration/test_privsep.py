@@ -11,6 +11,7 @@ process dies.
 import os
 import pwd
 import signal
+import re
 import socket
 import stat
 import time
@@ -119,6 +120,39 @@ def test_network_process_is_sandboxed(start, mode):
     assert p["Uid"].split()[0] == "0" and int(p["CapEff"], 16) != 0
     assert d.get("/discover").status_code == 200
     assert "event=network_process " in d.logs()
+
+
+def test_network_process_has_no_filesystem(start, tmp_path):
+    """Its root and working directory are an empty directory that was
+    deleted before it became the root, so no path resolves to anything;
+    what it must read later it holds as fds (its own /proc/self/stat and
+    fd/ for /metrics). Names and groups of peers come from the device
+    process, so the policy (by name) and the audit log still see them."""
+    d = start("uds")
+    net = network_pid(d)
+    for link in ("root", "cwd"):
+        target = os.readlink(f"/proc/{net}/{link}")
+        assert target.startswith("/tmp/zeusd-root."), (link, target)
+        assert target.endswith(" (deleted)"), (link, target)
+        assert not os.path.exists(target.split(" (deleted)")[0])
+    # the device process keeps the real root
+    assert os.readlink(f"/proc/{d.proc.pid}/root") == "/"
+    fds = fd_targets(net)
+    assert "/proc/%d/stat" % net in fds and "/proc/%d/fd" % net in fds, fds
+    # nothing else by path but stdio (the test's log file): sockets,
+    # pipes and event fds
+    files = []
+    for fd in os.listdir(f"/proc/{net}/fd"):
+        t = os.readlink(f"/proc/{net}/fd/{fd}")
+        if int(fd) > 2 and t.startswith("/") and \
+                not t.startswith(f"/proc/{net}/"):
+            files.append(t)
+    assert files == [], fds
+    assert "chroot=on" in d.logs()
+    # /metrics still reads them after the drop
+    m = d.get("/metrics").text
+    assert re.search(r"^process_open_fds [1-9]", m, re.M), m
+    assert re.search(r"^process_resident_memory_bytes [1-9]", m, re.M), m
 
 
 def test_network_process_holds_no_device_fd(start, tmp_path):

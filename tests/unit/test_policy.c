@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -97,18 +98,79 @@ test_supplementary_groups(void **state)
 	struct policy *p = parse_ok("[[grant]]\ngroups = [0]\n"
 	    "scopes = ['cpu-read']\n");
 	struct policy_peer pp = peer(9, 9);
+	struct identity id;
 
 	(void)state;
 	pp.gids[1] = 0;
 	pp.ngids = 2;
 	assert_true(policy_allows(p, &pp, GROUP_CPU_READ, 0));
 	/* getgrouplist for root's name includes its primary group */
-	policy_peer_init(&pp, 0, 0);
+	identity_lookup(0, 0, getpid(), &id);
+	assert_string_equal(id.user, "root");
+	assert_true(id.comm[0] != '\0');
+	policy_peer_init(&pp, 0, &id);
 	assert_true(pp.ngids >= 1 && pp.gids[0] == 0);
 	/* a uid without a passwd entry keeps just its primary gid */
-	policy_peer_init(&pp, 4242, 77);
+	identity_lookup(4242, 77, 0, &id);
+	assert_string_equal(id.user, "");
+	assert_string_equal(id.comm, "");
+	policy_peer_init(&pp, 4242, &id);
 	assert_int_equal(pp.ngids, 1);
 	assert_int_equal(pp.gids[0], 77);
+	policy_free(p);
+}
+
+/*
+ * What the device process hands the network process: names become ids,
+ * and the text parses into a policy that decides every case the same way.
+ */
+static void
+test_numeric_format_round_trips(void **state)
+{
+	struct policy *p = parse_ok(
+	    "[[grant]]\n"
+	    "users = ['root', 4242]\n"
+	    "groups = ['root']\n"
+	    "scopes = ['gpu-control', 'metrics']\n"
+	    "gpus = [0, 63, 64, 255]\n"
+	    "[[grant]]\n"
+	    "groups = [4343]\n"
+	    "scopes = ['cpu-read']\n"), *q;
+	uid_t uids[] = { 0, 4242, 5000, 7 };
+	gid_t gids[] = { 0, 4343, 9 };
+	struct zerr err = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(policy_format_numeric(p, &text, &len, &err), 0);
+	assert_int_equal(strlen(text), len);
+	assert_null(strstr(text, "root"));
+	assert_non_null(strstr(text, "users = [0, 4242]"));
+	assert_non_null(strstr(text, "gpus = [0, 63, 64, 255]"));
+	q = parse_ok(text);
+	assert_int_equal(policy_grants(q), 2);
+	for (size_t u = 0; u < sizeof(uids) / sizeof(uids[0]); u++)
+		for (size_t g = 0; g < sizeof(gids) / sizeof(gids[0]); g++) {
+			struct policy_peer pp = peer(uids[u], gids[g]);
+
+			assert_int_equal(policy_scopes(p, &pp),
+			    policy_scopes(q, &pp));
+			for (int sc = 0; sc < GROUP_COUNT; sc++)
+				for (unsigned k = 0; k < POLICY_MAX_GPUS; k++)
+					assert_int_equal(policy_allows(p, &pp,
+					    (enum api_group)sc, k),
+					    policy_allows(q, &pp,
+					    (enum api_group)sc, k));
+		}
+	free(text);
+	policy_free(q);
+	policy_free(p);
+	/* an empty policy: an empty file */
+	p = parse_ok("# none\n");
+	assert_int_equal(policy_format_numeric(p, &text, &len, &err), 0);
+	assert_int_equal(len, 0);
+	free(text);
 	policy_free(p);
 }
 
@@ -199,6 +261,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_grants),
 		cmocka_unit_test(test_supplementary_groups),
+		cmocka_unit_test(test_numeric_format_round_trips),
 		cmocka_unit_test(test_empty_policy_grants_nothing),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_toml_extensions_are_opt_in),

@@ -237,7 +237,7 @@ serve(const void *buf, size_t len, struct psmsg_reply *rep)
 static void
 test_layout(void **state)
 {
-	assert_int_equal(sizeof(struct psmsg_request), 64);
+	assert_int_equal(sizeof(struct psmsg_request), 80);
 	assert_int_equal(offsetof(struct psmsg_request, gpu_mask), 48);
 	assert_int_equal(sizeof(struct psmsg_reply) % 8, 0);
 	assert_int_equal(offsetof(struct psmsg_reply, v) % 8, 0);
@@ -457,6 +457,7 @@ struct field {
 static const struct field fields[] = {
 	F(dev), F(zone), F(w_op), F(w_power_limit_mw), F(w_enabled),
 	F(w_min_mhz), F(w_max_mhz), F(pad), F(gpu_mask), F(pkg_mask),
+	F(peer_uid), F(peer_gid), F(peer_pid), F(pad1),
 };
 #undef F
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -490,7 +491,7 @@ test_unused_fields(void **state)
 	struct {
 		struct psmsg_request r;
 		const char *used;	/* space-separated, padded */
-	} cases[16];
+	} cases[20];
 	unsigned n = 0;
 
 	for (uint32_t op = PSMSG_GPU_POWER; op < PSMSG_GPU_WRITE; op++) {
@@ -517,6 +518,10 @@ test_unused_fields(void **state)
 	cases[n].r.gpu_mask = 1;
 	cases[n].r.pkg_mask = 1;
 	cases[n++].used = " gpu_mask pkg_mask ";
+	cases[n].r = req(PSMSG_PROC);
+	cases[n++].used = " ";
+	cases[n].r = req(PSMSG_PEER);
+	cases[n++].used = " peer_uid peer_gid peer_pid ";
 	assert_true(n <= sizeof(cases) / sizeof(cases[0]));
 
 	for (unsigned c = 0; c < n; c++) {
@@ -927,6 +932,64 @@ test_proc(void **state)
 	assert_int_equal(check(&r), -1);
 }
 
+/*
+ * A peer's identity: the device process looks it up (the network process
+ * has no filesystem); any uid and gid, a pid that is a pid_t.
+ */
+static void
+test_peer(void **state)
+{
+	static struct psmsg_reply rep, back;
+	struct psmsg_request r;
+	char why[128];
+
+	psmsg_request_init(&r, PSMSG_PEER, 11);
+	r.peer_uid = 0;
+	r.peer_gid = 0;
+	r.peer_pid = (uint32_t)getpid();
+	assert_int_equal(check(&r), 0);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(total_calls(), 0);
+	assert_int_equal(rep.rc, 0);
+	assert_string_equal(rep.i_user, "root");
+	assert_true(rep.i_comm[0] != '\0');
+	assert_true(rep.i_ngids >= 1 && rep.i_gids[0] == 0);
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
+	    &back, why, sizeof(why)), 0);
+	/* no passwd entry, no pid: just the primary group */
+	r.peer_uid = UINT32_MAX;
+	r.peer_gid = 4343;
+	r.peer_pid = 0;
+	assert_int_equal(check(&r), 0);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_string_equal(rep.i_user, "");
+	assert_string_equal(rep.i_comm, "");
+	assert_int_equal(rep.i_ngids, 1);
+	assert_int_equal(rep.i_gids[0], 4343);
+	/* a pid beyond pid_t is refused */
+	r.peer_pid = 0x80000000u;
+	assert_int_equal(check(&r), -1);
+	/* a reply with too many or no groups, or a name without its NUL */
+	r.peer_pid = 0;
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	rep.i_ngids = IDENTITY_MAX_GROUPS + 1;
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
+	    &back, why, sizeof(why)), -1);
+	rep.i_ngids = 0;
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
+	    &back, why, sizeof(why)), -1);
+	rep.i_ngids = 1;
+	memset(rep.i_comm, 'x', sizeof(rep.i_comm));
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
+	    &back, why, sizeof(why)), -1);
+	/* groups in a reply to another op */
+	psmsg_request_init(&r, PSMSG_PROC, 12);
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	rep.i_ngids = 1;
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 12, PSMSG_PROC,
+	    &back, why, sizeof(why)), -1);
+}
+
 /* ---- control channel ----------------------------------------------- */
 
 static void
@@ -1066,6 +1129,7 @@ main(void)
 		cmocka_unit_test_setup(test_forged_never_runs, setup),
 		cmocka_unit_test_setup(test_exec_defends, setup),
 		cmocka_unit_test_setup(test_proc, setup),
+		cmocka_unit_test_setup(test_peer, setup),
 		cmocka_unit_test(test_ctl_from_network),
 		cmocka_unit_test(test_ctl_recv),
 	};

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * identity.c - a local peer's user, groups and command name (identity.h).
+ */
+#include "identity.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define IDENTITY_NSS_BUF 16384
+
+static void
+identity_comm(pid_t pid, char *out, size_t size)
+{
+	char path[48];
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		return;
+	n = read(fd, out, size - 1);
+	close(fd);
+	if (n <= 0) {
+		out[0] = '\0';
+		return;
+	}
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+void
+identity_lookup(uid_t uid, gid_t gid, pid_t pid, struct identity *out)
+{
+	struct passwd pw, *res = NULL;
+	char buf[IDENTITY_NSS_BUF];
+	int n = IDENTITY_MAX_GROUPS;
+
+	memset(out, 0, sizeof(*out));
+	out->gids[0] = gid;
+	out->ngids = 1;
+	identity_comm(pid, out->comm, sizeof(out->comm));
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || res == NULL)
+		return;
+	if (strlen(pw.pw_name) < sizeof(out->user))
+		memcpy(out->user, pw.pw_name, strlen(pw.pw_name) + 1);
+	/* getgrouplist puts gid first; a user in more groups than fit is
+	 * judged by the first ones */
+	if (getgrouplist(pw.pw_name, gid, out->gids, &n) < 0)
+		n = IDENTITY_MAX_GROUPS;
+	out->ngids = n > 0 ? (unsigned)n : 1;
+	out->gids[0] = gid;
+}
