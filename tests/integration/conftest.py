@@ -5,6 +5,7 @@ with the NVML simulator and simulated RAPL unless a test says otherwise, and
 is stopped with SIGTERM at the end of the test; a daemon that does not exit
 0 (a crash, a sanitizer report, a leak) fails the test.
 """
+import json
 import os
 import shutil
 import signal
@@ -21,6 +22,19 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("ZEUSD_BUILD", ROOT / "build"))
 ZEUSD = BUILD / "zeusd"
 SIM = BUILD / "libnvml-sim.so"
+
+
+def build_sanitizers():
+    """The build's -Db_sanitize value ("address,undefined"), "" if none."""
+    info = BUILD / "meson-info" / "intro-buildoptions.json"
+    try:
+        for o in json.loads(info.read_text()):
+            if o["name"] == "b_sanitize" and o["value"] not in ("none", []):
+                v = o["value"]
+                return ",".join(v) if isinstance(v, list) else v
+    except (OSError, ValueError):
+        pass
+    return ""
 
 
 def free_port():

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import BUILD, ROOT, SIM, free_port
+from conftest import BUILD, ROOT, SIM, build_sanitizers, free_port
 from rapltree import Advancer, RaplTree
 
 ZEUS = BUILD / "zeus"
@@ -341,16 +341,8 @@ def test_zeusd_and_direct_sources_agree(start, tree):
 
 def sanitize_flags():
     """-fsanitize=... when ZEUSD_BUILD is a sanitizer build."""
-    info = BUILD / "meson-info" / "intro-buildoptions.json"
-    try:
-        for o in json.loads(info.read_text()):
-            if o["name"] == "b_sanitize" and o["value"] not in ("none", []):
-                v = o["value"]
-                v = ",".join(v) if isinstance(v, list) else v
-                return f"-fsanitize={v}"
-    except (OSError, ValueError):
-        pass
-    return ""
+    v = build_sanitizers()
+    return f"-fsanitize={v}" if v else ""
 
 
 def test_example_builds_against_installed_pkg_config(tmp_path, tree):
