@@ -4,9 +4,14 @@
  */
 #include "fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+/* fds collected per pass of fileio_close_all_but */
+#define FILEIO_CLOSE_BATCH 1024
 
 /*
  * The one read loop: until end of file or `size` bytes, retrying on EINTR.
@@ -45,4 +50,58 @@ ssize_t
 fileio_pread_all(int fd, void *buf, size_t size)
 {
 	return fileio_read_loop(fd, buf, size, true);
+}
+
+static bool
+fileio_kept(int fd, const int *keep, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (keep[i] == fd)
+			return true;
+	return false;
+}
+
+/*
+ * One pass: lists up to FILEIO_CLOSE_BATCH fds that are not kept, then
+ * closes them (not while listing: closing changes the directory being
+ * read). Returns how many it closed, or -1.
+ */
+static int
+fileio_close_pass(const int *keep, unsigned nkeep)
+{
+	int fds[FILEIO_CLOSE_BATCH], n = 0, rc;
+	struct dirent *de;
+	DIR *d;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return -1;
+	while (n < FILEIO_CLOSE_BATCH && (de = readdir(d)) != NULL) {
+		char *end;
+		long v;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		v = strtol(de->d_name, &end, 10);
+		if (*end != '\0' || v > 2147483647L || v == dirfd(d) ||
+		    fileio_kept((int)v, keep, nkeep))
+			continue;
+		fds[n++] = (int)v;
+	}
+	rc = closedir(d);
+	/* close's own errors leave nothing to undo: the fd is gone either way */
+	for (int i = 0; i < n; i++)
+		(void)close(fds[i]);
+	return rc == 0 ? n : -1;
+}
+
+int
+fileio_close_all_but(const int *keep, unsigned n)
+{
+	int closed;
+
+	/* a process with more fds than one batch takes more passes */
+	do
+		closed = fileio_close_pass(keep, n);
+	while (closed == FILEIO_CLOSE_BATCH);
+	return closed < 0 ? -1 : 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fileio.h - reading a whole small file (a key, a config, a sysfs counter)
- * from an fd.
+ * from an fd; closing every fd of a process but a few.
  */
 #ifndef ZEUS_FILEIO_H
 #define ZEUS_FILEIO_H
@@ -22,5 +22,16 @@ ssize_t fileio_read_all(int fd, void *buf, size_t size);
  * RAPL energy counter.
  */
 ssize_t fileio_pread_all(int fd, void *buf, size_t size);
+
+/*
+ * Closes every open fd of the process except the `n` in `keep`, as listed
+ * in /proc/self/fd: for a process just forked from one that holds what it
+ * must not (device files, counters, a key, whatever a driver library
+ * opened), so nothing is missed because nobody knew of it. Returns 0, or
+ * -1 with errno when /proc/self/fd cannot be read (then some fds may be
+ * left open: the caller must not go on). A thread opening fds meanwhile
+ * could keep one: call it right after fork(), when there is no other.
+ */
+int fileio_close_all_but(const int *keep, unsigned n);
 
 #endif

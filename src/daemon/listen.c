@@ -616,14 +616,15 @@ listen_forget_socket(void)
 	listen_own.dirfd = -1;
 }
 
-void
+bool
 listen_remove_socket(void)
 {
 	struct stat st;
+	bool removed = false;
 	char q[512];
 
 	if (listen_own.dirfd < 0)
-		return;
+		return false;
 	zlog_quote(q, sizeof(q), listen_own.path);
 	if (fstatat(listen_own.dirfd, listen_own.name, &st,
 	    AT_SYMLINK_NOFOLLOW) != 0) {
@@ -638,9 +639,23 @@ listen_remove_socket(void)
 	} else if (unlinkat(listen_own.dirfd, listen_own.name, 0) != 0) {
 		zlog(ZLOG_WARN, "socket_not_removed", "path=%s error=\"%s\"", q,
 		    strerror(errno));
-	}
+	} else
+		removed = true;
 	close(listen_own.dirfd);
 	listen_own.dirfd = -1;
+	return removed;
+}
+
+int
+listen_socket_dirfd(void)
+{
+	return listen_own.dirfd;
+}
+
+const char *
+listen_socket_path(void)
+{
+	return listen_own.dirfd >= 0 ? listen_own.path : NULL;
 }
 
 /* SD_LISTEN_FDS_START: systemd passes sockets from fd 3 on. */

@@ -6,6 +6,7 @@
 #ifndef ZEUS_LISTEN_H
 #define ZEUS_LISTEN_H
 
+#include <stdbool.h>
 #include <sys/socket.h>
 
 #include "common/err.h"
@@ -48,9 +49,20 @@ int listen_from_systemd(const struct zeusd_config *cfg, int *fd,
  * Removes the socket file listen_open created, if the path still holds that
  * very file (same device and inode; anything else is left in place with a
  * warning), and closes the directory fd. Does nothing for TCP, or when no
- * socket file was created; safe to call more than once.
+ * socket file was created; safe to call more than once. Returns true when
+ * this call removed the file (a file already gone is not logged).
  */
-void listen_remove_socket(void);
+bool listen_remove_socket(void);
+
+/*
+ * The socket file listen_open created and has not removed or forgotten:
+ * the fd of its verified directory (-1 when there is none: TCP, systemd's
+ * socket, already removed) and its path as given (NULL then). For the
+ * janitor (janitor.h), which inherits them and removes the file should
+ * the device process not.
+ */
+int listen_socket_dirfd(void);
+const char *listen_socket_path(void);
 
 /*
  * Forgets the socket file without removing it: the network process of a

@@ -4,7 +4,6 @@
  */
 #include "split.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -17,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/procstat.h"
 #include "devices/rapl.h"
@@ -29,6 +29,7 @@
 #include "privsep/sandbox.h"
 #include "audit.h"
 #include "auth.h"
+#include "janitor.h"
 #include "listen.h"
 #include "notify.h"
 #include "policy.h"
@@ -148,15 +149,6 @@ split_net_ctl_main(void *arg)
 	return NULL;
 }
 
-static bool
-split_keep(int fd, const int *keep, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (keep[i] == fd)
-			return true;
-	return false;
-}
-
 /*
  * Closes every fd but those kept: the device files, RAPL counters, the
  * key, anything a driver library opened. A memory image of the device
@@ -165,26 +157,7 @@ split_keep(int fd, const int *keep, unsigned n)
 static int
 split_close_fds(const int *keep, unsigned nkeep)
 {
-	int fds[1024], n = 0;
-	struct dirent *de;
-	DIR *d;
-
-	if ((d = opendir("/proc/self/fd")) == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL && n < 1024) {
-		char *end;
-		long v = strtol(de->d_name, &end, 10);
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end != '\0' ||
-		    v == dirfd(d) || v > 2147483647L)
-			continue;
-		fds[n++] = (int)v;
-	}
-	closedir(d);
-	for (int i = 0; i < n; i++)
-		if (!split_keep(fds[i], keep, nkeep))
-			close(fds[i]);
-	return 0;
+	return fileio_close_all_but(keep, nkeep);
 }
 
 static _Noreturn void
@@ -470,7 +443,22 @@ split_become_device(const struct zeusd_config *cfg, struct server *srv,
 	srv->key = NULL;
 	policy_holder_free(srv->policy);
 	srv->policy = NULL;
-	reaper_spare(split.net);
+	(void)reaper_spare(split.net);	/* the first of two: cannot fail */
+	/*
+	 * Forks, so before any thread of ours; after the network process, so
+	 * that it never holds the janitor's pipe (and stays our first child,
+	 * which is how tools tell it from the janitor). Should the janitor not
+	 * start, we stop: a daemon SIGKILLed without one would leave its
+	 * socket file behind, which is what it is there for.
+	 */
+	if (janitor_start(&err) != 0) {
+		zlog(ZLOG_ERROR, "device_process_failed", "error=\"%s\"",
+		    err.msg);
+		(void)kill(split.net, SIGKILL);
+		(void)waitpid(split.net, NULL, 0);
+		*status = 1;
+		return;
+	}
 	for (unsigned i = 0; i < node->ncpu; i++)
 		if (rapl_has_dram(node->rapl, i)) {
 			lim.dram_mask |= 1ull << i;
@@ -491,7 +479,7 @@ split_become_device(const struct zeusd_config *cfg, struct server *srv,
 	*status = split_device_loop(cfg, node, sigs);
 	(void)kill(split.net, SIGKILL);	/* no-op when it has exited */
 	(void)waitpid(split.net, NULL, WNOHANG);
-	reaper_spare(0);
+	reaper_unspare(split.net);	/* the last sweep reaps it if need be */
 	shutdown(split.ctl, SHUT_RDWR);
 	if (ctl_started)
 		pthread_join(t, NULL);
@@ -500,7 +488,8 @@ split_become_device(const struct zeusd_config *cfg, struct server *srv,
 		zlog(ZLOG_ERROR, "device_command_stuck", "msg=\"leaving "
 		    "without closing the devices\"");
 		(void)reaper_shutdown(REAPER_GRACE_MS);
-		listen_remove_socket();
+		(void)listen_remove_socket();
+		janitor_stop();
 		_exit(1);
 	}
 	close(split.ctl);
@@ -579,5 +568,12 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	sigaddset(&sigs, SIGUSR2);
 	split_become_device(cfg, srv, node, peer, nchan, &sigs, status);
 	free(peer);
+	/*
+	 * The socket file now, before the janitor hears the end (main.c's
+	 * removal after us then finds nothing to do): the janitor only acts
+	 * when the file is still there, which would log that it was left.
+	 */
+	(void)listen_remove_socket();
+	janitor_stop();
 	return 1;
 }

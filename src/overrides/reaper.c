@@ -50,13 +50,45 @@ struct reaper_victim {
 	int sent;		/* last signal sent; 0: none, -1: not allowed */
 };
 
-/* The network process of a split daemon: our child, never an escapee. */
-static atomic_int reaper_spared;
+/*
+ * The children of a split daemon that are not commands, never escapees:
+ * the network process and the janitor. 0 is a free slot.
+ */
+static atomic_int reaper_spared[REAPER_MAX_SPARED];
 
-void
+int
 reaper_spare(pid_t pid)
 {
-	atomic_store(&reaper_spared, (int)pid);
+	if (pid <= 0)
+		return -1;	/* 0 marks a free slot */
+	for (int i = 0; i < REAPER_MAX_SPARED; i++) {
+		int free_slot = 0;
+
+		if (atomic_compare_exchange_strong(&reaper_spared[i],
+		    &free_slot, (int)pid))
+			return 0;
+	}
+	return -1;
+}
+
+void
+reaper_unspare(pid_t pid)
+{
+	for (int i = 0; i < REAPER_MAX_SPARED; i++) {
+		int was = (int)pid;
+
+		(void)atomic_compare_exchange_strong(&reaper_spared[i], &was,
+		    0);
+	}
+}
+
+static bool
+reaper_is_spared(pid_t pid)
+{
+	for (int i = 0; i < REAPER_MAX_SPARED; i++)
+		if (atomic_load(&reaper_spared[i]) == (int)pid)
+			return true;
+	return false;
 }
 
 int
@@ -248,7 +280,7 @@ reaper_scan(struct reaper_victim *v, size_t n, size_t max)
 			continue;
 		if (reaper_read_stat(dirfd(d), de->d_name, &st) != 0 ||
 		    st.ppid != self || st.pid == self ||
-		    st.pid == atomic_load(&reaper_spared))
+		    reaper_is_spared(st.pid))
 			continue;
 		if (reaper_registered_locked(st.pid) ||
 		    reaper_listed(v, n, st.pid))

@@ -68,11 +68,16 @@ int reaper_spawn_begin(void);
 void reaper_spawn_end(struct reaper_entry *e, pid_t pid);
 
 /*
- * A child that is not a command and must survive every sweep: the network
- * process of a split daemon (docs/design.md, "Two processes"). One at most;
- * 0 clears it.
+ * Children that are not commands and must survive every sweep: the network
+ * process and the janitor of a split daemon (docs/design.md, "Two
+ * processes"). reaper_spare adds pid (> 0) and returns 0, or -1 when
+ * REAPER_MAX_SPARED are spared already; reaper_unspare forgets it (do so
+ * once it is reaped, or to let the next sweep reap it). Either may be
+ * called while another thread sweeps.
  */
-void reaper_spare(pid_t pid);
+#define REAPER_MAX_SPARED 2
+int reaper_spare(pid_t pid);
+void reaper_unspare(pid_t pid);
 
 /* Before waiting for e's pid: shutdown will not signal it any more. */
 void reaper_reaping(struct reaper_entry *e);
