@@ -19,10 +19,10 @@
 #     startup and once after the request load;
 #   - memory: RSS summed, PSS summed (smaps_rollup) and, where pagemap shows
 #     page frames (root), the distinct physical pages of the processes
-#     together (pages the two processes share counted once).
-# In privsep mode every figure of the daemon is the sum over both of its
-# processes: the device process (the pid started) and the network process
-# (its only child). Every measurement runs BENCH_ROUNDS times, the modes
+#     together (pages the processes share counted once).
+# In privsep mode every figure of the daemon is the sum over its three
+# processes: the device process (the pid started), the network process and
+# the socket janitor (its two children). Every measurement runs BENCH_ROUNDS times, the modes
 # interleaved and taking turns at going first, and the median is reported:
 # the machine is shared, so the figures that mean something are the ratios
 # measured side by side. Ends with a markdown table and one verdict per
@@ -124,8 +124,8 @@ wait_ready() {
 	exit 1
 }
 
-# procs MODE PID: the daemon's processes, the pid and (privsep) its only
-# child, the network process.
+# procs MODE PID: the daemon's processes, the pid and (privsep) its two
+# children, the network process and the socket janitor.
 procs() {
 	local kids
 	if [ "$1" = single ]; then
@@ -133,8 +133,9 @@ procs() {
 		return
 	fi
 	kids=$(cat /proc/"$2"/task/*/children 2>/dev/null | xargs)
-	if [ -z "$kids" ] || [ "$(echo "$kids" | wc -w)" != 1 ]; then
-		echo "bench: privsep zeusd $2 has children '$kids', not one" >&2
+	if [ -z "$kids" ] || [ "$(echo "$kids" | wc -w)" != 2 ]; then
+		echo "bench: privsep zeusd $2 has children '$kids', not the" \
+		    "network process and the janitor" >&2
 		exit 1
 	fi
 	echo "$2 $kids"
@@ -511,7 +512,8 @@ p_pss = int(F("privsep", "load_pss_kib")) / 1024
 p_uni = F("privsep", "load_union_kib")
 uni = f"{int(p_uni) / 1024:.1f} MiB distinct pages" if p_uni != "-" else \
     "distinct pages not readable"
-print(f"- both processes together <= 8 MiB (after request load): RSS summed "
+print(f"- the processes together (device, network, janitor) <= 8 MiB "
+      f"(after request load): RSS summed "
       f"{verdict(p_rss <= 8)} ({p_rss:.1f} MiB); PSS summed "
       f"{verdict(p_pss <= 8)} ({p_pss:.1f} MiB); {uni}; no-privsep RSS "
       f"{int(F('single', 'load_rss_kib')) / 1024:.1f} MiB")

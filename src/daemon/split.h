@@ -10,10 +10,14 @@
  *     network process's device requests (src/privsep/device.c); it handles
  *     the signals, passes systemd notifications on, reloads on SIGHUP, and
  *     removes the socket at the end;
- *   - the network process (the child) drops to an unprivileged user with
- *     no capabilities, no_new_privs and a seccomp filter
- *     (src/privsep/sandbox.c), keeps only the fds it needs, and serves
- *     HTTP with a node whose devices are remote (node_open_remote).
+ *   - the network process (the child) keeps only the fds it needs, loses
+ *     the filesystem (chroot), drops to an unprivileged user with no
+ *     capabilities, no_new_privs and a seccomp filter
+ *     (src/privsep/sandbox.c), and serves HTTP with a node whose devices
+ *     are remote (node_open_remote);
+ *   - the janitor (a second child, janitor.h) holds only the socket's
+ *     directory and removes the socket file should the device process
+ *     die without doing so (SIGKILL).
  * Either dying takes the other down: the device process sees SIGCHLD and
  * exits non-zero after cleaning up; the network process sees end of file
  * on the control channel (or any device channel) and exits non-zero.
