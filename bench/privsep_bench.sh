@@ -476,7 +476,7 @@ print(f"### Privilege separation: zeusd vs `--no-privsep`, median of "
 print()
 print(f"8 simulated GPUs, 2 simulated RAPL packages, UDS; request runs of "
       f"{dur} s, stream windows of {sdur} s. privsep = device process + "
-      f"network process, summed.")
+      f"network process + socket janitor, summed.")
 print()
 print("| figure | privsep | no-privsep | ratio | per-round ratios |")
 print("|---|---:|---:|---:|---|")
