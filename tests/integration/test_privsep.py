@@ -181,17 +181,23 @@ def test_network_process_has_no_filesystem(start, tmp_path):
     assert re.search(r"^process_resident_memory_bytes [1-9]", m, re.M), m
 
 
-def test_network_process_holds_no_device_fd(start, tmp_path):
+def start_with_files(start, tmp_path):
+    """A UDS daemon holding RAPL counter files and a key file: (d, rapl
+    directory, key path), for the checks of who holds which fds."""
     RaplTree(tmp_path / "rapl", {0: {"dram": True}, 1: {}})
     key = tmp_path / "key"
     key.write_bytes(b"k" * 32)
     os.chmod(key, 0o600)
     d = start("uds", args=["--rapl-dir", str(tmp_path / "rapl"),
                            "--signing-key-path", str(key)])
+    return d, str(tmp_path / "rapl"), key
+
+
+def test_network_process_holds_no_device_fd(start, tmp_path):
+    d, rapl, key = start_with_files(start, tmp_path)
     net = network_pid(d)
     mine = fd_targets(net)
     theirs = fd_targets(d.proc.pid)
-    rapl = str(tmp_path / "rapl")
     # the device process does hold the counters (the check can fail) ...
     assert any(t.startswith(rapl) for t in theirs), theirs
     # ... the network process none of them, nor the key, nor the driver
@@ -281,12 +287,7 @@ def test_sigterm_stops_both(start):
 
 
 def test_janitor_is_sandboxed_and_holds_nothing(start, tmp_path):
-    RaplTree(tmp_path / "rapl", {0: {"dram": True}, 1: {}})
-    key = tmp_path / "key"
-    key.write_bytes(b"k" * 32)
-    os.chmod(key, 0o600)
-    d = start("uds", args=["--rapl-dir", str(tmp_path / "rapl"),
-                           "--signing-key-path", str(key)])
+    d, rapl, key = start_with_files(start, tmp_path)
     jan = janitor_pid(d)
     s = status(jan)
     assert s["PPid"] == str(d.proc.pid)
@@ -307,7 +308,7 @@ def test_janitor_is_sandboxed_and_holds_nothing(start, tmp_path):
     # the device process holds the other end (and the counters)
     theirs = fd_targets(d.proc.pid)
     assert rest[1] in theirs, theirs
-    assert any(t.startswith(str(tmp_path / "rapl")) for t in theirs), theirs
+    assert any(t.startswith(rapl) for t in theirs), theirs
     maps = Path(f"/proc/{jan}/maps").read_text()
     assert "libnvml-sim" in maps     # a fork: mapped, but no fd of it
     assert d.get("/discover").status_code == 200
@@ -399,26 +400,33 @@ def test_unknown_user_refused(tmp_path):
     assert not os.path.exists(d.sock)
 
 
+def as_nobody():
+    """preexec_fn: the daemon runs as nobody, an ordinary user."""
+    os.setgroups([])
+    os.setgid(NOBODY.pw_gid)
+    os.setuid(NOBODY.pw_uid)
+
+
+def nobodys_dir(parent):
+    """parent/pub, owned by nobody (parent must be crossable by it)."""
+    base = parent / "pub"
+    base.mkdir()
+    os.chown(base, NOBODY.pw_uid, NOBODY.pw_gid)
+    return base
+
+
 def test_without_root_the_split_still_happens(tmp_path):
     """--simulate as an ordinary user: two processes, no drop (logged),
-    the filter still on."""
-    base = tmp_path / "pub"
-    base.mkdir()
+    no chroot, the filter still on."""
     os.chmod(tmp_path, 0o755)
-    os.chown(base, NOBODY.pw_uid, NOBODY.pw_gid)
-
-    def as_nobody():
-        os.setgroups([])
-        os.setgid(NOBODY.pw_gid)
-        os.setuid(NOBODY.pw_uid)
-
-    d = Zeusd(base, "tcp", preexec=as_nobody)
+    d = Zeusd(nobodys_dir(tmp_path), "tcp", preexec=as_nobody)
     try:
         d.wait_ready()
         net = network_pid(d)
         s = status(net)
         assert s["Seccomp"] == "2" and s["NoNewPrivs"] == "1"
         assert "event=network_process_not_dropped" in d.logs()
+        assert os.readlink(f"/proc/{net}/root") == "/"
         assert d.get("/gpu/get_power").status_code == 200
     finally:
         assert d.stop() == 0, d.logs()
@@ -438,16 +446,7 @@ def test_without_root_the_janitor_still_removes_the_socket(public_dir):
     """--simulate as an ordinary user over a socket file: the janitor
     needs nothing but write access to the socket's directory, which the
     daemon had."""
-    base = public_dir / "pub"
-    base.mkdir()
-    os.chown(base, NOBODY.pw_uid, NOBODY.pw_gid)
-
-    def as_nobody():
-        os.setgroups([])
-        os.setgid(NOBODY.pw_gid)
-        os.setuid(NOBODY.pw_uid)
-
-    d = Zeusd(base, "uds", preexec=as_nobody)
+    d = Zeusd(nobodys_dir(public_dir), "uds", preexec=as_nobody)
     try:
         d.wait_ready()
         jan = janitor_pid(d)
