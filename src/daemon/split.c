@@ -38,8 +38,9 @@
 /*
  * Channels: one per network-side thread that may call the device process
  * at the same time: a worker per GPU and per package, the GPU power
- * reader, the CPU energy reader, the stream sampler and the RAPL
- * keepalive; two more so a burst never waits for one.
+ * reader, the CPU energy reader, the stream sampler, the RAPL keepalive
+ * and the HTTP thread (PSMSG_PROC for /metrics, PSMSG_PEER at a Unix
+ * connection's first request); one more so a burst never waits for one.
  */
 #define SPLIT_SHARED_CHANNELS 6
 /*
