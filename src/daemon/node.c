@@ -482,14 +482,7 @@ node_procstat(struct node *node, struct procstat *out)
 	}
 	psmsg_request_init(&req, PSMSG_PROC, 0);
 	pschan_call(node->pool, &req, &rep);
-	memset(out, 0, sizeof(*out));
-	out->ok = (unsigned)rep.p_ok;
-	out->start_ms = rep.p_start_ms;
-	out->cpu_ms = rep.p_cpu_ms;
-	out->rss_bytes = rep.p_rss;
-	out->vsize_bytes = rep.p_vsize;
-	out->open_fds = rep.p_fds;
-	out->max_fds = rep.p_max_fds;
+	psmsg_get_procstat(&rep, out);
 }
 
 void
@@ -508,13 +501,7 @@ node_identity(struct node *node, uid_t uid, gid_t gid, pid_t pid,
 	req.peer_gid = (uint32_t)gid;
 	req.peer_pid = pid > 0 ? (uint32_t)pid : 0;
 	pschan_call(node->pool, &req, &rep);
-	/* the reply check guarantees the NULs and 1..max groups */
-	memset(out, 0, sizeof(*out));
-	memcpy(out->user, rep.i_user, sizeof(out->user));
-	memcpy(out->comm, rep.i_comm, sizeof(out->comm));
-	out->ngids = rep.i_ngids;
-	for (unsigned i = 0; i < out->ngids; i++)
-		out->gids[i] = (gid_t)rep.i_gids[i];
+	psmsg_get_identity(&rep, out);
 }
 
 void

@@ -247,13 +247,7 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 		struct procstat p;
 
 		procstat_self(&p);
-		rep->p_ok = p.ok;
-		rep->p_start_ms = p.start_ms;
-		rep->p_cpu_ms = p.cpu_ms;
-		rep->p_rss = p.rss_bytes;
-		rep->p_vsize = p.vsize_bytes;
-		rep->p_fds = p.open_fds;
-		rep->p_max_fds = p.max_fds;
+		psmsg_put_procstat(rep, &p);
 		break;
 	}
 	case PSMSG_PEER: {
@@ -261,14 +255,7 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 
 		identity_lookup((uid_t)req->peer_uid, (gid_t)req->peer_gid,
 		    (pid_t)req->peer_pid, &id);
-		/* up to the NUL: the rest of each field stays 0 */
-		memcpy(rep->i_user, id.user, strnlen(id.user,
-		    sizeof(rep->i_user) - 1));
-		memcpy(rep->i_comm, id.comm, strnlen(id.comm,
-		    sizeof(rep->i_comm) - 1));
-		rep->i_ngids = id.ngids;
-		for (unsigned i = 0; i < id.ngids; i++)
-			rep->i_gids[i] = (uint32_t)id.gids[i];
+		psmsg_put_identity(rep, &id);
 		break;
 	}
 	default:

@@ -50,6 +50,62 @@ psmsg_request_init(struct psmsg_request *r, enum psmsg_op op, uint64_t id)
 	r->id = id;
 }
 
+void
+psmsg_put_procstat(struct psmsg_reply *rep, const struct procstat *p)
+{
+	rep->p_ok = p->ok;
+	rep->p_start_ms = p->start_ms;
+	rep->p_cpu_ms = p->cpu_ms;
+	rep->p_rss = p->rss_bytes;
+	rep->p_vsize = p->vsize_bytes;
+	rep->p_fds = p->open_fds;
+	rep->p_max_fds = p->max_fds;
+}
+
+void
+psmsg_get_procstat(const struct psmsg_reply *rep, struct procstat *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->ok = (unsigned)rep->p_ok;
+	p->start_ms = rep->p_start_ms;
+	p->cpu_ms = rep->p_cpu_ms;
+	p->rss_bytes = rep->p_rss;
+	p->vsize_bytes = rep->p_vsize;
+	p->open_fds = rep->p_fds;
+	p->max_fds = rep->p_max_fds;
+}
+
+void
+psmsg_put_identity(struct psmsg_reply *rep, const struct identity *id)
+{
+	unsigned n = id->ngids <= IDENTITY_MAX_GROUPS ? id->ngids :
+	    IDENTITY_MAX_GROUPS;
+
+	memcpy(rep->i_user, id->user, strnlen(id->user,
+	    sizeof(rep->i_user) - 1));
+	memcpy(rep->i_comm, id->comm, strnlen(id->comm,
+	    sizeof(rep->i_comm) - 1));
+	rep->i_ngids = n;
+	for (unsigned i = 0; i < n; i++)
+		rep->i_gids[i] = (uint32_t)id->gids[i];
+}
+
+void
+psmsg_get_identity(const struct psmsg_reply *rep, struct identity *id)
+{
+	unsigned n = rep->i_ngids <= IDENTITY_MAX_GROUPS ? rep->i_ngids :
+	    IDENTITY_MAX_GROUPS;
+
+	memset(id, 0, sizeof(*id));
+	memcpy(id->user, rep->i_user, strnlen(rep->i_user,
+	    sizeof(id->user) - 1));
+	memcpy(id->comm, rep->i_comm, strnlen(rep->i_comm,
+	    sizeof(id->comm) - 1));
+	id->ngids = n;
+	for (unsigned i = 0; i < n; i++)
+		id->gids[i] = (gid_t)rep->i_gids[i];
+}
+
 /* Always returns -1 so that callers can `return refuse(...)`. */
 __attribute__((format(printf, 3, 4))) static int
 refuse(char *why, size_t whysz, const char *fmt, ...)

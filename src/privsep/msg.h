@@ -163,6 +163,18 @@ int psmsg_request_check(const void *buf, size_t len,
 int psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
     struct psmsg_reply *out, char *why, size_t whysz);
 
+/*
+ * The reply fields of PSMSG_PROC and PSMSG_PEER from and to the structs
+ * they carry, field by field (put: the device side; get: the network
+ * side, after psmsg_reply_check). Strings are copied up to their NUL, so
+ * the rest of each field stays as the zeroed reply left it.
+ */
+struct procstat;
+void psmsg_put_procstat(struct psmsg_reply *rep, const struct procstat *p);
+void psmsg_get_procstat(const struct psmsg_reply *rep, struct procstat *p);
+void psmsg_put_identity(struct psmsg_reply *rep, const struct identity *id);
+void psmsg_get_identity(const struct psmsg_reply *rep, struct identity *id);
+
 /* Zeroes *r and sets magic, op and id: the caller fills the op's fields. */
 void psmsg_request_init(struct psmsg_request *r, enum psmsg_op op,
     uint64_t id);
