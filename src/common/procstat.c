@@ -122,9 +122,9 @@ procstat_stat(struct procstat_raw *p)
 	return got == 5 ? 0 : -1;
 }
 
-/* Entries of the kept /proc/self/fd, from the start; -1 on failure. */
+/* Entries of an open directory, from its start; -1 on failure. */
 static long
-procstat_count_kept(void)
+procstat_count_dir(int fd)
 {
 	union {
 		char raw[4096];
@@ -133,12 +133,9 @@ procstat_count_kept(void)
 	long n = 0;
 	ssize_t got;
 
-	pthread_mutex_lock(&kept_fds_lock);
-	if (lseek(kept_fds, 0, SEEK_SET) != 0) {
-		pthread_mutex_unlock(&kept_fds_lock);
+	if (lseek(fd, 0, SEEK_SET) != 0)
 		return -1;
-	}
-	while ((got = getdents64(kept_fds, buf.raw, sizeof(buf.raw))) > 0) {
+	while ((got = getdents64(fd, buf.raw, sizeof(buf.raw))) > 0) {
 		for (ssize_t off = 0; off < got;) {
 			const struct dirent64 *e =
 			    (const struct dirent64 *)(buf.raw + off);
@@ -149,26 +146,31 @@ procstat_count_kept(void)
 			off += e->d_reclen;
 		}
 	}
-	pthread_mutex_unlock(&kept_fds_lock);
 	return got < 0 ? -1 : n;
 }
 
-/* Open descriptors, not counting the one that reads the directory. */
+/*
+ * Open descriptors, not counting the one that reads the directory: the
+ * kept one (procstat_keep; its offset is shared, so one listing at a
+ * time), else one opened for this count.
+ */
 static long
 procstat_open_fds(void)
 {
-	struct dirent *e;
-	long n = 0;
-	DIR *d;
+	long n;
+	int fd;
 
-	if (kept_fds >= 0)
-		return (n = procstat_count_kept()) > 0 ? n - 1 : -1;
-	if ((d = opendir("/proc/self/fd")) == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
+	if (kept_fds >= 0) {
+		pthread_mutex_lock(&kept_fds_lock);
+		n = procstat_count_dir(kept_fds);
+		pthread_mutex_unlock(&kept_fds_lock);
+	} else {
+		fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		n = procstat_count_dir(fd);
+		close(fd);
+	}
 	return n > 0 ? n - 1 : -1;
 }
 
