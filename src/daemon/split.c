@@ -150,17 +150,6 @@ split_net_ctl_main(void *arg)
 	return NULL;
 }
 
-/*
- * Closes every fd but those kept: the device files, RAPL counters, the
- * key, anything a driver library opened. A memory image of the device
- * side remains (fork copies it), but nothing to reach a device through.
- */
-static int
-split_close_fds(const int *keep, unsigned nkeep)
-{
-	return fileio_close_all_but(keep, nkeep);
-}
-
 static _Noreturn void
 split_child_fail(const char *what, const struct zerr *err)
 {
@@ -191,7 +180,13 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 		keep[nkeep++] = audit_fileno();
 	for (unsigned i = 0; i < pschan_pool_size(pool); i++)
 		keep[nkeep++] = pschan_pool_fd(pool, i);
-	if (split_close_fds(keep, nkeep) != 0) {
+	/*
+	 * Every other fd goes: the device files, RAPL counters, the key,
+	 * anything a driver library opened. A memory image of the device
+	 * side remains (fork copies it), but nothing to reach a device
+	 * through.
+	 */
+	if (fileio_close_all_but(keep, nkeep) != 0) {
 		zerr_set(&err, ZERR_INTERNAL, "cannot list /proc/self/fd");
 		split_child_fail("close_fds", &err);
 	}
