@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
+
 #define IDENTITY_NSS_BUF 16384
 
 static void
@@ -26,7 +28,7 @@ identity_comm(pid_t pid, char *out, size_t size)
 	snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
 		return;
-	n = read(fd, out, size - 1);
+	n = fileio_read_all(fd, out, size - 1);
 	close(fd);
 	if (n <= 0) {
 		out[0] = '\0';
