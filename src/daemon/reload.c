@@ -34,27 +34,57 @@
 #include "policy.h"
 #include "server.h"
 
+/* One file that did not reload: its warn line; returns 1 (a failure). */
+static int
+reload_failed(const char *path, const char *what, const char *kept,
+    const char *error)
+{
+	char qp[600], qe[2 * ZERR_MSG_MAX];
+
+	zlog(ZLOG_WARN, "reload_failed", "file=%s what=%s error=%s "
+	    "msg=\"kept the previous %s\"", zlog_quote(qp, sizeof(qp), path),
+	    what, zlog_quote(qe, sizeof(qe), error), kept);
+	return 1;
+}
+
+/* A loaded key takes the place of the old one (either process). */
+static void
+reload_key_apply(const struct zeusd_config *cfg, struct server *srv,
+    struct auth_key *fresh)
+{
+	char qp[600];
+	bool changed = auth_key_replace(srv->key, fresh);
+
+	zlog(ZLOG_INFO, "signing_key_reloaded", "file=%s changed=%s%s",
+	    zlog_quote(qp, sizeof(qp), cfg->signing_key_path),
+	    changed ? "true" : "false", changed ? " msg=\"tokens signed with "
+	    "the previous key are refused from now on\"" : "");
+}
+
+/* The node policy: swapped whole; a request decides under one or the other. */
+static void
+reload_policy_apply(const struct zeusd_config *cfg, struct server *srv,
+    struct policy *fresh)
+{
+	char qp[600];
+
+	zlog(ZLOG_INFO, "policy_reloaded", "file=%s grants=%u",
+	    zlog_quote(qp, sizeof(qp), cfg->policy_file), policy_grants(fresh));
+	policy_free(policy_holder_swap(srv->policy, fresh));
+}
+
 static int
 reload_key(const struct zeusd_config *cfg, struct server *srv)
 {
 	struct auth_key *fresh;
 	struct zerr err;
-	char qp[600], qe[2 * ZERR_MSG_MAX];
-	bool changed;
 
 	if (cfg->signing_key_path == NULL || srv->key == NULL)
 		return 0;
-	zlog_quote(qp, sizeof(qp), cfg->signing_key_path);
-	if (auth_key_load(cfg->signing_key_path, &fresh, &err) != 0) {
-		zlog(ZLOG_WARN, "reload_failed", "file=%s what=signing_key "
-		    "error=%s msg=\"kept the previous key\"", qp,
-		    zlog_quote(qe, sizeof(qe), err.msg));
-		return 1;
-	}
-	changed = auth_key_replace(srv->key, fresh);
-	zlog(ZLOG_INFO, "signing_key_reloaded", "file=%s changed=%s%s", qp,
-	    changed ? "true" : "false", changed ? " msg=\"tokens signed with "
-	    "the previous key are refused from now on\"" : "");
+	if (auth_key_load(cfg->signing_key_path, &fresh, &err) != 0)
+		return reload_failed(cfg->signing_key_path, "signing_key",
+		    "key", err.msg);
+	reload_key_apply(cfg, srv, fresh);
 	return 0;
 }
 
@@ -85,7 +115,7 @@ reload_overrides(const struct zeusd_config *cfg, struct node *node)
 {
 	struct overrides *fresh, *old;
 	struct zerr err;
-	char qp[600], qe[2 * ZERR_MSG_MAX], now[400], added[400], gone[400];
+	char qp[600], now[400], added[400], gone[400];
 
 	if (cfg->gpu_command_overrides == NULL ||
 	    !(cfg->enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
@@ -117,32 +147,22 @@ reload_overrides(const struct zeusd_config *cfg, struct node *node)
 	    "finish under the previous file\"", qp, now, added, gone);
 	return 0;
 fail:
-	zlog(ZLOG_WARN, "reload_failed", "file=%s what=gpu_command_overrides "
-	    "error=%s msg=\"kept the previous overrides\"", qp,
-	    zlog_quote(qe, sizeof(qe), err.msg));
-	return 1;
+	return reload_failed(cfg->gpu_command_overrides,
+	    "gpu_command_overrides", "overrides", err.msg);
 }
 
-/* The node policy: swapped whole; a request decides under one or the other. */
 static int
 reload_policy(const struct zeusd_config *cfg, struct server *srv)
 {
 	struct policy *fresh;
 	struct zerr err;
-	char qp[600], qe[2 * ZERR_MSG_MAX];
 
 	if (cfg->policy_file == NULL || srv->policy == NULL)
 		return 0;
-	zlog_quote(qp, sizeof(qp), cfg->policy_file);
-	if (policy_load(cfg->policy_file, &fresh, &err) != 0) {
-		zlog(ZLOG_WARN, "reload_failed", "file=%s what=policy_file "
-		    "error=%s msg=\"kept the previous policy\"", qp,
-		    zlog_quote(qe, sizeof(qe), err.msg));
-		return 1;
-	}
-	zlog(ZLOG_INFO, "policy_reloaded", "file=%s grants=%u", qp,
-	    policy_grants(fresh));
-	policy_free(policy_holder_swap(srv->policy, fresh));
+	if (policy_load(cfg->policy_file, &fresh, &err) != 0)
+		return reload_failed(cfg->policy_file, "policy_file", "policy",
+		    err.msg);
+	reload_policy_apply(cfg, srv, fresh);
 	return 0;
 }
 
@@ -166,18 +186,13 @@ reload_run(const struct zeusd_config *cfg, struct server *srv,
 static int
 reload_open(const char *path, const char *what, int *failed)
 {
-	char qp[600];
 	int fd;
 
 	if (path == NULL)
 		return -1;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-	    O_NONBLOCK)) < 0) {
-		zlog(ZLOG_WARN, "reload_failed", "file=%s what=%s error=\"%s\" "
-		    "msg=\"kept the previous one\"",
-		    zlog_quote(qp, sizeof(qp), path), what, strerror(errno));
-		(*failed)++;
-	}
+	    O_NONBLOCK)) < 0)
+		*failed += reload_failed(path, what, "one", strerror(errno));
 	return fd;
 }
 
@@ -216,7 +231,6 @@ reload_memfd(const char *name, const char *buf, size_t len)
 static int
 reload_policy_fd(const struct zeusd_config *cfg, int *failed)
 {
-	char qp[600], qe[2 * ZERR_MSG_MAX];
 	struct policy *p;
 	struct zerr err;
 	size_t len;
@@ -225,7 +239,6 @@ reload_policy_fd(const struct zeusd_config *cfg, int *failed)
 
 	if (cfg->policy_file == NULL)
 		return -1;
-	zlog_quote(qp, sizeof(qp), cfg->policy_file);
 	if (policy_load(cfg->policy_file, &p, &err) != 0)
 		goto fail;
 	if (policy_format_numeric(p, &text, &len, &err) != 0) {
@@ -240,10 +253,8 @@ reload_policy_fd(const struct zeusd_config *cfg, int *failed)
 	zerr_set(&err, ZERR_INTERNAL, "cannot pass it on: %s",
 	    strerror(errno));
 fail:
-	zlog(ZLOG_WARN, "reload_failed", "file=%s what=policy_file error=%s "
-	    "msg=\"kept the previous policy\"", qp,
-	    zlog_quote(qe, sizeof(qe), err.msg));
-	(*failed)++;
+	*failed += reload_failed(cfg->policy_file, "policy_file", "policy",
+	    err.msg);
 	return -1;
 }
 
@@ -265,43 +276,27 @@ int
 reload_network(const struct zeusd_config *cfg, struct server *srv,
     const int fds[RELOAD_NFDS])
 {
-	char qp[600], qe[2 * ZERR_MSG_MAX];
 	struct auth_key *key;
 	struct policy *pol;
 	struct zerr err;
 	int failed = 0;
 
 	if (fds[RELOAD_FD_KEY] >= 0 && srv->key != NULL) {
-		zlog_quote(qp, sizeof(qp), cfg->signing_key_path);
 		if (auth_key_load_fd(fds[RELOAD_FD_KEY],
-		    cfg->signing_key_path, &key, &err) != 0) {
-			zlog(ZLOG_WARN, "reload_failed", "file=%s "
-			    "what=signing_key error=%s msg=\"kept the previous "
-			    "key\"", qp, zlog_quote(qe, sizeof(qe), err.msg));
-			failed++;
-		} else {
-			bool changed = auth_key_replace(srv->key, key);
-
-			zlog(ZLOG_INFO, "signing_key_reloaded", "file=%s "
-			    "changed=%s%s", qp, changed ? "true" : "false",
-			    changed ? " msg=\"tokens signed with the previous "
-			    "key are refused from now on\"" : "");
-		}
+		    cfg->signing_key_path, &key, &err) != 0)
+			failed += reload_failed(cfg->signing_key_path,
+			    "signing_key", "key", err.msg);
+		else
+			reload_key_apply(cfg, srv, key);
 	}
+	/* the device process's numeric text: no names, no NSS */
 	if (fds[RELOAD_FD_POLICY] >= 0 && srv->policy != NULL) {
-		zlog_quote(qp, sizeof(qp), cfg->policy_file);
-		/* the device process's numeric text: no names, no NSS */
 		if (policy_read_fd(fds[RELOAD_FD_POLICY], cfg->policy_file,
-		    &pol, &err) != 0) {
-			zlog(ZLOG_WARN, "reload_failed", "file=%s "
-			    "what=policy_file error=%s msg=\"kept the previous "
-			    "policy\"", qp, zlog_quote(qe, sizeof(qe), err.msg));
-			failed++;
-		} else {
-			zlog(ZLOG_INFO, "policy_reloaded", "file=%s grants=%u",
-			    qp, policy_grants(pol));
-			policy_free(policy_holder_swap(srv->policy, pol));
-		}
+		    &pol, &err) != 0)
+			failed += reload_failed(cfg->policy_file,
+			    "policy_file", "policy", err.msg);
+		else
+			reload_policy_apply(cfg, srv, pol);
 	}
 	if (fds[RELOAD_FD_AUDIT] >= 0)
 		audit_replace_fd(fds[RELOAD_FD_AUDIT]);	/* takes it */
