@@ -87,14 +87,24 @@ class Zeusd:
             time.sleep(0.02)
         raise AssertionError(f"zeusd not ready:\n{self.logs()}")
 
+    def raw_socket(self, timeout=None):
+        """A plain socket connected to the daemon (its Unix socket or TCP
+        port); `timeout` (seconds, None: blocking) bounds the connect and
+        every later call on it."""
+        if self.mode != "uds":
+            return socket.create_connection((self.host, self.port), timeout)
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(timeout)
+        try:
+            s.connect(self.sock)
+        except OSError:
+            s.close()
+            raise
+        return s
+
     def _accepts(self):
         try:
-            if self.mode == "uds":
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(self.sock)
-            else:
-                s = socket.create_connection((self.host, self.port), 0.2)
-            s.close()
+            self.raw_socket(0.2).close()
             return True
         except OSError:
             return False
@@ -190,12 +200,7 @@ def run_zeusd(*args, env=None, timeout=10, **kw):
 def raw_request(d, target, method="GET", headers=(), timeout=5):
     """Sends one request with an exact request-target (no client-side
     normalisation) and returns (status, headers_text, body_bytes)."""
-    if d.mode == "uds":
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(d.sock)
-    else:
-        s = socket.create_connection((d.host, d.port))
-    s.settimeout(timeout)
+    s = d.raw_socket(timeout)
     lines = [f"{method} {target} HTTP/1.1", "Host: zeusd",
              "Connection: close", *headers, "", ""]
     s.sendall("\r\n".join(lines).encode())

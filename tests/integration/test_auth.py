@@ -258,15 +258,8 @@ def test_bad_key_file_refused(tmp_path, content):
 @pytest.mark.parametrize("path,scope", [("/gpu/stream_power", "gpu-read"),
                                         ("/cpu/stream_power", "cpu-read")])
 def test_stream_routes_need_their_scope(authd, key, path, scope):
-    import socket as socketlib
-
     def head(tok):
-        if authd.mode == "uds":
-            s = socketlib.socket(socketlib.AF_UNIX)
-            s.connect(authd.sock)
-        else:
-            s = socketlib.create_connection((authd.host, authd.port))
-        s.settimeout(5)
+        s = authd.raw_socket(5)
         auth = f"Authorization: Bearer {tok}\r\n" if tok else ""
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: z\r\n{auth}\r\n".encode())
         data = b""

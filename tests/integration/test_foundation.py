@@ -266,12 +266,7 @@ def test_huge_header_refused_and_daemon_survives(daemon):
     outgrows its buffer and closes, possibly while the client is still
     writing: the client then sees a broken pipe or a reset instead of the
     status line, which is the same refusal (seen on a loaded machine)."""
-    if daemon.mode == "uds":
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(daemon.sock)
-    else:
-        s = socket.create_connection((daemon.host, daemon.port))
-    s.settimeout(10)
+    s = daemon.raw_socket(10)
     req = ("GET /time HTTP/1.1\r\nHost: zeusd\r\nX-Big: " + "a" * 100_000 +
            "\r\nConnection: close\r\n\r\n").encode()
     data = b""
@@ -476,12 +471,7 @@ def test_gpu_read_allowed_without_root():
 
 def test_idle_connection_dropped(start, mode):
     d = start(mode, env={"ZEUSD_IDLE_TIMEOUT_S": "1"})
-    if mode == "uds":
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(d.sock)
-    else:
-        s = socket.create_connection((d.host, d.port))
-    s.settimeout(10)
+    s = d.raw_socket(10)
     t0 = time.monotonic()
     assert s.recv(1) == b""             # the daemon closed it
     assert 0.5 < time.monotonic() - t0 < 5

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import signal
-import socket
 import threading
 import time
 
@@ -1074,11 +1073,7 @@ def test_client_gone_during_blocking_write(sim):
     target = "/gpu/set_power_limit?gpu_ids=0,1&block=true&power_limit_mw=" \
              "223000"
     d = sim.d
-    if d.mode == "uds":
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(d.sock)
-    else:
-        s = socket.create_connection((d.host, d.port))
+    s = d.raw_socket()
     s.sendall(f"POST {target} HTTP/1.1\r\nHost: zeusd\r\n\r\n".encode())
     time.sleep(0.1)
     s.close()
@@ -1285,8 +1280,7 @@ def test_shutdown_with_command_longer_than_grace(tmp_path):
     write_control(ctl, "delay nvmlDeviceSetPowerManagementLimit 0 5600")
     d = Zeusd(tmp_path, env={"ZEUS_SIM_CONTROL": str(ctl)}).wait_ready()
     try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(d.sock)
+        s = d.raw_socket()
         s.sendall(b"POST /gpu/set_power_limit?gpu_ids=0&block=true"
                   b"&power_limit_mw=200000 HTTP/1.1\r\nHost: zeusd\r\n\r\n")
         time.sleep(0.2)

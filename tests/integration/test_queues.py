@@ -18,7 +18,6 @@ import json
 import os
 import random
 import re
-import socket
 import statistics
 import threading
 import time
@@ -44,12 +43,7 @@ class RawConn:
     """One keep-alive HTTP/1.1 connection to the daemon."""
 
     def __init__(self, d):
-        if d.mode == "uds":
-            self.s = socket.socket(socket.AF_UNIX)
-            self.s.connect(d.sock)
-        else:
-            self.s = socket.create_connection((d.host, d.port))
-        self.s.settimeout(60)
+        self.s = d.raw_socket(60)
         self.buf = b""
 
     def request(self, method, target):
