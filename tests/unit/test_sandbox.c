@@ -300,32 +300,30 @@ child_not_root(void *arg)
 	CHECK(status_is("CapPrm", "0000000000000000"));
 }
 
+/* child_not_root after becoming `arg` (a struct passwd), a plain user */
+static void
+child_not_root_as(void *arg)
+{
+	const struct passwd *pw = arg;
+
+	if (setgroups(0, NULL) != 0 ||
+	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid))
+		_exit(CHILD_SETUP_FAILED);
+	child_not_root(NULL);
+}
+
 static void
 test_drop_not_root(void **state)
 {
-	(void)state;
-	if (geteuid() == 0 && getpwnam("nobody") != NULL) {
-		/* become an ordinary user first, the way a test run would */
-		struct passwd *pw = getpwnam("nobody");
-		int status;
-		pid_t pid;
+	struct passwd *pw = geteuid() == 0 ? getpwnam("nobody") : NULL;
 
-		fflush(NULL);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			if (setgroups(0, NULL) != 0 ||
-			    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
-			    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid))
-				_exit(CHILD_SETUP_FAILED);
-			child_not_root(NULL);
-			_exit(0);
-		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		expect_exit0(status);
-		return;
-	}
-	expect_exit0(run_child(child_not_root, NULL));
+	(void)state;
+	/* as root, become an ordinary user first, the way a test run would */
+	if (pw != NULL)
+		expect_exit0(run_child(child_not_root_as, pw));
+	else
+		expect_exit0(run_child(child_not_root, NULL));
 }
 
 /* ------------------------------------------------------------------------ */
