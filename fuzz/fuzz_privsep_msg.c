@@ -138,14 +138,16 @@ static const struct gpu_backend_ops fake_ops = {
 static struct gpu_backend fake_gpu = { &fake_ops, NULL };
 
 static int
-f_rapl(void *ctx, unsigned pkg, unsigned zone, uint64_t *raw,
-    struct zerr *err)
+f_rapl(void *ctx, unsigned pkg, uint64_t *cpu_uj, uint64_t *dram_uj,
+    uint64_t *mono_ns, struct zerr *err)
 {
 	must(pkg < cur->npkg);
-	must(zone == RAPL_ZONE_CPU ||
-	    (zone == RAPL_ZONE_DRAM && (cur->dram_mask >> pkg & 1)));
+	must(dram_uj == NULL || (cur->dram_mask >> pkg & 1));
 	calls++;
-	*raw = pkg;
+	*cpu_uj = pkg;
+	if (dram_uj != NULL)
+		*dram_uj = pkg;
+	*mono_ns = 1;
 	return 0;
 }
 
@@ -170,8 +172,7 @@ run_one(const uint8_t *data, size_t size, const struct psmsg_limits *l)
 		unsigned n = (unsigned)__builtin_popcountll(r.gpu_mask);
 
 		must(rep.gpu_ok == r.gpu_mask && rep.pkg_ok == r.pkg_mask);
-		n += (unsigned)__builtin_popcountll(r.pkg_mask);
-		n += (unsigned)__builtin_popcountll(r.pkg_mask & l->dram_mask);
+		n += (unsigned)__builtin_popcountll(r.pkg_mask);	/* one each */
 		must(calls == n);
 	} else if (r.op == PSMSG_PROC || r.op == PSMSG_PEER) {
 		/* the process's own /proc, or NSS and /proc/PID/comm: no

@@ -38,11 +38,12 @@
 /*
  * Channels: one per network-side thread that may call the device process
  * at the same time: a worker per GPU and per package, the GPU power
- * reader, the CPU energy reader, the stream sampler, the RAPL keepalive
- * and the HTTP thread (PSMSG_PROC for /metrics, PSMSG_PEER at a Unix
- * connection's first request); one more so a burst never waits for one.
+ * reader, the CPU energy reader, the stream sampler and the HTTP thread
+ * (PSMSG_PROC for /metrics, PSMSG_PEER at a Unix connection's first
+ * request); one more so a burst never waits for one. (The RAPL keepalive
+ * runs in the device process, next to the counters.)
  */
-#define SPLIT_SHARED_CHANNELS 6
+#define SPLIT_SHARED_CHANNELS 5
 /*
  * After SIGTERM, how long the network process may take to stop: its own
  * grace for requests, for a stuck device command and for restoring
@@ -234,11 +235,20 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 
 /* ---- The device process --------------------------------------------------- */
 
+/* psexec's RAPL read: the device process's own core, which tracks wraps. */
 static int
-split_rapl_raw(void *ctx, unsigned pkg, unsigned zone, uint64_t *raw,
-    struct zerr *err)
+split_rapl_read(void *ctx, unsigned pkg, uint64_t *cpu_uj, uint64_t *dram_uj,
+    uint64_t *mono_ns, struct zerr *err)
 {
-	return rapl_read_raw(ctx, pkg, (enum rapl_zone)zone, raw, err);
+	struct rapl_sample s;
+
+	if (rapl_sample(ctx, pkg, &s, err) != 0)
+		return -1;
+	*cpu_uj = s.cpu_uj;
+	if (dram_uj != NULL)
+		*dram_uj = s.dram_uj;
+	*mono_ns = s.mono_ns;
+	return 0;
 }
 
 /* A refused request: psdev already killed the network process. */
@@ -420,6 +430,19 @@ split_device_loop(const struct zeusd_config *cfg, struct node *node,
 	return 0;
 }
 
+/* The device process cannot start: the network process goes too. */
+static void
+split_device_failed(const struct zerr *err, int *status)
+{
+	char q[ZERR_MSG_MAX + 8];
+
+	zlog(ZLOG_ERROR, "device_process_failed", "error=%s",
+	    zlog_quote(q, sizeof(q), err->msg));
+	(void)kill(split.net, SIGKILL);
+	(void)waitpid(split.net, NULL, 0);
+	*status = 1;
+}
+
 static void
 split_become_device(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, const int *peer, unsigned nchan, const sigset_t *sigs,
@@ -427,7 +450,7 @@ split_become_device(const struct zeusd_config *cfg, struct server *srv,
 {
 	struct psmsg_limits lim = { .ngpu = node->ngpu, .npkg = node->ncpu };
 	struct psexec x = { .gpu = &node->gpu, .ngpu = node->ngpu,
-	    .npkg = node->ncpu, .rapl_raw = split_rapl_raw,
+	    .npkg = node->ncpu, .rapl_read = split_rapl_read,
 	    .rapl_ctx = node->rapl };
 	struct psdev *dev = NULL;
 	struct zerr err;
@@ -448,11 +471,16 @@ split_become_device(const struct zeusd_config *cfg, struct server *srv,
 	 * socket file behind, which is what it is there for.
 	 */
 	if (janitor_start(&err) != 0) {
-		zlog(ZLOG_ERROR, "device_process_failed", "error=\"%s\"",
-		    err.msg);
-		(void)kill(split.net, SIGKILL);
-		(void)waitpid(split.net, NULL, 0);
-		*status = 1;
+		split_device_failed(&err, status);
+		return;
+	}
+	/*
+	 * Wrap tracking is ours (the network process's RAPL core passes our
+	 * totals through), so the keepalive that feeds it runs here: an idle
+	 * pass wakes this process only. A thread, so after the janitor's fork.
+	 */
+	if (node->ncpu > 0 && rapl_start_keepalive(node->rapl, 0, &err) != 0) {
+		split_device_failed(&err, status);
 		return;
 	}
 	for (unsigned i = 0; i < node->ncpu; i++)
@@ -462,11 +490,7 @@ split_become_device(const struct zeusd_config *cfg, struct server *srv,
 		}
 	if (psdev_start(&x, &lim, peer, nchan, split.net, split_refused, NULL,
 	    &dev, &err) != 0) {
-		zlog(ZLOG_ERROR, "device_process_failed", "error=\"%s\"",
-		    err.msg);
-		(void)kill(split.net, SIGKILL);
-		(void)waitpid(split.net, NULL, 0);
-		*status = 1;
+		split_device_failed(&err, status);
 		return;
 	}
 	ctl_started = pthread_create(&t, NULL, split_dev_ctl_main, NULL) == 0;

@@ -128,6 +128,44 @@ rapl_range_error(struct rapl *r, unsigned i, enum rapl_zone zone,
 	    (unsigned long long)raw, (unsigned long long)max);
 }
 
+/*
+ * A source that tracks wraps itself: its totals pass through, and one below
+ * the previous is refused (the package's state does not move).
+ */
+static int
+rapl_apply_total_locked(struct rapl *r, unsigned i, uint64_t cpu,
+    uint64_t dram, uint64_t *cpu_uj, uint64_t *dram_uj, struct zerr *err)
+{
+	struct rapl_pkg *p = &r->pkgs[i];
+	bool has_dram = p->desc.has_dram;
+	const struct rapl_counter_state *back = NULL;
+	uint64_t now = cpu;
+
+	if (p->cpu.primed && cpu < p->cpu.last_raw)
+		back = &p->cpu;
+	else if (has_dram && p->dram.primed && dram < p->dram.last_raw) {
+		back = &p->dram;
+		now = dram;
+	}
+	if (back != NULL)
+		return zerr_set(err, ZERR_INTERNAL, "RAPL package %u: %s energy "
+		    "from the %s source went backwards (%llu after %llu)",
+		    p->desc.id, back == &p->cpu ? "package" : "DRAM",
+		    r->ops->name, (unsigned long long)now,
+		    (unsigned long long)back->last_raw);
+	p->cpu.last_raw = cpu;
+	p->cpu.primed = true;
+	if (has_dram) {
+		p->dram.last_raw = dram;
+		p->dram.primed = true;
+	}
+	if (cpu_uj != NULL)
+		*cpu_uj = cpu;
+	if (dram_uj != NULL)
+		*dram_uj = has_dram ? dram : 0;
+	return 0;
+}
+
 /* Applies raw counters read at one moment to package i's wrap tracking. */
 static int
 rapl_apply_locked(struct rapl *r, unsigned i, uint64_t cpu_raw,
@@ -137,6 +175,9 @@ rapl_apply_locked(struct rapl *r, unsigned i, uint64_t cpu_raw,
 	struct rapl_counter_state cpu = p->cpu, dram = p->dram;
 	uint64_t cpu_total, dram_total = 0;
 
+	if (r->ops->tracks_wraps)
+		return rapl_apply_total_locked(r, i, cpu_raw, dram_raw, cpu_uj,
+		    dram_uj, err);
 	if (rapl_counter_update(&cpu, cpu_raw, &cpu_total) != 0)
 		return rapl_range_error(r, i, RAPL_ZONE_CPU, cpu_raw, cpu.max,
 		    err);
@@ -338,18 +379,6 @@ rapl_sample(struct rapl *r, unsigned i, struct rapl_sample *out,
 	out->mono_ns = zclock_now_ns();
 	pthread_mutex_unlock(&p->mu);
 	return rc;
-}
-
-int
-rapl_read_raw(struct rapl *r, unsigned i, enum rapl_zone zone, uint64_t *raw,
-    struct zerr *err)
-{
-	if (i >= rapl_count(r) || (zone == RAPL_ZONE_DRAM &&
-	    !r->pkgs[i].desc.has_dram) || (zone != RAPL_ZONE_CPU &&
-	    zone != RAPL_ZONE_DRAM))
-		return zerr_set(err, ZERR_INVALID, "no such RAPL counter "
-		    "(package index %u, zone %d)", i, (int)zone);
-	return r->ops->read(r->ctx, i, zone, raw, err);
 }
 
 void
@@ -590,6 +619,8 @@ rapl_start_keepalive(struct rapl *r, unsigned interval_ms, struct zerr *err)
 	if (r->ka_started)
 		return zerr_set(err, ZERR_INVALID,
 		    "RAPL keepalive already started");
+	if (r->ops->tracks_wraps)
+		return 0;	/* the source keeps its own counters alive */
 	r->ka_interval_ms = interval_ms != 0 ? interval_ms :
 	    rapl_keepalive_auto_ms(r);
 	rc = pthread_create(&r->ka_thread, NULL, rapl_keepalive_main, r);

@@ -96,7 +96,9 @@ int rapl_power_mw(const struct rapl_sample *a, const struct rapl_sample *b,
  * Starts a thread that reads every package each `interval_ms` (0 picks
  * rapl_keepalive_auto_ms) so wraps are seen even when nobody asks. A read
  * error is logged once per failing streak and does not stop the thread.
- * rapl_close stops it promptly. Starting twice is ZERR_INVALID.
+ * rapl_close stops it promptly. Starting twice is ZERR_INVALID. Over a
+ * source that tracks wraps itself (tracks_wraps) there is nothing to keep
+ * alive: no thread starts, and this returns 0.
  */
 int rapl_start_keepalive(struct rapl *r, unsigned interval_ms,
     struct zerr *err);
@@ -159,6 +161,14 @@ struct rapl_source_ops {
 	 */
 	int (*read_many)(void *ctx, uint64_t pkg_mask,
 	    struct rapl_raw_sample *raw, struct zerr *err);
+	/*
+	 * The source's values are already wrap-compensated cumulative µJ
+	 * (the network process of a split daemon, whose device process
+	 * tracks wraps and runs the keepalive where the counters are): the
+	 * core passes them through, refuses one that goes backwards, and
+	 * rapl_start_keepalive starts no thread.
+	 */
+	bool tracks_wraps;
 };
 
 /*
@@ -169,14 +179,6 @@ struct rapl_source_ops {
 int rapl_open_source(const struct rapl_source_ops *ops, void *ctx,
     const struct rapl_package_desc *pkgs, unsigned npkgs, struct rapl **out,
     struct zerr *err);
-
-/*
- * One raw counter of package i, straight from the source (no wrap
- * tracking): what the device process answers for the network process,
- * whose own RAPL core tracks wraps (docs/design.md, "Two processes").
- */
-int rapl_read_raw(struct rapl *r, unsigned i, enum rapl_zone zone,
-    uint64_t *raw, struct zerr *err);
 
 /* What package i was opened with (to open a core over another source). */
 void rapl_describe(const struct rapl *r, unsigned i,

@@ -6,7 +6,7 @@
  * A channel is one SOCK_SEQPACKET socketpair: one request, one reply, then
  * the next request. The pool holds one per thread that may call the device
  * process at the same time (GPU and CPU workers, the shared readers, the
- * stream sampler, the RAPL keepalive), so a caller normally finds a free
+ * stream sampler, the HTTP thread), so a caller normally finds a free
  * channel at once and the device process needs no queue and no
  * demultiplexing: its concurrency is exactly ours. A caller that finds none
  * free waits for one.

@@ -14,7 +14,6 @@
 
 #include <stdbool.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/identity.h"
 #include "common/procstat.h"
@@ -68,15 +67,6 @@ internal(struct psmsg_reply *rep, const char *what)
 
 	zerr_set(&err, ZERR_INTERNAL, "privsep executor: %s", what);
 	fail(rep, &err);
-}
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The wire write as the backend's struct gpu_write. */
@@ -145,20 +135,22 @@ static void
 run_rapl_read(const struct psexec *x, const struct psmsg_request *req,
     struct psmsg_reply *rep)
 {
+	bool dram = req->zone == RAPL_ZONE_DRAM;
+	uint64_t cpu_uj, dram_uj, mono;
 	struct zerr err;
-	uint64_t raw;
 
 	zerr_clear(&err);
-	if (x->rapl_raw(x->rapl_ctx, req->dev, req->zone, &raw, &err) != 0) {
+	if (x->rapl_read(x->rapl_ctx, req->dev, &cpu_uj, dram ? &dram_uj :
+	    NULL, &mono, &err) != 0) {
 		fail(rep, &err);
 		return;
 	}
-	rep->v = raw;
+	rep->v = dram ? dram_uj : cpu_uj;
 }
 
 /*
- * One stream tick: every masked GPU's power and every masked package's raw
- * counters. Failures are per device and never fail the reply, so one lost
+ * One stream tick: every masked GPU's power and every masked package's
+ * energy. Failures are per device and never fail the reply, so one lost
  * GPU does not silence the streams of the others.
  */
 static void
@@ -187,18 +179,15 @@ run_sample(const struct psexec *x, const struct psmsg_request *req,
 	}
 	for (uint64_t m = req->pkg_mask; m != 0; m &= m - 1) {
 		unsigned i = (unsigned)__builtin_ctzll(m);
-		uint64_t cpu, dram = 0;
+		uint64_t cpu, dram = 0, mono;
 
 		zerr_clear(&err);
-		if (x->rapl_raw(x->rapl_ctx, i, RAPL_ZONE_CPU, &cpu, &err) != 0)
+		if (x->rapl_read(x->rapl_ctx, i, &cpu, (x->dram_mask >> i & 1) ?
+		    &dram : NULL, &mono, &err) != 0)
 			continue;
-		if ((x->dram_mask >> i & 1) &&
-		    x->rapl_raw(x->rapl_ctx, i, RAPL_ZONE_DRAM, &dram,
-		    &err) != 0)
-			continue;
-		rep->mono_ns[i] = mono_ns();
-		rep->cpu_raw[i] = cpu;
-		rep->dram_raw[i] = dram;
+		rep->mono_ns[i] = mono;
+		rep->cpu_uj[i] = cpu;
+		rep->dram_uj[i] = dram;
 		rep->pkg_ok |= UINT64_C(1) << i;
 	}
 }
@@ -226,7 +215,7 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 			run_gpu(x, req, rep);
 		break;
 	case PSMSG_RAPL_READ:
-		if (x->rapl_raw == NULL || req->dev >= x->npkg ||
+		if (x->rapl_read == NULL || req->dev >= x->npkg ||
 		    req->zone > RAPL_ZONE_DRAM ||
 		    (req->zone == RAPL_ZONE_DRAM && !(x->dram_mask >> req->dev
 		    & 1)))
@@ -236,7 +225,7 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 		break;
 	case PSMSG_SAMPLE:
 		if ((req->gpu_mask != 0 && !gpus) ||
-		    (req->pkg_mask != 0 && x->rapl_raw == NULL) ||
+		    (req->pkg_mask != 0 && x->rapl_read == NULL) ||
 		    (req->gpu_mask & ~low_bits(x->ngpu)) != 0 ||
 		    (req->pkg_mask & ~low_bits(x->npkg)) != 0)
 			internal(rep, "sample mask out of range");

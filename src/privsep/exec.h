@@ -5,9 +5,11 @@
  *
  * It holds no state of its own, so the device process can run one executor
  * thread per channel over the same `struct psexec`: the backends already
- * tolerate concurrent calls (gpu.h, rapl.h). Wrap tracking, queues and
- * everything else stateful stay in the network process; this only turns a
- * message into a driver call and the result into a message.
+ * tolerate concurrent calls (gpu.h, rapl.h). Queues and everything else
+ * stateful about requests stay in the network process; this only turns a
+ * message into a driver call and the result into a message. (RAPL wrap
+ * tracking is the device process's, inside its struct rapl, next to the
+ * keepalive that feeds it: see rapl_read below.)
  */
 #ifndef ZEUS_PRIVSEP_EXEC_H
 #define ZEUS_PRIVSEP_EXEC_H
@@ -23,11 +25,13 @@ struct psexec {
 	unsigned ngpu, npkg;
 	uint64_t dram_mask;		/* bit i: package i has a DRAM zone */
 	/*
-	 * RAPL raw counter read of package `pkg`, zone (enum rapl_zone), as
-	 * struct rapl_source_ops.read; NULL when npkg == 0.
+	 * Package `pkg`'s energy as rapl_sample gives it: wrap-compensated
+	 * cumulative µJ of the package and, when dram_uj is not NULL (only
+	 * for packages in dram_mask), of its DRAM, and the CLOCK_MONOTONIC
+	 * time right after the read. NULL when npkg == 0.
 	 */
-	int (*rapl_raw)(void *ctx, unsigned pkg, unsigned zone, uint64_t *raw,
-	    struct zerr *err);
+	int (*rapl_read)(void *ctx, unsigned pkg, uint64_t *cpu_uj,
+	    uint64_t *dram_uj, uint64_t *mono_ns, struct zerr *err);
 	void *rapl_ctx;
 };
 
@@ -40,7 +44,7 @@ struct psexec {
  * backend's zerr; `lost` is the backend's lost() after a GPU operation.
  * PSMSG_SAMPLE always has rc 0 and reports per device: gpu_ok/gpu_lost and
  * gpu_mw[i] per GPU (the first failure's kind in err_gpu_kind, its message
- * in err_msg), pkg_ok, cpu_raw[i], dram_raw[i] (packages in dram_mask) and
+ * in err_msg), pkg_ok, cpu_uj[i], dram_uj[i] (packages in dram_mask) and
  * mono_ns[i] per package.
  *
  * A request that slipped past the check anyway (an index out of range, a

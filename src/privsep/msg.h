@@ -80,13 +80,14 @@ struct psmsg_reply {
 	 * names; explicit, it is zeroed and checked like every other field.
 	 */
 	uint32_t pad0;			/* 0 */
-	uint64_t v;			/* energy mJ; RAPL raw counter */
+	uint64_t v;			/* GPU energy mJ; RAPL energy µJ */
 	/* PSMSG_SAMPLE */
 	uint64_t gpu_ok, gpu_lost, pkg_ok;
 	uint32_t err_gpu_kind;		/* first GPU failure, message in err_msg */
 	uint32_t pad;			/* 0 */
 	uint32_t gpu_mw[PSMSG_MAX_GPUS];
-	uint64_t cpu_raw[PSMSG_MAX_PKGS], dram_raw[PSMSG_MAX_PKGS];
+	/* wrap-compensated, as the device process's struct rapl reports */
+	uint64_t cpu_uj[PSMSG_MAX_PKGS], dram_uj[PSMSG_MAX_PKGS];
 	uint64_t mono_ns[PSMSG_MAX_PKGS];	/* CLOCK_MONOTONIC after the read */
 	/* PSMSG_PROC: struct procstat of the device process */
 	uint64_t p_ok;			/* PROCSTAT_* bits */

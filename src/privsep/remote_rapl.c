@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * remote_rapl.c - the RAPL source of the network process (see
- * remote_rapl.h): one request per counter read.
+ * remote_rapl.h): one request per counter read, or one for every package.
  */
 #include "remote_rapl.h"
 
@@ -38,8 +38,8 @@ psrapl_raw_of(const struct psmsg_reply *rep, unsigned i,
     struct rapl_raw_sample *out)
 {
 	out->ok = rep->pkg_ok >> i & 1;
-	out->cpu_raw = rep->cpu_raw[i];
-	out->dram_raw = rep->dram_raw[i];
+	out->cpu_raw = rep->cpu_uj[i];
+	out->dram_raw = rep->dram_uj[i];
 	out->mono_ns = rep->mono_ns[i];
 }
 
@@ -114,4 +114,5 @@ const struct rapl_source_ops psrapl_ops = {
 	.label = psrapl_label,
 	.read_many = psrapl_read_many,
 	.destroy = psrapl_destroy,
+	.tracks_wraps = true,	/* the device process's struct rapl does */
 };

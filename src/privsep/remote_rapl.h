@@ -4,9 +4,12 @@
  * device process (docs/design.md, "Two processes").
  *
  * The network process opens its RAPL core (rapl_open_source) over this
- * source with the package descriptions taken before the split, so wrap
- * tracking, the keepalive and power from deltas are the same code with and
- * without privilege separation; the device process only reads a counter.
+ * source with the package descriptions taken before the split, so locking,
+ * batching and power from deltas are the same code with and without
+ * privilege separation. The values that come back are already
+ * wrap-compensated: wrap tracking and the keepalive that feeds it run in
+ * the device process, on its own core over the files (tracks_wraps), so an
+ * idle daemon's keepalive passes wake that process alone.
  */
 #ifndef ZEUS_PRIVSEP_REMOTE_RAPL_H
 #define ZEUS_PRIVSEP_REMOTE_RAPL_H
@@ -25,7 +28,7 @@ extern const struct rapl_source_ops psrapl_ops;
  */
 void *psrapl_create(struct pschan_pool *pool, const struct rapl *dev);
 
-/* Package i's counters in a PSMSG_SAMPLE reply (ok: the device read them). */
+/* Package i's energy in a PSMSG_SAMPLE reply (ok: the device read it). */
 void psrapl_raw_of(const struct psmsg_reply *rep, unsigned i,
     struct rapl_raw_sample *out);
 

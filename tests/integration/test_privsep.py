@@ -193,6 +193,47 @@ def start_with_files(start, tmp_path):
     return d, str(tmp_path / "rapl"), key
 
 
+def switches(pid):
+    """Context switches so far, summed over every thread of pid."""
+    n = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            s = status(f"{pid}/task/{t}")
+        except OSError:
+            continue        # a thread that just ended
+        n += int(s["voluntary_ctxt_switches"])
+        n += int(s["nonvoluntary_ctxt_switches"])
+    return n
+
+
+def test_rapl_keepalive_runs_in_the_device_process(start, tmp_path):
+    """The RAPL keepalive and wrap tracking live where the counters are:
+    an idle split daemon's keepalive passes wake the device process only.
+    With a range of 10^8 µJ the automatic interval is 24 ms, so the window
+    below spans dozens of passes; were the keepalive a network-side thread
+    calling through a channel, every pass would wake the network process
+    at least twice. Its switches are compared with the passes the window
+    can have held, counted from the window we measured."""
+    RaplTree(tmp_path / "rapl", {0: {"dram": True, "max": 99_999_999,
+                                     "dram_max": 10 ** 12}})
+    d = start("uds", args=["--rapl-dir", str(tmp_path / "rapl"),
+                           "--enable", "cpu-read"])
+    m = re.search(r"event=rapl_keepalive_started interval_ms=(\d+)",
+                  d.logs())
+    assert m and int(m.group(1)) == 24, d.logs()
+    net = network_pid(d)
+    time.sleep(0.3)                 # the readiness request settles
+    dev0, net0, t0 = switches(d.proc.pid), switches(net), time.monotonic()
+    time.sleep(1.5)
+    dev1, net1, t1 = switches(d.proc.pid), switches(net), time.monotonic()
+    passes_possible = (t1 - t0) * 1000 / 24
+    # the device process is where the passes happen (a loaded machine may
+    # run fewer than possible, but not none in 1.5 s)
+    assert dev1 - dev0 >= 1
+    assert net1 - net0 <= passes_possible / 8, \
+        (net1 - net0, passes_possible, dev1 - dev0)
+
+
 def test_network_process_holds_no_device_fd(start, tmp_path):
     d, rapl, key = start_with_files(start, tmp_path)
     net = network_pid(d)

@@ -45,7 +45,8 @@ struct fake {
 	enum zerr_kind fail_kind;	/* ...with this kind */
 	uint64_t lost_gpus;
 	uint64_t fail_pkgs;		/* RAPL reads of these fail */
-	unsigned last_pkg, last_zone;
+	unsigned last_pkg;
+	bool last_dram;			/* the last RAPL read asked for DRAM */
 };
 
 static struct fake fk;
@@ -128,25 +129,28 @@ static const struct gpu_backend_ops fake_ops = {
 static struct gpu_backend fake_gpu_backend = { &fake_ops, NULL };
 
 static int
-f_rapl(void *ctx, unsigned pkg, unsigned zone, uint64_t *raw,
-    struct zerr *err)
+f_rapl(void *ctx, unsigned pkg, uint64_t *cpu_uj, uint64_t *dram_uj,
+    uint64_t *mono_ns, struct zerr *err)
 {
 	fk.calls[F_RAPL]++;
 	fk.last_pkg = pkg;
-	fk.last_zone = zone;
+	fk.last_dram = dram_uj != NULL;
 	assert_ptr_equal(ctx, &fk);
 	assert_true(pkg < lim.npkg);
-	assert_true(zone == RAPL_ZONE_CPU ||
-	    (zone == RAPL_ZONE_DRAM && (lim.dram_mask >> pkg & 1)));
+	/* DRAM is asked for only where the package has it */
+	assert_true(dram_uj == NULL || (lim.dram_mask >> pkg & 1));
 	if (fk.fail_pkgs >> pkg & 1)
 		return zerr_set(err, ZERR_INTERNAL, "package %u: fake", pkg);
-	*raw = 1000u * pkg + zone + 7;
+	*cpu_uj = 1000u * pkg + 7;
+	if (dram_uj != NULL)
+		*dram_uj = 1000u * pkg + 8;
+	*mono_ns = 5000u + pkg;
 	return 0;
 }
 
 static const struct psexec exec_fake = {
 	.gpu = &fake_gpu_backend, .ngpu = 3, .npkg = 2, .dram_mask = 0x2,
-	.rapl_raw = f_rapl, .rapl_ctx = &fk,
+	.rapl_read = f_rapl, .rapl_ctx = &fk,
 };
 
 static int
@@ -241,7 +245,7 @@ test_layout(void **state)
 	assert_int_equal(offsetof(struct psmsg_request, gpu_mask), 48);
 	assert_int_equal(sizeof(struct psmsg_reply) % 8, 0);
 	assert_int_equal(offsetof(struct psmsg_reply, v) % 8, 0);
-	assert_int_equal(offsetof(struct psmsg_reply, cpu_raw) % 8, 0);
+	assert_int_equal(offsetof(struct psmsg_reply, cpu_uj) % 8, 0);
 }
 
 static void
@@ -724,9 +728,13 @@ test_exec_reads(void **state)
 	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
 	assert_int_equal(fk.calls[F_RAPL], 1);
 	assert_int_equal(fk.last_pkg, 1);
-	assert_int_equal(fk.last_zone, RAPL_ZONE_DRAM);
+	assert_true(fk.last_dram);
 	assert_int_equal(rep.v, 1008);
 	assert_int_equal(rep.rc, 0);
+	r.zone = RAPL_ZONE_CPU;		/* the package counter: no DRAM asked */
+	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_false(fk.last_dram);
+	assert_int_equal(rep.v, 1007);
 	assert_int_equal(fk.calls[F_LOST], 5);	/* once per GPU op */
 }
 
@@ -818,13 +826,15 @@ test_exec_sample(void **state)
 	/* the first failure's message */
 	assert_string_equal(rep.err_msg, "gpu 1: fake failure");
 	assert_true(rep.pkg_ok == 0x3);
-	/* package 0 has no DRAM: one read; package 1: two */
-	assert_int_equal(fk.calls[F_RAPL], 3);
-	assert_int_equal(rep.cpu_raw[0], 7);
-	assert_int_equal(rep.dram_raw[0], 0);
-	assert_int_equal(rep.cpu_raw[1], 1007);
-	assert_int_equal(rep.dram_raw[1], 1008);
-	assert_true(rep.mono_ns[0] > 0 && rep.mono_ns[1] >= rep.mono_ns[0]);
+	/* one read per package, DRAM only for package 1 */
+	assert_int_equal(fk.calls[F_RAPL], 2);
+	assert_int_equal(rep.cpu_uj[0], 7);
+	assert_int_equal(rep.dram_uj[0], 0);
+	assert_int_equal(rep.cpu_uj[1], 1007);
+	assert_int_equal(rep.dram_uj[1], 1008);
+	/* each package's own time, as its read reported it */
+	assert_int_equal(rep.mono_ns[0], 5000);
+	assert_int_equal(rep.mono_ns[1], 5001);
 	assert_int_equal(rep.mono_ns[2], 0);	/* unsampled: zero */
 	assert_int_equal(rcheck(&rep, 42, PSMSG_SAMPLE), 0);
 
@@ -834,7 +844,7 @@ test_exec_sample(void **state)
 	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
 	assert_true(rep.pkg_ok == 0x1);
 	assert_int_equal(rep.mono_ns[1], 0);
-	assert_int_equal(rep.cpu_raw[1], 0);
+	assert_int_equal(rep.cpu_uj[1], 0);
 	assert_int_equal(rep.err_gpu_kind, ZERR_NONE);
 }
 

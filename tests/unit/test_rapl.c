@@ -1040,6 +1040,60 @@ test_source_errors_and_validation(void **state)
 	rapl_close(r);
 }
 
+/*
+ * A source that tracks wraps itself (the network process of a split daemon
+ * reads totals the device process already compensated): values above the
+ * range and far beyond one wrap pass through unchanged, a value that goes
+ * backwards is refused without moving the state, and the keepalive starts
+ * no thread.
+ */
+static const struct rapl_source_ops totals_ops = { .name = "totals",
+	.read = script_read, .tracks_wraps = true };
+
+static void
+test_source_that_tracks_wraps(void **state)
+{
+	struct script s = { { 90, 40 }, false };
+	struct rapl_package_desc d[1] = {
+		{ .id = 2, .name = "p", .has_dram = true, .cpu_max_uj = 99,
+		  .dram_max_uj = 49 },
+	};
+	struct zerr err = { 0 };
+	uint64_t cpu, dram;
+	struct rapl *r = NULL;
+
+	(void)state;
+	assert_int_equal(rapl_open_source(&totals_ops, &s, d, 1, &r, &err), 0);
+	read_both(r, 0, &cpu, &dram);
+	assert_int_equal(cpu, 90);
+	assert_int_equal(dram, 40);
+	/* several wraps' worth later: what the source says, no offset */
+	s.raw[0] = 1000099;
+	s.raw[1] = 5000;
+	read_both(r, 0, &cpu, &dram);
+	assert_int_equal(cpu, 1000099);
+	assert_int_equal(dram, 5000);
+	/* lower is not a wrap here: refused, and the state stays */
+	s.raw[0] = 10;
+	assert_int_equal(rapl_read(r, 0, &cpu, &dram, &err), -1);
+	assert_non_null(strstr(err.msg, "package energy from the totals "
+	    "source went backwards (10 after 1000099)"));
+	s.raw[0] = 1000099;
+	s.raw[1] = 4999;
+	assert_int_equal(rapl_read(r, 0, &cpu, &dram, &err), -1);
+	assert_non_null(strstr(err.msg, "DRAM energy"));
+	s.raw[1] = 5000;		/* equal is fine: no energy drawn */
+	read_both(r, 0, &cpu, &dram);
+	assert_int_equal(cpu, 1000099);
+	assert_int_equal(dram, 5000);
+	/* nothing to keep alive: no thread, so no pass ever */
+	assert_int_equal(rapl_start_keepalive(r, RAPL_KEEPALIVE_MIN_MS, &err),
+	    0);
+	sleep_ms(10 * RAPL_KEEPALIVE_MIN_MS);
+	assert_int_equal(rapl_keepalive_passes(r), 0);
+	rapl_close(r);
+}
+
 /* ---- Simulated packages ------------------------------------------------- */
 
 static void
@@ -1241,6 +1295,7 @@ main(void)
 		T(test_keepalive_auto_interval),
 #undef T
 		cmocka_unit_test(test_source_errors_and_validation),
+		cmocka_unit_test(test_source_that_tracks_wraps),
 		cmocka_unit_test(test_sim_default),
 		cmocka_unit_test(test_sim_constant_power),
 		cmocka_unit_test(test_sim_wraps),
