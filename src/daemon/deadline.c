@@ -23,6 +23,12 @@ struct deadlines {
 	uint64_t timeout_ns;
 	uint64_t expired;
 	bool stopping;
+	/*
+	 * The thread waits with no timer (nothing was armed when it last
+	 * looked): only then does an arm need to wake it. Otherwise it sleeps
+	 * until a deadline no later than any new one, and looks again then.
+	 */
+	bool untimed;
 };
 
 /* Both with the lock held. */
@@ -69,7 +75,9 @@ deadline_main(void *arg)
 		struct timespec until;
 
 		if (e == NULL) {
+			d->untimed = true;
 			pthread_cond_wait(&d->cond, &d->lock);
+			d->untimed = false;
 			continue;
 		}
 		if (e->expires_ns > now) {
@@ -155,7 +163,13 @@ deadline_arm(struct deadlines *d, struct deadline_entry *e)
 	if (!e->expired) {
 		deadline_unlink(d, e);
 		e->expires_ns = zclock_now_ns() + d->timeout_ns;
-		wake = d->head == NULL;	/* the thread sleeps without a timer */
+		/*
+		 * Every deadline is the same timeout after its arming, so a
+		 * thread sleeping until an earlier one (even one disarmed
+		 * since) wakes in time for this one: a keep-alive connection's
+		 * every request costs it no wake-up.
+		 */
+		wake = d->untimed;
 		deadline_append(d, e);
 		if (wake)
 			pthread_cond_signal(&d->cond);
