@@ -14,7 +14,10 @@
  * The timeout is the same for everyone, so arming order is expiry order:
  * the armed set is a FIFO list and every operation is O(1). One thread
  * sleeps until the oldest deadline and not at all while nothing is armed,
- * so an idle daemon gets no wake-ups from it.
+ * so an idle daemon gets no wake-ups from it. Arming wakes it only when it
+ * sleeps with no timer: a new deadline is never earlier than the one it
+ * sleeps until (even one disarmed since), so a busy keep-alive connection
+ * costs it one wake-up per timeout, not one per request.
  *
  * Thread safety: arm/disarm come from the HTTP loop, expiry runs on
  * the deadline thread; one mutex covers both. The loop must call
