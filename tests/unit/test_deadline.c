@@ -25,18 +25,10 @@
 #include "daemon/deadline.h"
 
 static void
-sleep_ms(unsigned ms)
+sleep_us(unsigned long us)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static void
-sleep_us(unsigned us)
-{
-	struct timespec ts = { 0, (long)us * 1000L };
+	struct timespec ts = { (time_t)(us / 1000000u),
+	    (long)(us % 1000000u) * 1000L };
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -138,7 +130,7 @@ test_disarmed_connection_survives(void **state)
 	deadline_init(&e, sv[0], "peer=test");
 	deadline_arm(d, &e);
 	deadline_disarm(d, &e);
-	sleep_ms(100);
+	sleep_us(100000);
 	assert_false(e.expired);
 	assert_int_equal(deadline_expired_total(d), 0);
 	assert_int_equal(send(sv[1], "x", 1, MSG_NOSIGNAL), 1);
@@ -166,7 +158,7 @@ test_keepalive_requests_do_not_wake_the_thread(void **state)
 	tid = start(60000, &d);
 	deadline_init(&e, -1, "peer=test");
 	deadline_arm(d, &e);		/* the first may wake it: it had no timer */
-	sleep_ms(50);
+	sleep_us(50000);
 	before = switches(tid);
 	for (unsigned i = 0; i < 300; i++) {
 		deadline_disarm(d, &e);
@@ -174,7 +166,7 @@ test_keepalive_requests_do_not_wake_the_thread(void **state)
 		deadline_arm(d, &e);
 	}
 	deadline_disarm(d, &e);
-	sleep_ms(50);
+	sleep_us(50000);
 	woke = switches(tid) - before;
 	/* a few at most (a scheduler tick can preempt it), never per request */
 	assert_true(woke < 10);
