@@ -540,41 +540,9 @@ rapl_keepalive_note_locked(struct rapl_pkg *p, int rc, const struct zerr *err)
 	p->keepalive_failing = rc != 0;
 }
 
-/*
- * Every package in one batch where the source reads several at once (a
- * split daemon's remote source: one round trip to the device process per
- * pass instead of one per package, so an idle daemon wakes less).
- */
-static bool
-rapl_keepalive_batch(struct rapl *r)
-{
-	unsigned pkgs[64];
-	uint64_t cpu[64], dram[64];
-	int rc[64];
-	struct zerr *errs, *ep[64];
-
-	if (r->ops->read_many == NULL || r->npkgs < 2 || r->npkgs > 64 ||
-	    (errs = calloc(r->npkgs, sizeof(*errs))) == NULL)
-		return false;
-	for (unsigned i = 0; i < r->npkgs; i++) {
-		pkgs[i] = i;
-		ep[i] = &errs[i];
-	}
-	rapl_read_many(r, pkgs, r->npkgs, cpu, dram, rc, ep);
-	for (unsigned i = 0; i < r->npkgs; i++) {
-		pthread_mutex_lock(&r->pkgs[i].mu);
-		rapl_keepalive_note_locked(&r->pkgs[i], rc[i], &errs[i]);
-		pthread_mutex_unlock(&r->pkgs[i].mu);
-	}
-	free(errs);
-	return true;
-}
-
 static void
 rapl_keepalive_pass(struct rapl *r)
 {
-	if (rapl_keepalive_batch(r))
-		return;
 	for (unsigned i = 0; i < r->npkgs; i++) {
 		struct rapl_pkg *p = &r->pkgs[i];
 		struct zerr err = { 0 };
