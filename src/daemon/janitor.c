@@ -26,6 +26,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "overrides/reaper.h"
+#include "privsep/sandbox.h"
 #include "listen.h"
 
 /* How long janitor_stop waits for it to exit before SIGKILL. */
@@ -54,38 +55,14 @@ static const char *const janitor_allow[] = {
 };
 
 /*
- * Sanitizer builds only: ASan's runtime asks for the alternate signal
- * stack (sigaltstack) on the way out of _exit (seen with strace; without
- * it the janitor of an ASan build dies of SIGSYS at every stop).
+ * Sanitizer builds only (SANDBOX_ASAN): ASan's runtime asks for the
+ * alternate signal stack (sigaltstack) on the way out of _exit (seen with
+ * strace; without it the janitor of an ASan build dies of SIGSYS at every
+ * stop).
  */
-#if defined(__SANITIZE_ADDRESS__)
-#define JANITOR_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define JANITOR_ASAN 1
-#endif
-#endif
-#ifndef JANITOR_ASAN
-#define JANITOR_ASAN 0
-#endif
 static const char *const janitor_allow_asan[] = {
 	"sigaltstack",
 };
-
-static int
-janitor_allow_list(scmp_filter_ctx ctx, const char *const *names, size_t n)
-{
-	int rc = 0;
-
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		int nr = seccomp_syscall_resolve_name(names[i]);
-
-		if (nr == __NR_SCMP_ERROR || nr < 0)
-			continue;	/* not a system call here */
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-	}
-	return rc;
-}
 
 static int
 janitor_seccomp(void)
@@ -100,10 +77,10 @@ janitor_seccomp(void)
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS);
 	if (rc == 0)
-		rc = janitor_allow_list(ctx, janitor_allow,
+		rc = sandbox_allow_names(ctx, janitor_allow,
 		    sizeof(janitor_allow) / sizeof(janitor_allow[0]));
-	if (rc == 0 && JANITOR_ASAN)
-		rc = janitor_allow_list(ctx, janitor_allow_asan,
+	if (rc == 0 && SANDBOX_ASAN)
+		rc = sandbox_allow_names(ctx, janitor_allow_asan,
 		    sizeof(janitor_allow_asan) / sizeof(janitor_allow_asan[0]));
 	if (rc == 0)
 		rc = seccomp_load(ctx);

@@ -62,21 +62,6 @@
 
 #include "common/log.h"
 
-/*
- * ASan (and the LeakSanitizer it includes) needs more than production
- * does; see sandbox_rules_sanitizer() for exactly what and why.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANDBOX_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANDBOX_ASAN 1
-#endif
-#endif
-#ifndef SANDBOX_ASAN
-#define SANDBOX_ASAN 0
-#endif
-
 /* ------------------------------------------------------------------------ */
 /* the user */
 
@@ -623,6 +608,21 @@ sandbox_trap_prepare(struct zerr *err)
 }
 
 int
+sandbox_allow_names(scmp_filter_ctx ctx, const char *const *names, size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
+
+		if (nr == __NR_SCMP_ERROR || nr < 0)
+			continue;	/* not a system call on this arch */
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+	}
+	return rc;
+}
+
+int
 sandbox_seccomp(struct zerr *err)
 {
 	const char *mode = getenv("ZEUSD_SECCOMP");
@@ -648,14 +648,9 @@ sandbox_seccomp(struct zerr *err)
 	/* every thread of the process, should there be any yet */
 	if (rc == 0)
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	for (size_t i = 0; rc == 0 &&
-	    i < sizeof(sandbox_allow) / sizeof(sandbox_allow[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(sandbox_allow[i]);
-
-		if (nr == __NR_SCMP_ERROR || nr < 0)
-			continue;	/* not a system call on this arch */
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-	}
+	if (rc == 0)
+		rc = sandbox_allow_names(ctx, sandbox_allow,
+		    sizeof(sandbox_allow) / sizeof(sandbox_allow[0]));
 	if (rc == 0)
 		rc = sandbox_rules_args(ctx);
 	if (rc == 0)

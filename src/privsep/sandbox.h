@@ -20,10 +20,29 @@
 #ifndef ZEUS_SANDBOX_H
 #define ZEUS_SANDBOX_H
 
+#include <seccomp.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "common/err.h"
+
+/*
+ * 1 in an ASan build: ASan (and the LeakSanitizer it includes) needs more
+ * than production does, in the network process's filter (see
+ * sandbox_rules_sanitizer() in sandbox.c for exactly what and why), and in
+ * the janitor's.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANDBOX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANDBOX_ASAN 1
+#endif
+#endif
+#ifndef SANDBOX_ASAN
+#define SANDBOX_ASAN 0
+#endif
 
 #define SANDBOX_USER_NAME_MAX 64
 
@@ -90,5 +109,14 @@ int sandbox_drop(const struct sandbox_user *u, bool *dropped,
  * ZEUSD_SECCOMP; ZERR_INTERNAL: libseccomp or the kernel refused).
  */
 int sandbox_seccomp(struct zerr *err);
+
+/*
+ * Adds to `ctx` an allow rule, with no argument check, for each system
+ * call named in names[0..n-1]; a name this architecture lacks is skipped.
+ * Returns 0, or libseccomp's negative errno. For filters built here and
+ * for the janitor's (janitor.c).
+ */
+int sandbox_allow_names(scmp_filter_ctx ctx, const char *const *names,
+    size_t n);
 
 #endif
