@@ -342,95 +342,59 @@ policy_peer_init(struct policy_peer *pp, uid_t uid, const struct identity *id)
 	pp->ngids = n;
 }
 
-/* Appends to a growing string; -1 when out of memory. */
-static int
-policy_emit(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-policy_emit(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return -1;
-		if ((size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return 0;
-		}
-		{
-			size_t ncap = *cap * 2 + (size_t)n;
-			char *nb = realloc(*buf, ncap);
-
-			if (nb == NULL)
-				return -1;
-			*buf = nb;
-			*cap = ncap;
-		}
-	}
-}
-
 /* `key = [1, 2]` of a grant's ids; nothing when there are none. */
-static int
-policy_emit_ids(char **buf, size_t *len, size_t *cap, const char *key,
-    const unsigned *ids, size_t n)
+static void
+policy_print_ids(FILE *f, const char *key, const unsigned *ids, size_t n)
 {
 	if (n == 0)
-		return 0;
-	if (policy_emit(buf, len, cap, "%s = [", key) != 0)
-		return -1;
+		return;
+	fprintf(f, "%s = [", key);
 	for (size_t i = 0; i < n; i++)
-		if (policy_emit(buf, len, cap, "%s%u", i ? ", " : "",
-		    ids[i]) != 0)
-			return -1;
-	return policy_emit(buf, len, cap, "]\n");
+		fprintf(f, "%s%u", i ? ", " : "", ids[i]);
+	fputs("]\n", f);
 }
 
 int
 policy_format_numeric(const struct policy *p, char **out, size_t *len,
     struct zerr *err)
 {
-	size_t n = 0, cap = 4096;
-	char *buf = malloc(cap);
-	int rc = buf == NULL ? -1 : 0;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	bool failed;
 
-	if (rc == 0)
-		buf[0] = '\0';
-	for (size_t i = 0; rc == 0 && i < p->ngrants; i++) {
+	if (f == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	for (size_t i = 0; i < p->ngrants; i++) {
 		const struct policy_grant *g = &p->grants[i];
 		const char *sep = "";
 
-		rc |= policy_emit(&buf, &n, &cap, "[[grant]]\n");
-		rc |= policy_emit_ids(&buf, &n, &cap, "users",
-		    (const unsigned *)g->uids, g->nuids);
-		rc |= policy_emit_ids(&buf, &n, &cap, "groups",
-		    (const unsigned *)g->gids, g->ngids);
-		rc |= policy_emit(&buf, &n, &cap, "scopes = [");
-		for (int sc = 0; rc == 0 && sc < GROUP_COUNT; sc++)
+		fputs("[[grant]]\n", f);
+		policy_print_ids(f, "users", (const unsigned *)g->uids,
+		    g->nuids);
+		policy_print_ids(f, "groups", (const unsigned *)g->gids,
+		    g->ngids);
+		fputs("scopes = [", f);
+		for (int sc = 0; sc < GROUP_COUNT; sc++)
 			if (g->scopes & GROUP_BIT(sc)) {
-				rc |= policy_emit(&buf, &n, &cap, "%s\"%s\"",
-				    sep, group_name((enum api_group)sc));
+				fprintf(f, "%s\"%s\"", sep,
+				    group_name((enum api_group)sc));
 				sep = ", ";
 			}
-		rc |= policy_emit(&buf, &n, &cap, "]\n");
-		if (rc != 0 || g->all_gpus)
+		fputs("]\n", f);
+		if (g->all_gpus)
 			continue;
 		sep = "";
-		rc |= policy_emit(&buf, &n, &cap, "gpus = [");
-		for (unsigned k = 0; rc == 0 && k < POLICY_MAX_GPUS; k++)
+		fputs("gpus = [", f);
+		for (unsigned k = 0; k < POLICY_MAX_GPUS; k++)
 			if (g->gpus[k / 64] >> (k % 64) & 1) {
-				rc |= policy_emit(&buf, &n, &cap, "%s%u", sep,
-				    k);
+				fprintf(f, "%s%u", sep, k);
 				sep = ", ";
 			}
-		rc |= policy_emit(&buf, &n, &cap, "]\n");
+		fputs("]\n", f);
 	}
-	if (rc != 0) {
+	failed = ferror(f) != 0;
+	if (fclose(f) != 0 || failed) {
 		free(buf);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	}
