@@ -72,15 +72,14 @@ procstat_stat(struct procstat_raw *p)
 	ssize_t n;
 	int fd, field, got = 0;
 
-	if (kept_stat >= 0) {
-		/* a seq file: each read from offset 0 is a fresh snapshot */
-		n = fileio_pread_all(kept_stat, buf, sizeof(buf) - 1);
-	} else {
-		if ((fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)) < 0)
-			return -1;
-		n = fileio_read_all(fd, buf, sizeof(buf) - 1);
+	fd = kept_stat >= 0 ? kept_stat :
+	    open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* a seq file: each read from offset 0 is a fresh snapshot */
+	n = fileio_pread_all(fd, buf, sizeof(buf) - 1);
+	if (fd != kept_stat)
 		close(fd);
-	}
 	if (n <= 0 || (size_t)n == sizeof(buf) - 1)
 		return -1;
 	buf[n] = '\0';

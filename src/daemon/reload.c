@@ -235,17 +235,16 @@ reload_policy_fd(const struct zeusd_config *cfg, int *failed)
 	struct zerr err;
 	size_t len;
 	char *text;
-	int fd;
+	int fd, rc;
 
 	if (cfg->policy_file == NULL)
 		return -1;
 	if (policy_load(cfg->policy_file, &p, &err) != 0)
 		goto fail;
-	if (policy_format_numeric(p, &text, &len, &err) != 0) {
-		policy_free(p);
-		goto fail;
-	}
+	rc = policy_format_numeric(p, &text, &len, &err);
 	policy_free(p);
+	if (rc != 0)
+		goto fail;
 	fd = reload_memfd("zeusd-policy", text, len);
 	free(text);
 	if (fd >= 0)
