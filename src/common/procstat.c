@@ -38,6 +38,12 @@ procstat_keep(void)
 	return kept_stat >= 0 && kept_fds >= 0 ? 0 : -1;
 }
 
+int
+procstat_kept_dirfd(void)
+{
+	return kept_fds;
+}
+
 /* A whole token of decimal digits that fits, or -1: no sign, no blanks. */
 static int
 procstat_parse_ull(const char *s, size_t len, unsigned long long *out)

@@ -42,4 +42,12 @@ void procstat_self(struct procstat *out);
  */
 int procstat_keep(void);
 
+/*
+ * The directory fd procstat_keep holds (/proc/PID/fd), or -1. A path
+ * walked from it with ".." leads out of any chroot the process entered
+ * since, so the network process's filter lets no call walk one from it
+ * (sandbox.c).
+ */
+int procstat_kept_dirfd(void);
+
 #endif

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/procstat.h"
 
 /* ------------------------------------------------------------------------ */
 /* the user */
@@ -398,8 +399,7 @@ static const char *const sandbox_allow[] = {
 	 * /proc/self files kept for /metrics (procstat_keep: pread of stat,
 	 * getdents64 of fd/); glibc's fstat is newfstatat(fd, "") */
 	"read", "readv", "pread64", "write", "writev", "lseek", "close",
-	"fcntl", "dup", "dup2", "dup3", "fstat", "newfstatat", "statx",
-	"getdents64",
+	"fcntl", "dup", "dup2", "dup3", "fstat", "getdents64",
 	/* HTTP: libmicrohttpd's accept/receive/send and the peer's identity */
 	"accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
 	"getsockopt", "setsockopt", "getsockname", "getpeername",
@@ -435,6 +435,9 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	    CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
 	    CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME;
 	const uint64_t wx = PROT_WRITE | PROT_EXEC;
+	static const char *const at_calls[] = { "newfstatat", "fstatat64",
+	    "statx" };
+	int kept_dir = procstat_kept_dirfd();
 	int rc = 0;
 
 	/* pthread_create: clone with thread flags; clone3 (flags in memory,
@@ -454,6 +457,28 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	 */
 	SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat),
 	    0));
+	/*
+	 * fstat is newfstatat(fd, "", AT_EMPTY_PATH) in glibc (statx on some
+	 * paths), so both stay, but never from the directory procstat_keep
+	 * holds: /proc/PID/fd is outside the chroot, and "../../../etc"
+	 * walked from it reaches the real root (the walk stops at the
+	 * process's root only when it passes through it). Every other fd
+	 * held is a socket, pipe or plain file, from which no path walks.
+	 */
+	for (size_t i = 0; i < sizeof(at_calls) / sizeof(at_calls[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(at_calls[i]);
+
+		if (nr == __NR_SCMP_ERROR || nr < 0)
+			continue;	/* not a system call on this arch */
+		if (kept_dir < 0) {
+			SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0));
+			continue;
+		}
+		SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
+		    SCMP_A0_32(SCMP_CMP_NE, (uint32_t)kept_dir, 0)));
+		SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), nr, 1,
+		    SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)kept_dir, 0)));
+	}
 	/* memory neither executable nor writable and executable: nothing
 	 * is loaded after startup (no NSS module, no dlopen) */
 	SB_ADD(SCMP_ALLOW(ctx, mmap, 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, 0)));

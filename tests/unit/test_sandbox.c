@@ -39,6 +39,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -278,6 +279,79 @@ test_drop_as_root(void **state)
 	}
 	SKIP_UNDER_VALGRIND();
 	expect_exit0(run_child(child_dropped, NULL));
+}
+
+/*
+ * The network process's order (split.c): /proc/self kept, the filesystem
+ * lost, the drop, the filter. The directory fd kept for /metrics
+ * (/proc/PID/fd) lies outside the chroot, so a path walked from it with
+ * ".." never meets the new root and would reach the real one: no call
+ * the filter allows may walk a path from a directory fd it holds, so a
+ * taken-over network process learns nothing of the filesystem.
+ */
+static void
+child_no_walk_from_kept_dir(void *arg)
+{
+	static const char *const paths[] = { "../../../etc/passwd",
+	    "../../..", "..", "../../1/stat" };
+	struct sandbox_user u;
+	struct zerr err = { 0 };
+	struct procstat ps;
+	struct stat st;
+	bool lost = false, dropped = false;
+	int dirs[16], ndirs = 0;
+
+	(void)arg;
+	CHECK(procstat_keep() == 0);
+	CHECK(sandbox_resolve_user("nobody", &u, &err) == 0);
+	CHECK(sandbox_lose_fs(&lost, &err) == 0);
+	CHECK(lost);
+	CHECK(sandbox_drop(&u, &dropped, &err) == 0);
+	/* the directories held, listed before the filter goes in */
+	for (int fd = 0; fd < 1024 && ndirs < 16; fd++)
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+			dirs[ndirs++] = fd;
+	CHECK(ndirs >= 1);	/* /proc/self/fd, or this tests nothing */
+	CHECK(sandbox_seccomp(&err) == 0);
+	for (int k = 0; k < ndirs; k++) {
+		int fd = dirs[k];
+
+		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]);
+		    i++) {
+			struct statx sx;
+
+			if (fstatat(fd, paths[i], &st, 0) == 0) {
+				fprintf(stderr, "fd %d: stat of %s works\n",
+				    fd, paths[i]);
+				child_fail("fstatat walked out of a kept "
+				    "directory");
+			}
+			if (statx(fd, paths[i], 0, STATX_BASIC_STATS,
+			    &sx) == 0) {
+				fprintf(stderr, "fd %d: statx of %s works\n",
+				    fd, paths[i]);
+				child_fail("statx walked out of a kept "
+				    "directory");
+			}
+		}
+	}
+	/* what the directory is kept for still works */
+	procstat_self(&ps);
+	CHECK(ps.ok == PROCSTAT_ALL && ps.open_fds >= 3);
+	/* and fstat of what the process holds */
+	CHECK(fstat(STDERR_FILENO, &st) == 0);
+}
+
+static void
+test_no_walk_from_kept_dir(void **state)
+{
+	(void)state;
+	if (geteuid() != 0 || TEST_ASAN) {
+		print_message("not root, or ASan: no chroot to walk out of\n");
+		skip();
+	}
+	SKIP_UNDER_VALGRIND();
+	expect_exit0(run_child(child_no_walk_from_kept_dir, NULL));
 }
 
 /* Not root: nothing to drop, the rest still applies. */
@@ -701,6 +775,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_user),
 		cmocka_unit_test(test_drop_as_root),
+		cmocka_unit_test(test_no_walk_from_kept_dir),
 		cmocka_unit_test(test_drop_not_root),
 		cmocka_unit_test(test_forbidden_calls_kill),
 		cmocka_unit_test(test_allowed_calls_work),
