@@ -399,7 +399,7 @@ static const char *const sandbox_allow[] = {
 	 * /proc/self files kept for /metrics (procstat_keep: pread of stat,
 	 * getdents64 of fd/); glibc's fstat is newfstatat(fd, "") */
 	"read", "readv", "pread64", "write", "writev", "lseek", "close",
-	"fcntl", "dup", "dup2", "dup3", "fstat", "getdents64",
+	"dup", "dup2", "dup3", "fstat", "getdents64",
 	/* HTTP: libmicrohttpd's accept/receive/send and the peer's identity */
 	"accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
 	"getsockopt", "setsockopt", "getsockname", "getpeername",
@@ -437,6 +437,7 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	const uint64_t wx = PROT_WRITE | PROT_EXEC;
 	static const char *const at_calls[] = { "newfstatat", "fstatat64",
 	    "statx" };
+	static const int fcntl_owner[] = { F_SETOWN, F_SETSIG, F_SETOWN_EX };
 	int kept_dir = procstat_kept_dirfd();
 	int rc = 0;
 
@@ -479,6 +480,31 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 		SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), nr, 1,
 		    SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)kept_dir, 0)));
 	}
+	/*
+	 * fcntl: flags, close-on-exec, dup; never a signal owner. A socket
+	 * whose owner is set (F_SETOWN, F_SETOWN_EX) signals that pid, with
+	 * any signal F_SETSIG names, when data comes with O_ASYNC: a kill()
+	 * in disguise, which the kernel lets reach every process of the same
+	 * user ("nobody" is shared). Those three fail with EPERM; every
+	 * other command is let through as before: below F_SETOWN (8: dup,
+	 * fd and file flags, locks), the two getters between, and above
+	 * F_SETOWN_EX (15: F_DUPFD_CLOEXEC, seals, pipe sizes...). A rule
+	 * compares an argument once, hence the ranges; 12 to 14 (32-bit
+	 * F_*LK64, not valid on 64-bit architectures) are not allowed.
+	 */
+	for (size_t i = 0; i < sizeof(fcntl_owner) / sizeof(fcntl_owner[0]);
+	    i++)
+		SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(fcntl), 1,
+		    SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)fcntl_owner[i], 0)));
+	SB_ADD(SCMP_ALLOW(ctx, fcntl, 1,
+	    SCMP_A1_32(SCMP_CMP_LT, (uint32_t)F_SETOWN, 0)));
+	SB_ADD(SCMP_ALLOW(ctx, fcntl, 1,
+	    SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)F_GETOWN, 0)));
+	SB_ADD(SCMP_ALLOW(ctx, fcntl, 1,
+	    SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)F_GETSIG, 0)));
+	SB_ADD(SCMP_ALLOW(ctx, fcntl, 1,
+	    SCMP_A1_32(SCMP_CMP_GT, (uint32_t)F_SETOWN_EX, 0)));
 	/* memory neither executable nor writable and executable: nothing
 	 * is loaded after startup (no NSS module, no dlopen) */
 	SB_ADD(SCMP_ALLOW(ctx, mmap, 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, 0)));

@@ -354,6 +354,78 @@ test_no_walk_from_kept_dir(void **state)
 	expect_exit0(run_child(child_no_walk_from_kept_dir, NULL));
 }
 
+/*
+ * kill() is not on the list, but a socket's owner gets a signal when data
+ * arrives: fcntl F_SETOWN (pid chosen), F_SETSIG (any signal, SIGKILL
+ * too) and O_ASYNC. The kernel lets it through to any process of the same
+ * user, and "nobody" is shared with whatever else runs as nobody. The
+ * victim here is such a process; it must outlive the sandboxed child.
+ */
+static void
+child_no_sigio_owner(void *arg)
+{
+	pid_t victim = *(const pid_t *)arg;
+	int sv[2], rs, ro, es, eo;
+
+	child_enter_sandbox();
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	/* the attack, each step tried even when one before failed */
+	rs = fcntl(sv[0], F_SETSIG, SIGKILL);
+	es = errno;
+	ro = fcntl(sv[0], F_SETOWN, victim);
+	eo = errno;
+	(void)fcntl(sv[0], F_SETFL, O_ASYNC | O_NONBLOCK);
+	CHECK(write(sv[1], "x", 1) == 1);
+	errno = es;
+	CHECK(rs == -1 && es == EPERM);
+	errno = eo;
+	CHECK(ro == -1 && eo == EPERM);
+	errno = 0;
+	CHECK(fcntl(sv[0], F_SETOWN_EX, &(struct f_owner_ex){ F_OWNER_PID,
+	    victim }) == -1 && errno == EPERM);
+	CHECK(fcntl(sv[0], F_GETOWN) == 0);
+	/* what MHD and listen.c need still works */
+	CHECK(fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK) == 0);
+	CHECK(fcntl(sv[1], F_SETFD, FD_CLOEXEC) == 0);
+	CHECK((fcntl(sv[1], F_GETFD) & FD_CLOEXEC) != 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void
+test_no_signal_through_sigio(void **state)
+{
+	struct passwd *pw = getpwnam("nobody");
+	int status, vstatus;
+	pid_t victim;
+
+	(void)state;
+	if (geteuid() != 0 || pw == NULL) {
+		print_message("not root: no shared user to signal\n");
+		skip();
+	}
+	SKIP_UNDER_VALGRIND();
+	fflush(NULL);
+	victim = fork();
+	assert_true(victim >= 0);
+	if (victim == 0) {
+		if (setgroups(0, NULL) != 0 ||
+		    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) != 0 ||
+		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) != 0)
+			_exit(CHILD_SETUP_FAILED);
+		for (;;)
+			pause();
+	}
+	status = run_child(child_no_sigio_owner, &victim);
+	usleep(100 * 1000);
+	if (waitpid(victim, &vstatus, WNOHANG) == victim)
+		fail_msg("the sandboxed child killed pid %d (signal %d)",
+		    (int)victim, WIFSIGNALED(vstatus) ? WTERMSIG(vstatus) : 0);
+	expect_exit0(status);
+	kill(victim, SIGKILL);
+	assert_int_equal(waitpid(victim, &status, 0), victim);
+}
+
 /* Not root: nothing to drop, the rest still applies. */
 static void
 child_not_root(void *arg)
@@ -776,6 +848,7 @@ main(void)
 		cmocka_unit_test(test_resolve_user),
 		cmocka_unit_test(test_drop_as_root),
 		cmocka_unit_test(test_no_walk_from_kept_dir),
+		cmocka_unit_test(test_no_signal_through_sigio),
 		cmocka_unit_test(test_drop_not_root),
 		cmocka_unit_test(test_forbidden_calls_kill),
 		cmocka_unit_test(test_allowed_calls_work),
