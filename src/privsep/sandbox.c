@@ -435,6 +435,8 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	    CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
 	    CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME;
 	const uint64_t wx = PROT_WRITE | PROT_EXEC;
+	/* the type without SOCK_NONBLOCK and SOCK_CLOEXEC */
+	const uint32_t sock_type = ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	static const char *const at_calls[] = { "newfstatat", "fstatat64",
 	    "statx" };
 	static const int fcntl_owner[] = { F_SETOWN, F_SETSIG, F_SETOWN_EX };
@@ -514,10 +516,19 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, mprotect, 1,
 	    SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, PROT_WRITE)));
-	/* no socket() at all: the watchdog's probe socketpair and nothing
-	 * else (sd_notify goes through the device process) */
-	SB_ADD(SCMP_ALLOW(ctx, socketpair, 1,
-	    SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX, 0)));
+	/*
+	 * No socket() at all: the watchdog's probe socketpair (a stream) and
+	 * nothing else (sd_notify goes through the device process). Never a
+	 * datagram pair: a datagram socket sends to any address sendto()
+	 * names, connected or not, and abstract addresses are no files the
+	 * chroot could hide.
+	 */
+	SB_ADD(SCMP_ALLOW(ctx, socketpair, 2,
+	    SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX, 0),
+	    SCMP_A1_32(SCMP_CMP_MASKED_EQ, sock_type, SOCK_STREAM)));
+	SB_ADD(SCMP_ALLOW(ctx, socketpair, 2,
+	    SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX, 0),
+	    SCMP_A1_32(SCMP_CMP_MASKED_EQ, sock_type, SOCK_SEQPACKET)));
 	/* signals to its own threads only (pthread_kill, raise, abort) */
 	SB_ADD(SCMP_ALLOW(ctx, tgkill, 1,
 	    SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)getpid(), 0)));

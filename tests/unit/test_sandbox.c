@@ -426,6 +426,54 @@ test_no_signal_through_sigio(void **state)
 	assert_int_equal(waitpid(victim, &status, 0), victim);
 }
 
+/*
+ * The filter allows no socket() and no connect(), and the chroot hides
+ * every socket file; but a datagram socket sends to whatever address
+ * sendto() names, connected or not, and abstract addresses are no files.
+ * A datagram socketpair would thus reach every abstract datagram socket
+ * of the host's network namespace. The receiver here is one.
+ */
+static const char abstract_name[] = "\0zeusd-sandbox-test";
+
+static void
+child_no_datagram_out(void *arg)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+	    sizeof(abstract_name) - 1);
+	int sv[2];
+
+	(void)arg;
+	memcpy(sa.sun_path, abstract_name, sizeof(abstract_name) - 1);
+	child_enter_sandbox();
+	/* the filter kills here; should it not, try the attack */
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0)
+		(void)sendto(sv[0], "x", 1, 0, (struct sockaddr *)&sa, len);
+}
+
+static void
+test_no_datagram_out(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+	    sizeof(abstract_name) - 1);
+	char b;
+	int rx, status;
+
+	(void)state;
+	SKIP_UNDER_VALGRIND();
+	memcpy(sa.sun_path, abstract_name, sizeof(abstract_name) - 1);
+	rx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(rx >= 0);
+	assert_int_equal(bind(rx, (struct sockaddr *)&sa, len), 0);
+	status = run_child(child_no_datagram_out, NULL);
+	if (recv(rx, &b, 1, MSG_DONTWAIT) == 1)
+		fail_msg("the sandboxed child reached an abstract socket");
+	close(rx);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
+		fail_msg("a datagram socketpair did not kill the child");
+}
+
 /* Not root: nothing to drop, the rest still applies. */
 static void
 child_not_root(void *arg)
@@ -594,7 +642,7 @@ child_forbidden(void *arg)
 	case F_BIND: {
 		int sv[2];
 
-		if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0)
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
 			child_fail("socketpair");
 		(void)bind(sv[0], NULL, 0);
 		break;
@@ -849,6 +897,7 @@ main(void)
 		cmocka_unit_test(test_drop_as_root),
 		cmocka_unit_test(test_no_walk_from_kept_dir),
 		cmocka_unit_test(test_no_signal_through_sigio),
+		cmocka_unit_test(test_no_datagram_out),
 		cmocka_unit_test(test_drop_not_root),
 		cmocka_unit_test(test_forbidden_calls_kill),
 		cmocka_unit_test(test_allowed_calls_work),
