@@ -7,7 +7,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -22,26 +23,15 @@ struct procstat_raw {
 	unsigned long long rss;			/* pages */
 };
 
-/* procstat_keep's descriptors; -1 until then (each read opens anew). */
-static int kept_stat = -1, kept_fds = -1;
-/* the directory's offset is shared: one listing at a time */
-static pthread_mutex_t kept_fds_lock = PTHREAD_MUTEX_INITIALIZER;
+/* procstat_keep's descriptor; -1 until then (each read opens anew). */
+static int kept_stat = -1;
 
 int
 procstat_keep(void)
 {
 	if (kept_stat < 0)
 		kept_stat = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (kept_fds < 0)
-		kept_fds = open("/proc/self/fd", O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC);
-	return kept_stat >= 0 && kept_fds >= 0 ? 0 : -1;
-}
-
-int
-procstat_kept_dirfd(void)
-{
-	return kept_fds;
+	return kept_stat >= 0 ? 0 : -1;
 }
 
 /* A whole token of decimal digits that fits, or -1: no sign, no blanks. */
@@ -127,7 +117,7 @@ procstat_stat(struct procstat_raw *p)
 	return got == 5 ? 0 : -1;
 }
 
-/* Entries of an open directory, from its start; -1 on failure. */
+/* Entries of a directory opened for this count; -1 on failure. */
 static long
 procstat_count_dir(int fd)
 {
@@ -138,8 +128,6 @@ procstat_count_dir(int fd)
 	long n = 0;
 	ssize_t got;
 
-	if (lseek(fd, 0, SEEK_SET) != 0)
-		return -1;
 	while ((got = getdents64(fd, buf.raw, sizeof(buf.raw))) > 0) {
 		for (ssize_t off = 0; off < got;) {
 			const struct dirent64 *e =
@@ -154,29 +142,31 @@ procstat_count_dir(int fd)
 	return got < 0 ? -1 : n;
 }
 
-/*
- * Open descriptors, not counting the one that reads the directory: the
- * kept one (procstat_keep; its offset is shared, so one listing at a
- * time), else one opened for this count.
- */
-static long
-procstat_open_fds(void)
+int
+procstat_count_fds(pid_t pid, uint64_t *out)
 {
+	char path[32];
 	long n;
 	int fd;
 
-	if (kept_fds >= 0) {
-		pthread_mutex_lock(&kept_fds_lock);
-		n = procstat_count_dir(kept_fds);
-		pthread_mutex_unlock(&kept_fds_lock);
-	} else {
-		fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			return -1;
-		n = procstat_count_dir(fd);
-		close(fd);
-	}
-	return n > 0 ? n - 1 : -1;
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/fd");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = procstat_count_dir(fd);
+	close(fd);
+	/* our own listing's descriptor is not one of the figures */
+	if (pid == 0)
+		n--;
+	if (n < 0)
+		return -1;
+	*out = (uint64_t)n;
+	return 0;
 }
 
 void
@@ -187,7 +177,8 @@ procstat_self(struct procstat *out)
 	struct rlimit rl;
 	long ticks = sysconf(_SC_CLK_TCK);
 	long page = sysconf(_SC_PAGESIZE);
-	long fds = procstat_open_fds();
+	uint64_t fds;
+	bool have_fds = procstat_count_fds(0, &fds) == 0;
 
 	memset(out, 0, sizeof(*out));
 	/*
@@ -211,8 +202,8 @@ procstat_self(struct procstat *out)
 		out->vsize_bytes = p.vsize;
 		out->ok |= PROCSTAT_STAT;
 	}
-	if (fds >= 0) {
-		out->open_fds = (uint64_t)fds;
+	if (have_fds) {
+		out->open_fds = fds;
 		out->ok |= PROCSTAT_FDS;
 	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {

@@ -12,6 +12,7 @@
 #define ZEUS_PROCSTAT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 enum {
 	PROCSTAT_STAT = 1u << 0,	/* start, cpu, rss, vsize are set */
@@ -32,22 +33,27 @@ struct procstat {
 void procstat_self(struct procstat *out);
 
 /*
- * Opens /proc/self/stat and /proc/self/fd once, for good: procstat_self
- * then reads them through these fds (pread, and getdents64 from the
- * start) instead of opening them at each call, so that it keeps working
- * in a process that has since lost its filesystem (the network process of
- * a split daemon). Call it in the process whose figures are wanted (after
- * a fork, in the child). Returns 0, or -1 when either could not be opened
- * (procstat_self then opens them each time, as without this call).
+ * Opens /proc/self/stat once, for good: procstat_self then preads it
+ * through this fd instead of opening it at each call, so that the
+ * start, CPU and memory figures keep working in a process that has since
+ * lost its filesystem (the network process of a split daemon). Call it in
+ * the process whose figures are wanted (after a fork, in the child).
+ * Returns 0, or -1 when it could not be opened (procstat_self then opens
+ * it each time, as without this call).
+ *
+ * The open-descriptor count is not kept that way: it lists a directory,
+ * and a directory fd kept from before a chroot is a way out of it (".."
+ * walked from /proc/PID/fd reaches the real root). Such a process leaves
+ * PROCSTAT_FDS unset and has its descriptors counted from outside
+ * (procstat_count_fds with its pid, in the device process).
  */
 int procstat_keep(void);
 
 /*
- * The directory fd procstat_keep holds (/proc/PID/fd), or -1. A path
- * walked from it with ".." leads out of any chroot the process entered
- * since, so the network process's filter lets no call walk one from it
- * (sandbox.c).
+ * Open descriptors of process `pid` (0: this one, not counting the one
+ * the count itself uses), from /proc/PID/fd. 0, or -1 when that cannot be
+ * listed.
  */
-int procstat_kept_dirfd(void);
+int procstat_count_fds(pid_t pid, uint64_t *out);
 
 #endif

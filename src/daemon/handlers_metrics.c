@@ -286,10 +286,11 @@ metrics_processes(FILE *out, struct node *node)
 	struct procstat self, dev;
 
 	procstat_self(&self);
+	if (node->pool != NULL)		/* also counts our descriptors */
+		node_procstat(node, &dev, &self);
 	metrics_process(out, &self);
 	if (node->pool == NULL)
 		return;
-	node_procstat(node, &dev);
 	metrics_head(out, "zeusd_device_process_cpu_seconds_total", "counter",
 	    "User and system CPU time of the device process (privilege "
 	    "separation), in seconds.");

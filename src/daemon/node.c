@@ -471,7 +471,7 @@ node_sample_remote(struct node *node, struct node_fetch *f)
 }
 
 void
-node_procstat(struct node *node, struct procstat *out)
+node_procstat(struct node *node, struct procstat *out, struct procstat *net)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
@@ -483,6 +483,10 @@ node_procstat(struct node *node, struct procstat *out)
 	psmsg_request_init(&req, PSMSG_PROC, 0);
 	pschan_call(node->pool, &req, &rep);
 	psmsg_get_procstat(&rep, out);
+	if (net != NULL && rep.p_net_ok) {
+		net->open_fds = rep.p_net_fds;
+		net->ok |= PROCSTAT_FDS;
+	}
 }
 
 void

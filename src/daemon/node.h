@@ -128,10 +128,15 @@ void node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
 
 /*
  * The main process's figures for process_* (common/procstat.h): this
- * process's, or the device process's when the daemon is split.
+ * process's, or the device process's when the daemon is split. Then, in
+ * the same round trip, the open descriptors of the network process,
+ * which has no /proc to count them in: set in *net (open_fds and
+ * PROCSTAT_FDS) when `net` is not NULL and the device process could count
+ * them.
  */
 struct procstat;
-void node_procstat(struct node *node, struct procstat *out);
+void node_procstat(struct node *node, struct procstat *out,
+    struct procstat *net);
 
 /*
  * A local peer's user, groups and command name (common/identity.h): looked

@@ -451,7 +451,7 @@ split_become_device(const struct zeusd_config *cfg, struct server *srv,
 	struct psmsg_limits lim = { .ngpu = node->ngpu, .npkg = node->ncpu };
 	struct psexec x = { .gpu = &node->gpu, .ngpu = node->ngpu,
 	    .npkg = node->ncpu, .rapl_read = split_rapl_read,
-	    .rapl_ctx = node->rapl };
+	    .rapl_ctx = node->rapl, .net = split.net };
 	struct psdev *dev = NULL;
 	struct zerr err;
 	pthread_t t;

@@ -237,6 +237,11 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 
 		procstat_self(&p);
 		psmsg_put_procstat(rep, &p);
+		if (x->net > 0 && procstat_count_fds(x->net,
+		    &rep->p_net_fds) == 0)
+			rep->p_net_ok = 1;
+		else
+			rep->p_net_fds = 0;
 		break;
 	}
 	case PSMSG_PEER: {

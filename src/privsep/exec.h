@@ -15,6 +15,7 @@
 #define ZEUS_PRIVSEP_EXEC_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/err.h"
 #include "devices/gpu.h"
@@ -33,6 +34,8 @@ struct psexec {
 	int (*rapl_read)(void *ctx, unsigned pkg, uint64_t *cpu_uj,
 	    uint64_t *dram_uj, uint64_t *mono_ns, struct zerr *err);
 	void *rapl_ctx;
+	pid_t net;		/* the network process, whose descriptors
+				 * PSMSG_PROC counts too; 0: none */
 };
 
 /*

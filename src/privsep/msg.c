@@ -329,7 +329,7 @@ psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
 		refuse(why, whysz, "%u peer groups", r->i_ngids);
 		goto bad;
 	}
-	if (r->p_ok > PROCSTAT_ALL) {
+	if (r->p_ok > PROCSTAT_ALL || r->p_net_ok > 1) {
 		refuse(why, whysz, "bad procstat bits");
 		goto bad;
 	}

@@ -92,6 +92,11 @@ struct psmsg_reply {
 	/* PSMSG_PROC: struct procstat of the device process */
 	uint64_t p_ok;			/* PROCSTAT_* bits */
 	uint64_t p_start_ms, p_cpu_ms, p_rss, p_vsize, p_fds, p_max_fds;
+	/*
+	 * ... and the network process's open descriptors, which it cannot
+	 * count itself (procstat.h): p_net_ok 1 when p_net_fds is set
+	 */
+	uint64_t p_net_ok, p_net_fds;
 	/* PSMSG_PEER: struct identity (NUL-terminated strings) */
 	char i_user[IDENTITY_USER_MAX], i_comm[IDENTITY_COMM_MAX];
 	uint32_t i_ngids;		/* 1..IDENTITY_MAX_GROUPS; else 0 */
@@ -113,7 +118,7 @@ _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");
 _Static_assert(sizeof(struct psmsg_reply) ==
     2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
-    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 7 * 8 +
+    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 9 * 8 +
     IDENTITY_USER_MAX + IDENTITY_COMM_MAX + 2 * 4 + IDENTITY_MAX_GROUPS * 4,
     "struct psmsg_reply has padding");
 _Static_assert(sizeof(struct psmsg_reply) % 8 == 0,

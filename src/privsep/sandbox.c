@@ -61,7 +61,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/procstat.h"
 
 /* ------------------------------------------------------------------------ */
 /* the user */
@@ -395,11 +394,13 @@ static const char *const sandbox_allow[] = {
 	"getpid", "gettid", "getuid", "geteuid", "getgid",
 	"getegid", "getresuid", "getresgid", "getgroups",
 	/* I/O on descriptors already held: sockets, the device channels
-	 * (SOCK_SEQPACKET, SCM_RIGHTS), the reloaded key and policy, the
-	 * /proc/self files kept for /metrics (procstat_keep: pread of stat,
-	 * getdents64 of fd/); glibc's fstat is newfstatat(fd, "") */
+	 * (SOCK_SEQPACKET, SCM_RIGHTS), the reloaded key and policy,
+	 * /proc/self/stat kept for /metrics (procstat_keep: pread); glibc's
+	 * fstat is newfstatat(fd, ""). No directory is held (a directory
+	 * fd from before the chroot would lead out of it), so nothing is
+	 * listed and no path is walked from a descriptor. */
 	"read", "readv", "pread64", "write", "writev", "lseek", "close",
-	"dup", "dup2", "dup3", "fstat", "getdents64",
+	"dup", "dup2", "dup3", "fstat", "newfstatat", "statx",
 	/* HTTP: libmicrohttpd's accept/receive/send and the peer's identity */
 	"accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
 	"getsockopt", "setsockopt", "getsockname", "getpeername",
@@ -437,10 +438,7 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	const uint64_t wx = PROT_WRITE | PROT_EXEC;
 	/* the type without SOCK_NONBLOCK and SOCK_CLOEXEC */
 	const uint32_t sock_type = ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC);
-	static const char *const at_calls[] = { "newfstatat", "fstatat64",
-	    "statx" };
 	static const int fcntl_owner[] = { F_SETOWN, F_SETSIG, F_SETOWN_EX };
-	int kept_dir = procstat_kept_dirfd();
 	int rc = 0;
 
 	/* pthread_create: clone with thread flags; clone3 (flags in memory,
@@ -452,36 +450,14 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	/*
 	 * No file is opened after startup: peers' names, groups and commands
 	 * come from the device process (PSMSG_PEER), reloaded files as fds,
-	 * /proc/self as fds kept from before (procstat_keep), jansson's seed
-	 * was drawn before. openat fails (EACCES) rather than killing, so a
+	 * /proc/self/stat as an fd kept from before (procstat_keep),
+	 * jansson's seed was drawn before. openat fails (EACCES) rather than killing, so a
 	 * library's optional read (glibc counting CPUs in
 	 * /sys/devices/system/cpu/online past 8 malloc arenas, then falling
 	 * back to sched_getaffinity) degrades instead of taking zeusd down.
 	 */
 	SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat),
 	    0));
-	/*
-	 * fstat is newfstatat(fd, "", AT_EMPTY_PATH) in glibc (statx on some
-	 * paths), so both stay, but never from the directory procstat_keep
-	 * holds: /proc/PID/fd is outside the chroot, and "../../../etc"
-	 * walked from it reaches the real root (the walk stops at the
-	 * process's root only when it passes through it). Every other fd
-	 * held is a socket, pipe or plain file, from which no path walks.
-	 */
-	for (size_t i = 0; i < sizeof(at_calls) / sizeof(at_calls[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(at_calls[i]);
-
-		if (nr == __NR_SCMP_ERROR || nr < 0)
-			continue;	/* not a system call on this arch */
-		if (kept_dir < 0) {
-			SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0));
-			continue;
-		}
-		SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
-		    SCMP_A0_32(SCMP_CMP_NE, (uint32_t)kept_dir, 0)));
-		SB_ADD(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), nr, 1,
-		    SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)kept_dir, 0)));
-	}
 	/*
 	 * fcntl: flags, close-on-exec, dup; never a signal owner. A socket
 	 * whose owner is set (F_SETOWN, F_SETOWN_EX) signals that pid, with
@@ -580,6 +556,7 @@ sandbox_rules_sanitizer(scmp_filter_ctx ctx)
 		    SCMP_A1_32(SCMP_CMP_MASKED_EQ, open_deny, 0)));
 	if (seccomp_syscall_resolve_name("getdents") >= 0)
 		SB_ADD(SCMP_ALLOW(ctx, getdents, 0));
+	SB_ADD(SCMP_ALLOW(ctx, getdents64, 0));	/* where there is no getdents */
 	SB_ADD(SCMP_ALLOW(ctx, prctl, 1,
 	    SCMP_A0_32(SCMP_CMP_EQ, PR_SET_PTRACER, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, prctl, 1,

@@ -164,7 +164,12 @@ def test_network_process_has_no_filesystem(start, tmp_path):
     # the device process keeps the real root
     assert os.readlink(f"/proc/{d.proc.pid}/root") == "/"
     fds = fd_targets(net)
-    assert "/proc/%d/stat" % net in fds and "/proc/%d/fd" % net in fds, fds
+    assert "/proc/%d/stat" % net in fds, fds
+    # and no directory: one held from before the chroot would lead out of
+    # it ("../../.." walked from /proc/PID/fd reaches the real root)
+    for fd in os.listdir(f"/proc/{net}/fd"):
+        st = os.stat(f"/proc/{net}/fd/{fd}")
+        assert not stat.S_ISDIR(st.st_mode), (fd, fds)
     # nothing else by path but stdio (the test's log file): sockets,
     # pipes and event fds
     files = []

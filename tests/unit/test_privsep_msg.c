@@ -921,12 +921,17 @@ test_exec_defends(void **state)
 	assert_int_equal(rcheck(&rep, 42, PSMSG_SAMPLE), 0);
 }
 
-/* The device process's own figures: no field, no device call. */
+/*
+ * The device process's own figures, and the network process's open
+ * descriptors (it has no /proc to count them): no field, no device call.
+ */
 static void
 test_proc(void **state)
 {
-	static struct psmsg_reply rep;
+	static struct psmsg_reply rep, back;
 	struct psmsg_request r;
+	struct psexec x = exec_fake;
+	char why[128];
 
 	psmsg_request_init(&r, PSMSG_PROC, 9);
 	assert_int_equal(check(&r), 0);
@@ -935,6 +940,20 @@ test_proc(void **state)
 	assert_int_equal(rep.rc, 0);
 	assert_true(rep.p_ok & PROCSTAT_STAT);
 	assert_true(rep.p_rss > 0 && rep.p_fds > 0);
+	assert_true(rep.p_net_ok == 0 && rep.p_net_fds == 0);	/* no .net */
+	/* this process standing in for the network process */
+	x.net = getpid();
+	psexec_run(&x, &r, &rep);
+	assert_true(rep.p_net_ok == 1 && rep.p_net_fds >= 3);
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 9, PSMSG_PROC,
+	    &back, why, sizeof(why)), 0);
+	rep.p_net_ok = 2;
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 9, PSMSG_PROC,
+	    &back, why, sizeof(why)), -1);
+	/* one that is gone: not counted, and said so */
+	x.net = 0x7ffffffe;
+	psexec_run(&x, &r, &rep);
+	assert_true(rep.p_net_ok == 0 && rep.p_net_fds == 0);
 	r.dev = 1;			/* it takes nothing */
 	assert_int_equal(check(&r), -1);
 	r.dev = 0;
