@@ -535,6 +535,17 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 		if (sandbox_resolve_user(cfg->user, &user, err) != 0)
 			return -1;
 		u = &user;
+		/*
+		 * Non-dumpable stops ptrace, not signals or prlimit: every
+		 * process of a shared user may kill, stop or starve ours
+		 * (docs/security.md).
+		 */
+		if (strcmp(user.name, "nobody") == 0)
+			zlog(ZLOG_WARN, "network_process_user_shared", "user=%s "
+			    "uid=%u msg=\"any process of this user can kill, "
+			    "stop or starve the network process; create a "
+			    "'zeusd' system user or name one with --user\"",
+			    user.name, (unsigned)user.uid);
 	}
 	if ((peer = calloc(nchan, sizeof(*peer))) == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");

@@ -437,6 +437,21 @@ def test_user_flag(start, tmp_path):
     d = start("uds", args=["--user", "daemon"])
     pw = pwd.getpwnam("daemon")
     assert status(network_pid(d))["Uid"].split()[0] == str(pw.pw_uid)
+    assert "network_process_user_shared" not in d.logs()
+
+
+def test_shared_nobody_is_warned_about(start):
+    """Any process of nobody may kill, stop or starve (prlimit) a network
+    process that runs as nobody: the operator is told at startup. (On this
+    machine there is no zeusd user, so the default falls back to nobody;
+    --user nobody says it outright.)"""
+    d = start("uds", args=["--user", "nobody"])
+    assert status(network_pid(d))["Uid"].split()[0] == str(NOBODY.pw_uid)
+    line = [ln for ln in d.logs().splitlines()
+            if "network_process_user_shared" in ln]
+    assert len(line) == 1, d.logs()
+    assert "level=warn" in line[0] and "user=nobody" in line[0], line
+    assert d.get("/discover").status_code == 200
 
 
 def test_unknown_user_refused(tmp_path):
