@@ -23,6 +23,7 @@ struct conn {
 	struct peer peer;
 	struct deadline_entry deadline;
 	bool counted;			/* in srv->peers */
+	bool in_table;			/* in srv->conns */
 	/* a Unix peer's groups, name and command, looked up at its first
 	 * request that needs them (node_identity) */
 	bool pp_ready;

@@ -338,7 +338,7 @@ metrics_daemon(FILE *out, struct server *srv)
 	    STREAMS_CPU));
 	metrics_head(out, "zeusd_connections_refused_total", "counter",
 	    "Connections refused at accept time: the peer held its "
-	    "ZEUSD_MAX_CONNS_PER_PEER connections.");
+	    "ZEUSD_MAX_CONNS_PER_PEER connections, or 16384 were open.");
 	fprintf(out, "zeusd_connections_refused_total %lu\n",
 	    atomic_load(&srv->conns_refused));
 	metrics_head(out, "zeusd_audit_write_failures_total", "counter",

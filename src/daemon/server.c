@@ -50,6 +50,12 @@
  */
 #define SERVER_MEMORY_LIMIT (12 * 1024)
 #define SERVER_CONNECTION_LIMIT 16384
+/*
+ * libmicrohttpd's own limit is this much higher: room that only root on the
+ * Unix socket and the watchdog's probe (server_loop_alive) may use, so that
+ * a table full of other peers' connections locks neither out.
+ */
+#define SERVER_RESERVED_CONNECTIONS 64
 #define SERVER_IDLE_TIMEOUT_S 60	/* ZEUSD_IDLE_TIMEOUT_S overrides */
 #define SERVER_MAX_BODY 4096
 #define SERVER_REQUEST_TIMEOUT_S 10	/* ZEUSD_REQUEST_TIMEOUT_S overrides */
@@ -81,17 +87,23 @@ server_log_allowed(void)
 /*
  * Refuses a connection at accept time: a short 503 if the socket takes it
  * at once, then shutdown(2), which the loop sees as the peer leaving. No
- * request of it is ever parsed.
+ * request of it is ever parsed. `all`: over the limit of all connections,
+ * else over the peer's.
  */
 static void
-server_refuse_conn(struct server *srv, int fd, const struct peer *p)
+server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 {
 	char body[160], head[512], who[96];
 	int blen, hlen;
 
-	blen = snprintf(body, sizeof(body), "{\"error\":\"Too many connections "
-	    "from this peer (limit %u); close some and retry\"}",
-	    srv->max_per_peer);
+	if (all)
+		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
+		    "connections (limit %u); retry later\"}",
+		    (unsigned)SERVER_CONNECTION_LIMIT);
+	else
+		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
+		    "connections from this peer (limit %u); close some and "
+		    "retry\"}", srv->max_per_peer);
 	hlen = snprintf(head, sizeof(head), "HTTP/1.1 503 Service Unavailable"
 	    "\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
 	    "Connection: close\r\nContent-Length: %d\r\n\r\n%s", blen, body);
@@ -100,9 +112,20 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p)
 	(void)shutdown(fd, SHUT_RDWR);
 	atomic_fetch_add(&srv->conns_refused, 1);
 	if (server_log_allowed())
-		zlog(ZLOG_WARN, "connection_refused", "%s reason=per_peer_limit "
-		    "limit=%u", peer_format(p, who, sizeof(who)),
+		zlog(ZLOG_WARN, "connection_refused", "%s reason=%s limit=%u",
+		    peer_format(p, who, sizeof(who)), all ? "connection_limit" :
+		    "per_peer_limit", all ? (unsigned)SERVER_CONNECTION_LIMIT :
 		    srv->max_per_peer);
+}
+
+/*
+ * Root on the Unix socket, and the watchdog's probe: a socketpair of this
+ * process, whose SO_PEERCRED pid is our own (no client can claim it).
+ */
+static bool
+server_conn_privileged(const struct peer *p)
+{
+	return peer_is_root(p) || (p->kind == PEER_UNIX && p->pid == getpid());
 }
 
 static void
@@ -124,13 +147,22 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 		return;
 	}
 	(void)peer_identify(fd, NULL, 0, &c->peer);
-	if (srv->peers != NULL && !peer_is_root(&c->peer)) {
-		if (!peer_limit_acquire(srv->peers, &c->peer)) {
-			server_refuse_conn(srv, fd, &c->peer);
+	if (!server_conn_privileged(&c->peer)) {
+		if (atomic_load(&srv->conns) >= SERVER_CONNECTION_LIMIT) {
+			server_refuse_conn(srv, fd, &c->peer, true);
 			free(c);
 			return;
 		}
-		c->counted = true;
+		if (srv->peers != NULL) {
+			if (!peer_limit_acquire(srv->peers, &c->peer)) {
+				server_refuse_conn(srv, fd, &c->peer, false);
+				free(c);
+				return;
+			}
+			c->counted = true;
+		}
+		c->in_table = true;
+		atomic_fetch_add(&srv->conns, 1);
 	}
 	deadline_init(&c->deadline, fd, peer_format(&c->peer, who,
 	    sizeof(who)));
@@ -156,6 +188,8 @@ server_conn_notify(void *cls, struct MHD_Connection *mc,
 	deadline_disarm(srv->deadlines, &c->deadline);
 	if (c->counted)
 		peer_limit_release(srv->peers, &c->peer);
+	if (c->in_table)
+		atomic_fetch_sub(&srv->conns, 1);
 	free(c);
 	*socket_context = NULL;
 }
@@ -359,7 +393,8 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	    MHD_OPTION_NOTIFY_COMPLETED, server_completed, srv,
 	    MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, srv,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
+	    MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)(SERVER_CONNECTION_LIMIT + SERVER_RESERVED_CONNECTIONS),
 	    MHD_OPTION_CONNECTION_TIMEOUT, srv->idle_s,
 	    MHD_OPTION_END);
 	if (srv->mhd == NULL) {

@@ -38,7 +38,8 @@ struct server {
 	unsigned max_per_peer;		/* 0: no cap */
 	unsigned idle_s, request_s;	/* timeouts, docs/configuration.md */
 	bool configured;		/* server_configure ran */
-	atomic_ulong conns_refused;	/* over the per-peer cap */
+	atomic_uint conns;		/* open, root's and the probe's aside */
+	atomic_ulong conns_refused;	/* over a connection limit */
 	atomic_ulong requests_refused;	/* smuggling-shaped headers */
 	atomic_ulong loop_beats;	/* connection events, for the watchdog */
 	struct timespec started;

@@ -495,3 +495,148 @@ def test_flood_does_not_lock_out_other_users_uds(start_public):
               f"{flooded * 1000:.1f} ms (quiet {quiet * 1000:.1f} ms)")
     finally:
         p.communicate("", timeout=30)
+
+
+# --- a full connection table -------------------------------------------------------
+
+# One user with many uids: a subordinate uid range (/etc/subuid, as rootless
+# containers get) gives an ordinary user 65,536 of them, each a peer of its
+# own for the per-uid cap. Root stands in for that user here.
+MANY_UIDS_FLOOD = textwrap.dedent("""
+    import os, socket, sys, time
+    path, first, nuids, per = sys.argv[1], *map(int, sys.argv[2:5])
+    hold_r, hold_w = os.pipe()
+    done_r, done_w = os.pipe()
+    for i in range(nuids):
+        if os.fork() == 0:
+            os.close(hold_w)
+            os.setgroups([])
+            os.setresgid(first + i, first + i, first + i)
+            os.setresuid(first + i, first + i, first + i)
+            socks = []
+            deadline = time.monotonic() + 20
+            for _ in range(per):
+                s = socket.socket(socket.AF_UNIX)
+                s.setblocking(False)
+                while time.monotonic() < deadline:
+                    try:            # EAGAIN: the listen backlog is full
+                        s.connect(path)
+                        socks.append(s)
+                        break
+                    except BlockingIOError:
+                        time.sleep(0.005)
+            os.write(done_w, b"x")
+            os.read(hold_r, 1)      # until the parent goes
+            os._exit(0)
+    os.close(hold_r)
+    for _ in range(nuids):
+        os.read(done_r, 1)
+    print("ready", flush=True)
+    sys.stdin.read()
+""")
+
+
+def watchdog_pings(sock, seconds):
+    """WATCHDOG=1 datagrams received on `sock` within the next `seconds`
+    (those sent before are dropped first)."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(4096):
+            pass
+    except BlockingIOError:
+        pass
+    end, n = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        sock.settimeout(max(0.01, end - time.monotonic()))
+        try:
+            n += sock.recv(4096) == b"WATCHDOG=1"
+        except socket.timeout:
+            pass
+    return n
+
+
+def refused_at_once(s, timeout=3):
+    """The first bytes the daemon sends on a fresh connection `s`."""
+    s.settimeout(timeout)
+    try:
+        return s.recv(4096)
+    except socket.timeout:
+        return b"<no answer>"
+    except ConnectionResetError:
+        return b""
+
+
+def notify_socket(tmp):
+    path = str(tmp / "notify.sock")
+    n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    n.bind(path)
+    return path, n
+
+
+# the connections are held by never finishing a request; a longer deadline
+# spares the test the keep-alive requests an attacker would send instead
+FULL_TABLE_ENV = {"WATCHDOG_USEC": "1000000", "ZEUSD_REQUEST_TIMEOUT_S": "300",
+                  "ZEUSD_LOG": "info"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as many uids")
+def test_full_table_of_many_uids_spares_root_and_watchdog(start_public):
+    path, n = notify_socket(start_public.base)
+    d = start_public(env={**FULL_TABLE_ENV, "NOTIFY_SOCKET": path})
+    try:
+        assert watchdog_pings(n, 1.5) >= 1
+        p = subprocess.Popen(
+            [sys.executable, "-c", MANY_UIDS_FLOOD, d.sock, "200000", "260",
+             "64"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert p.stdout.readline().strip() == "ready"
+            # the loop is healthy: systemd must keep getting pings (a full
+            # table used to refuse the watchdog's probe: WatchdogSec later
+            # systemd killed zeusd)
+            assert watchdog_pings(n, 3) >= 2, d.logs()[-3000:]
+            # root still gets in ...
+            assert timed_get(d, "/time", tries=1) < 3
+            # ... and one more uid is refused at once, not left hanging
+            other = subprocess.run(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                 sys.executable, "-c",
+                 "import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                 "s.settimeout(5); s.connect(sys.argv[1]); "
+                 "print(s.recv(4096)[:200])", d.sock],
+                capture_output=True, text=True, timeout=20)
+            assert "503 Service Unavailable" in other.stdout, other
+            assert "Too many connections" in other.stdout, other
+        finally:
+            p.communicate("", timeout=60)
+        assert "reason=connection_limit" in d.logs()
+    finally:
+        n.close()
+
+
+def test_full_table_from_loopback_addresses_keeps_watchdog(start, tmp_path):
+    # every 127.x.y.z is a peer of its own on TCP; any local user may bind them
+    path, n = notify_socket(tmp_path)
+    d = start("tcp", env={**FULL_TABLE_ENV, "NOTIFY_SOCKET": path})
+    socks = []
+    try:
+        for a in range(260):
+            for _ in range(64):
+                s = socket.socket()
+                s.bind((f"127.0.{100 + a // 250}.{a % 250 + 1}", 0))
+                s.setblocking(False)
+                try:
+                    s.connect((d.host, d.port))
+                except BlockingIOError:
+                    pass
+                socks.append(s)
+        time.sleep(2)
+        assert watchdog_pings(n, 3) >= 2, d.logs()[-3000:]
+        late = connect(d, "127.0.200.1")
+        data = refused_at_once(late)
+        late.close()
+        assert data.startswith(b"HTTP/1.1 503 "), data
+        assert b"Too many connections" in data, data
+    finally:
+        for s in socks:
+            s.close()
+        n.close()
