@@ -44,10 +44,14 @@
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* One block: the GPU commands, then the CPU ones right after them. */
+/*
+ * One block: the GPU commands, then the CPU ones right after them, then
+ * which GPUs the scrape may show (the node policy's grants of `metrics`).
+ */
 struct metrics_scrape {
 	unsigned ngpu, ncpu;
 	struct cpu_cmd *cpu;		/* [ncpu], at gpu + ngpu */
+	bool *shown;			/* [ngpu], at cpu + ncpu */
 	struct gpu_cmd gpu[];		/* [ngpu] */
 };
 
@@ -126,6 +130,8 @@ metrics_gpus(FILE *out, const struct node *node,
 	metrics_head(out, "zeusd_gpu_info", "gauge",
 	    "GPU identity; the value is always 1.");
 	for (unsigned i = 0; i < node->ngpu; i++) {
+		if (!m->shown[i])
+			continue;
 		fprintf(out, "zeusd_gpu_info{index=\"%u\",name=\"", i);
 		metrics_label(out, node->gpu_info[i].name);
 		fprintf(out, "\",pci_address=\"");
@@ -145,8 +151,9 @@ metrics_gpus(FILE *out, const struct node *node,
 	metrics_head(out, "zeusd_gpu_lost", "gauge",
 	    "1 while the driver reports the GPU lost (fallen off the bus).");
 	for (unsigned i = 0; i < node->ngpu; i++)
-		fprintf(out, "zeusd_gpu_lost{index=\"%u\"} %d\n", i,
-		    node_gpu_lost(node, i) ? 1 : 0);
+		if (m->shown[i])
+			fprintf(out, "zeusd_gpu_lost{index=\"%u\"} %d\n", i,
+			    node_gpu_lost(node, i) ? 1 : 0);
 	for (size_t f = 0; f < sizeof(metrics_gpu_families) /
 	    sizeof(metrics_gpu_families[0]); f++) {
 		const char *name = metrics_gpu_families[f].name;
@@ -156,7 +163,7 @@ metrics_gpus(FILE *out, const struct node *node,
 		for (unsigned i = 0; i < m->ngpu; i++) {
 			const struct gpu_snapshot *s = &m->gpu[i].out.snap;
 
-			if (m->gpu[i].rc != 0 ||
+			if (!m->shown[i] || m->gpu[i].rc != 0 ||
 			    !(s->ok & metrics_gpu_families[f].bit))
 				continue;
 			fprintf(out, "%s{index=\"%u\"} %.3f\n", name, i,
@@ -203,15 +210,17 @@ metrics_superseded(const struct work_counters *c)
 	return atomic_load(&c->superseded);
 }
 
-/* One counter per device (GPUs, then RAPL packages). */
+/* One counter per device (GPUs shown, then RAPL packages). */
 static void
-metrics_device_series(FILE *out, const struct node *node, const char *name,
-    const char *help, unsigned long (*value)(const struct work_counters *))
+metrics_device_series(FILE *out, const struct node *node, const bool *shown,
+    const char *name, const char *help,
+    unsigned long (*value)(const struct work_counters *))
 {
 	metrics_head(out, name, "counter", help);
 	for (unsigned i = 0; i < node->ngpu; i++)
-		fprintf(out, "%s{device=\"gpu\",index=\"%u\"} %lu\n", name, i,
-		    value(&node->gpu_counters[i]));
+		if (shown[i])
+			fprintf(out, "%s{device=\"gpu\",index=\"%u\"} %lu\n",
+			    name, i, value(&node->gpu_counters[i]));
 	for (unsigned i = 0; i < node->ncpu; i++)
 		fprintf(out, "%s{device=\"cpu\",index=\"%u\"} %lu\n", name,
 		    rapl_package_id(node->rapl, i),
@@ -219,13 +228,14 @@ metrics_device_series(FILE *out, const struct node *node, const char *name,
 }
 
 static void
-metrics_workers(FILE *out, const struct node *node)
+metrics_workers(FILE *out, const struct node *node, const bool *shown)
 {
-	metrics_device_series(out, node, "zeusd_device_commands_total",
+	metrics_device_series(out, node, shown, "zeusd_device_commands_total",
 	    "Device commands run for each device.", metrics_commands);
-	metrics_device_series(out, node, "zeusd_device_command_errors_total",
+	metrics_device_series(out, node, shown,
+	    "zeusd_device_command_errors_total",
 	    "Device commands that failed.", metrics_failures);
-	metrics_device_series(out, node,
+	metrics_device_series(out, node, shown,
 	    "zeusd_device_commands_superseded_total",
 	    "Queued block=false writes replaced by a newer write before they "
 	    "ran.", metrics_superseded);
@@ -374,7 +384,7 @@ metrics_finish(struct request *req)
 	}
 	metrics_gpus(out, srv->node, m);
 	metrics_cpus(out, srv->node, m);
-	metrics_workers(out, srv->node);
+	metrics_workers(out, srv->node, m->shown);
 	metrics_daemon(out, srv);
 	if (fclose(out) != 0) {
 		free(text);
@@ -395,13 +405,18 @@ handle_metrics(struct request *req)
 
 	if (handlers_parse(req, none, &qv) != 0 ||
 	    (m = batch_state(req, sizeof(*m) + node->ngpu * sizeof(m->gpu[0]) +
-	    node->ncpu * sizeof(*m->cpu), free)) == NULL)
+	    node->ncpu * sizeof(*m->cpu) + node->ngpu * sizeof(*m->shown),
+	    free)) == NULL)
 		return;
 	m->ngpu = node->ngpu;
 	m->ncpu = node->ncpu;
 	m->cpu = (struct cpu_cmd *)(m->gpu + m->ngpu);
+	m->shown = (bool *)(m->cpu + m->ncpu);
 	batch_init(&bt, req);
 	for (unsigned i = 0; i < m->ngpu; i++) {
+		/* a GPU the node policy does not grant is not even read */
+		if (!(m->shown[i] = request_gpu_allowed(req, i)))
+			continue;
 		gpu_cmd_init(&m->gpu[i], GPU_CMD_SNAPSHOT, i, batch_gpu_done,
 		    req);
 		if (batch_add_gpu(&bt, &m->gpu[i]) != 0)

@@ -180,25 +180,33 @@ request_check_scope(struct request *req, const struct route *r)
 	return -1;
 }
 
+bool
+request_gpu_allowed(struct request *req, unsigned gpu)
+{
+	const struct route *r = req->route;
+	struct conn *c;
+	bool ok;
+
+	if (!request_policy_applies(req) || r == NULL || r->group < 0)
+		return true;
+	c = request_conn_pp(req);
+	ok = policy_allows(policy_holder_read(req->srv->policy), &c->pp,
+	    (enum api_group)r->group, gpu);
+	policy_holder_done(req->srv->policy);
+	return ok;
+}
+
 int
 request_check_gpus(struct request *req, const uint32_t *ids, unsigned n)
 {
 	const struct route *r = req->route;
-	struct policy *pol;
-	struct conn *c;
 	char who[96];
 	struct zerr err;
 	unsigned bad = n;
 
-	if (!request_policy_applies(req) || r == NULL || r->group < 0)
-		return 0;
-	c = request_conn_pp(req);
-	pol = policy_holder_read(req->srv->policy);
 	for (unsigned i = 0; i < n && bad == n; i++)
-		if (!policy_allows(pol, &c->pp, (enum api_group)r->group,
-		    ids[i]))
+		if (!request_gpu_allowed(req, ids[i]))
 			bad = i;
-	policy_holder_done(req->srv->policy);
 	if (bad == n)
 		return 0;
 	request_who(req, who, sizeof(who));

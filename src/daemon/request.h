@@ -135,6 +135,13 @@ const struct identity *request_identity(struct request *req);
 group_set request_peer_scopes(struct request *req);
 
 /*
+ * Whether the node policy lets the peer use the request's route on GPU
+ * `gpu` (always when no policy applies). For answers that cover every GPU,
+ * such as /metrics, which leave out the GPUs it does not.
+ */
+bool request_gpu_allowed(struct request *req, unsigned gpu);
+
+/*
  * The node policy's GPU decision for the request's route: 0 when the peer
  * holds the route's scope on every GPU in ids (or no policy applies),
  * otherwise answers 403 naming the first GPU it lacks and returns -1.

@@ -205,6 +205,40 @@ def test_bad_policy_refused_at_startup(node, text, want):
     assert want in d.logs(), d.logs()
 
 
+def gpu_series(text):
+    """The /metrics lines that describe one GPU: (family, GPU index)."""
+    out = set()
+    for line in text.splitlines():
+        if line.startswith("#") or 'index="' not in line:
+            continue
+        if "zeusd_gpu_" in line or 'device="gpu"' in line:
+            out.add((line.split("{")[0],
+                     int(line.split('index="')[1].split('"')[0])))
+    return out
+
+
+def test_metrics_shows_only_the_granted_gpus(node):
+    # a grant's gpus hold for each of its scopes, /metrics included: the
+    # power, limits and command counts of GPU 0 (another user's job) are
+    # not 4242's to read, as /gpu/get_power?gpu_ids=0 is not
+    d = node(policy=POLICY + '[[grant]]\nusers = [4242]\n'
+             'scopes = ["metrics"]\ngpus = [1]\n')
+    assert as_user(d, 4242, 4242, "GET", "/gpu/get_power?gpu_ids=0")[0] == 403
+    st, body = as_user(d, 4242, 4242, "GET", "/metrics")
+    assert st == 200, body
+    mine = gpu_series(body)
+    assert ("zeusd_gpu_power_watts", 1) in mine, body
+    assert ("zeusd_device_commands_total", 1) in mine, body
+    assert {i for _, i in mine} == {1}, sorted(mine)
+    # CPU and daemon series are not per GPU: all there
+    assert "zeusd_cpu_energy_joules_total{" in body
+    assert "zeusd_uptime_seconds " in body
+    # root (and a grant without gpus) still sees every GPU
+    assert {i for _, i in gpu_series(d.get("/metrics").text)} == {0, 1, 2, 3}
+    st, body = as_user(d, 4444, 4343, "GET", "/metrics")
+    assert {i for _, i in gpu_series(body)} == {0, 1, 2, 3}
+
+
 def test_unsafe_policy_file_refused(node):
     d = node(policy=POLICY, mode=0o664, ready=False)
     assert d.proc.wait(10) != 0
