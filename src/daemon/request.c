@@ -422,7 +422,24 @@ request_new(struct server *srv, struct MHD_Connection *conn,
 
 struct request_framing {
 	unsigned content_length, transfer_encoding, authorization;
+	unsigned bad_name, other_coding;
 };
+
+/*
+ * libmicrohttpd 0.9.75 keeps "Content-Length : 5" as a header named
+ * "Content-Length " and glues a folded line onto the name
+ * ("Content-Length:\r\n 5" becomes "Content-Length5"), then frames by
+ * neither: such names are counted as bad.
+ */
+static bool
+request_bad_name(const char *key)
+{
+	return strpbrk(key, " \t") != NULL ||
+	    strncasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH,
+	    strlen(MHD_HTTP_HEADER_CONTENT_LENGTH)) == 0 ||
+	    strncasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING,
+	    strlen(MHD_HTTP_HEADER_TRANSFER_ENCODING)) == 0;
+}
 
 static enum MHD_Result
 request_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -431,27 +448,34 @@ request_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
 	struct request_framing *f = cls;
 
 	(void)kind;
-	(void)value;
 	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
 		f->content_length++;
-	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
 		f->transfer_encoding++;
-	else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
+		/* any other coding: libmicrohttpd reads until the close */
+		if (value == NULL || strcasecmp(value, "chunked") != 0)
+			f->other_coding++;
+	} else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
 		f->authorization++;
+	else if (request_bad_name(key))
+		f->bad_name++;
 	return MHD_YES;
 }
 
 /*
  * More than one Content-Length, Content-Length together with
  * Transfer-Encoding, more than one Transfer-Encoding or Authorization:
- * libmicrohttpd would use the first header and carry on; we answer 400
- * before reading any body, and the response closes the connection, so
- * nothing after the headers is ever parsed as a request.
+ * libmicrohttpd would use the first header and carry on; a framing header
+ * it does not see as one (blanks before the colon, a folded line) or a
+ * coding other than chunked: it frames the body otherwise than a lenient
+ * proxy may. We answer 400 before reading any body, and the response
+ * closes the connection, so nothing after the headers is ever parsed as a
+ * request.
  */
 void
 request_check_framing(struct request *req)
 {
-	struct request_framing f = { 0, 0, 0 };
+	struct request_framing f = { 0, 0, 0, 0, 0 };
 	const char *why = NULL;
 
 	(void)MHD_get_connection_values(req->conn, MHD_HEADER_KIND,
@@ -464,6 +488,10 @@ request_check_framing(struct request *req)
 		why = "more than one Transfer-Encoding header";
 	else if (f.authorization > 1)
 		why = "more than one Authorization header";
+	else if (f.bad_name > 0)
+		why = "a header name with blanks or a folded line";
+	else if (f.other_coding > 0)
+		why = "a Transfer-Encoding other than chunked";
 	if (why == NULL)
 		return;
 	atomic_fetch_add(&req->srv->requests_refused, 1);

@@ -131,6 +131,29 @@ FRAMING = {
         b"GET /time HTTP/1.1\r\nHost: zeusd\r\nAuthorization: Bearer a\r\n"
         b"authorization: Bearer b\r\n\r\n" + SMUGGLED,
         "more than one Authorization"),
+    # libmicrohttpd keeps a name with blanks before the colon as another
+    # header ("Content-Length ") and frames by none: the body became a
+    # second request, while a lenient proxy reads a Content-Length
+    "space-before-colon": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nContent-Length : %d\r\n"
+        b"\r\n" % len(SMUGGLED) + SMUGGLED,
+        "a header name with blanks or a folded line"),
+    "tab-before-colon": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\ntransfer-encoding\t: "
+        b"chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+        "a header name with blanks or a folded line"),
+    # an obsolete line folding: libmicrohttpd glues the next line onto the
+    # name ("Content-Length46") and frames by none
+    "folded-content-length": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nContent-Length:\r\n %d"
+        b"\r\n\r\n" % len(SMUGGLED) + SMUGGLED,
+        "a header name with blanks or a folded line"),
+    # libmicrohttpd reads a body of any other coding until the peer closes,
+    # where a proxy that knows "gzip, chunked" ends it at the last chunk
+    "transfer-encoding-not-chunked": (
+        b"POST /time HTTP/1.1\r\nHost: zeusd\r\nTransfer-Encoding: gzip, "
+        b"chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+        "a Transfer-Encoding other than chunked"),
 }
 
 
