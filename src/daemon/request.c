@@ -347,11 +347,16 @@ void
 request_reply_stream(struct request *req, enum streams_kind kind,
     const unsigned *idx, unsigned n)
 {
+	const struct auth_claims *c = req->claims;
+	int64_t until = INT64_MAX;
 	struct MHD_Response *resp;
 	struct zerr err;
 
+	/* the token's exp as auth_verify reads it, leeway included */
+	if (c != NULL && c->has_exp && c->exp < INT64_MAX - AUTH_LEEWAY_S)
+		until = c->exp + AUTH_LEEWAY_S;
 	if (streams_subscribe(req->srv->streams, kind, idx, n, req->conn,
-	    &resp, &err) != 0) {
+	    until, &resp, &err) != 0) {
 		request_reply_error(req, &err);
 		return;
 	}

@@ -134,6 +134,7 @@ struct streams_sub {
 	atomic_uint refs;
 	enum streams_kind kind;
 	uint64_t t0_ns;
+	int64_t until_s;		/* the token's end; INT64_MAX: none */
 	/* st->lock */
 	bool registered;
 	unsigned all_pos;
@@ -803,14 +804,21 @@ streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	struct streams_out o = { .buf = buf, .max = max };
 	uint64_t logged = 0, total, stalled_ms = 0;
 	uint_fast64_t ka;
-	bool fresh;
+	bool fresh, expired;
 	ssize_t ret;
 
 	pthread_mutex_lock(&sub->lock);
 	if (sub->carry_len > 0)
 		streams_drain_carry(sub, buf, max, &o.n);
-	if (o.n == 0 && sub->carry_len == 0 && atomic_load(&st->closing)) {
+	/* a stream ends with its token: it was checked only when it opened */
+	expired = sub->until_s != INT64_MAX && (int64_t)time(NULL) > sub->until_s;
+	if (o.n == 0 && sub->carry_len == 0 && (expired ||
+	    atomic_load(&st->closing))) {
 		pthread_mutex_unlock(&sub->lock);
+		if (expired)
+			zlog(ZLOG_INFO, "stream_dropped", "kind=%s devices=%u "
+			    "reason=token_expired", streams_kind_name(sub->kind),
+			    sub->ncur);
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	}
 	o.limit = streams_limit(sub, max, &fresh);
@@ -1060,7 +1068,7 @@ streams_skipped_total(struct streams *st, enum streams_kind kind)
 int
 streams_subscribe(struct streams *st, enum streams_kind kind,
     const unsigned *idx, unsigned n, struct MHD_Connection *conn,
-    struct MHD_Response **out, struct zerr *err)
+    int64_t until_s, struct MHD_Response **out, struct zerr *err)
 {
 	unsigned base = kind == STREAMS_GPU ? 0 : st->node->ngpu;
 	unsigned limit = kind == STREAMS_GPU ? st->node->ngpu :
@@ -1079,6 +1087,7 @@ streams_subscribe(struct streams *st, enum streams_kind kind,
 	sub->st = st;
 	sub->conn = conn;
 	sub->kind = kind;
+	sub->until_s = until_s;
 	sub->ncur = n;
 	sub->t0_ns = sampler_now_ns();
 	atomic_init(&sub->refs, 1);	/* the response's */

@@ -74,11 +74,13 @@ int streams_check_env(struct zerr *err);
  * the SSE response to queue (Content-Type and Cache-Control set). The
  * caller (request_reply_stream, request.c) queues it and then destroys its
  * reference as usual; the subscription ends when libmicrohttpd frees the
- * response. Fails after streams_end_all.
+ * response, or at the first event or keepalive after `until_s` (Unix
+ * seconds, the token's exp with its leeway; INT64_MAX: never). Fails after
+ * streams_end_all.
  */
 int streams_subscribe(struct streams *st, enum streams_kind kind,
     const unsigned *idx, unsigned n, struct MHD_Connection *conn,
-    struct MHD_Response **out, struct zerr *err);
+    int64_t until_s, struct MHD_Response **out, struct zerr *err);
 
 /*
  * Shutdown, before the HTTP daemon stops: stops sampling, refuses new

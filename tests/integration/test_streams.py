@@ -31,7 +31,7 @@ class Stream:
     """One SSE connection: sends the request, decodes chunked transfer
     encoding, splits events on the blank line (exactly \\n\\n)."""
 
-    def __init__(self, d, target, rcvbuf=None, blocking=True):
+    def __init__(self, d, target, rcvbuf=None, blocking=True, headers=""):
         if d.mode == "uds":
             self.sock = socket.socket(socket.AF_UNIX)
             if rcvbuf:
@@ -44,8 +44,8 @@ class Stream:
                 self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
                                      rcvbuf)
             self.sock.connect((d.host, d.port))
-        self.sock.sendall(f"GET {target} HTTP/1.1\r\nHost: zeusd\r\n\r\n"
-                          .encode())
+        self.sock.sendall(f"GET {target} HTTP/1.1\r\nHost: zeusd\r\n"
+                          f"{headers}\r\n".encode())
         self.raw = b""
         self.head = None
         self.body = b""
@@ -601,6 +601,43 @@ def test_shutdown_ends_open_streams(start):
         assert s.ended or s.closed
     quiet.close()
     assert "event=streams_ending" in d.logs()
+
+
+def test_stream_ends_when_its_token_expires(start, tmp_path):
+    # a token is checked when the stream opens; a stream must not outlive
+    # it (a job's 12 h token would otherwise read power for ever)
+    import jwt
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    d = start(mode="tcp", args=["--signing-key-path", str(key)],
+              env={"ZEUSD_SSE_KEEPALIVE_MS": "200"})
+    # exp is checked with 60 s leeway: this one is good for about 3 s more
+    exp = int(time.time()) - 57
+
+    def auth(exp):
+        claims = {"sub": "job", "scopes": ["gpu-read", "cpu-read"]}
+        if exp is not None:
+            claims["exp"] = exp
+        tok = jwt.encode(claims, key.read_bytes(), algorithm="HS256")
+        return f"Authorization: Bearer {tok}\r\n"
+
+    gpu = Stream(d, "/gpu/stream_power", headers=auth(exp))
+    cpu = Stream(d, "/cpu/stream_power", headers=auth(exp))
+    never = Stream(d, "/gpu/stream_power?gpu_ids=0", headers=auth(None))
+    t0 = time.monotonic()
+    for s in (gpu, cpu):
+        s.pump(1.0)
+        assert s.status == 200 and s.data(), s.head
+    for s in (gpu, cpu):
+        s.pump(8.0)
+        assert s.ended or s.closed, "the stream outlived its token"
+    assert time.monotonic() - t0 < 7.0
+    assert "reason=token_expired" in d.logs()
+    # a token without exp keeps its stream
+    never.pump(0.5)
+    assert not (never.ended or never.closed) and never.data()
+    for s in (gpu, cpu, never):
+        s.close()
 
 
 def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
