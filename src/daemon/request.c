@@ -505,6 +505,15 @@ request_check_framing(struct request *req)
 	    "Malformed request: ", why), MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
+bool
+request_from_web_page(const struct request *req)
+{
+	const char *site = request_header(req, "Sec-Fetch-Site");
+
+	return request_header(req, "Origin") != NULL ||
+	    (site != NULL && strcasecmp(site, "none") != 0);
+}
+
 void
 request_run(struct request *req, void (*dispatch)(struct request *req))
 {

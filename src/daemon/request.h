@@ -177,6 +177,15 @@ void request_check_framing(struct request *req);
 int request_check_scope(struct request *req, const struct route *r);
 
 /*
+ * Whether a web browser sent the request on a page's behalf: it carries
+ * `Origin` (every cross-origin request and every POST) or a
+ * `Sec-Fetch-Site` other than `none` (a URL the user typed). zeusd's
+ * clients are programs; a page must not reach a TCP listener on loopback
+ * through the browser of a user who can (docs/security.md).
+ */
+bool request_from_web_page(const struct request *req);
+
+/*
  * Runs the whole request one step on the loop thread: a new one through
  * `dispatch`, a resumed one through the finish function it deferred with.
  * One that then has neither answered nor deferred is answered 500.

@@ -225,6 +225,13 @@ server_dispatch(struct request *req)
 		request_reply_error(req, &err);
 		return;
 	}
+	if (request_from_web_page(req)) {
+		zerr_set(&err, ZERR_FORBIDDEN, "Requests from web pages are "
+		    "refused (the request has an Origin or Sec-Fetch-Site "
+		    "header); use a program such as curl");
+		request_reply_error(req, &err);
+		return;
+	}
 	r = router_lookup(req->path);
 	/* /auth/whoami: with auth, or on the Unix socket (the peer's uid) */
 	if (r != NULL && r->needs_auth_enabled && srv->key == NULL &&

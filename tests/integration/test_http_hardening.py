@@ -15,7 +15,7 @@ import time
 import jwt
 import pytest
 
-from conftest import run_zeusd
+from conftest import raw_request, run_zeusd
 
 SCOPES = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
 
@@ -663,3 +663,40 @@ def test_full_table_from_loopback_addresses_keeps_watchdog(start, tmp_path):
         for s in socks:
             s.close()
         n.close()
+
+
+# --- web browsers ----------------------------------------------------------------
+
+# Any web page a local user opens can send these to a TCP listener on
+# loopback: a form or fetch(..., {mode: "no-cors"}) POST needs no CORS
+# preflight, and after DNS rebinding a page is same-origin with the daemon.
+# No zeusd client is a browser (zeusd sends no CORS headers).
+SET_LIMIT = "/gpu/set_power_limit?gpu_ids=0&power_limit_mw=150000&block=true"
+BROWSER = {
+    "cross-site-post": ("POST", SET_LIMIT, [
+        "Origin: http://evil.example", "Sec-Fetch-Site: cross-site",
+        "Sec-Fetch-Mode: no-cors", "Content-Type: text/plain",
+        "Content-Length: 0"]),
+    "old-browser-post": ("POST", SET_LIMIT, [
+        "Origin: null", "Content-Length: 0"]),
+    "rebound-post": ("POST", SET_LIMIT, [
+        "Origin: http://rebound.example:4938", "Sec-Fetch-Site: same-origin",
+        "Content-Length: 0"]),
+    "rebound-get": ("GET", "/gpu/get_power_limit", [
+        "Sec-Fetch-Site: same-origin", "Sec-Fetch-Mode: cors"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROWSER))
+def test_requests_from_web_pages_refused(start, case):
+    d = start("tcp", env={"ZEUSD_LOG": "info"})
+    method, target, headers = BROWSER[case]
+    before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"]
+    status, _, body = raw_request(d, target, method, headers)
+    assert status == 403, body
+    assert b"web page" in body, body
+    assert d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"] == before
+    # a URL typed into the address bar is the user's own request
+    status, _, body = raw_request(d, "/discover", headers=[
+        "Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate"])
+    assert status == 200, body
