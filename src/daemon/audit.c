@@ -145,6 +145,28 @@ audit_who_fill(struct audit_who *w, struct request *req)
 	}
 }
 
+/*
+ * A name for the line: null when empty; as is when it is UTF-8; otherwise
+ * (a process may name itself anything, prctl PR_SET_NAME) its printable
+ * ASCII with '?' for every other byte, which jansson refuses to encode.
+ */
+static json_t *
+audit_name(const char *name)
+{
+	char safe[64];
+	json_t *v;
+	size_t i;
+
+	if (name[0] == '\0')
+		return json_null();
+	if ((v = json_string(name)) != NULL)
+		return v;
+	for (i = 0; name[i] != '\0' && i < sizeof(safe) - 1; i++)
+		safe[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
+	safe[i] = '\0';
+	return json_string(safe);
+}
+
 static json_t *
 audit_raw(const char *text)
 {
@@ -187,11 +209,9 @@ audit_write(const struct audit_who *w, unsigned gpu, const char *op,
 	who = json_object();
 	if (w->unix_peer) {
 		json_object_set_new(who, "uid", json_integer(w->uid));
-		json_object_set_new(who, "user", w->user[0] ?
-		    json_string(w->user) : json_null());
+		json_object_set_new(who, "user", audit_name(w->user));
 		json_object_set_new(who, "pid", json_integer(w->pid));
-		json_object_set_new(who, "comm", w->comm[0] ?
-		    json_string(w->comm) : json_null());
+		json_object_set_new(who, "comm", audit_name(w->comm));
 	}
 	if (w->sub[0])
 		json_object_set_new(who, "sub", json_string(w->sub));

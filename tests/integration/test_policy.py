@@ -347,6 +347,35 @@ def test_audit_log(node):
     assert "zeusd_audit_write_failures_total 0" in r.text
 
 
+RENAMED_CLIENT = r"""
+import ctypes, socket, sys
+# PR_SET_NAME: any process may give itself a name that is not UTF-8
+ctypes.CDLL(None).prctl(15, b"\xff\xfejob\n", 0, 0, 0)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"POST /gpu/set_power_limit?power_limit_mw=250000&block=true"
+          b"&gpu_ids=0 HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
+          b"Content-Length: 0\r\n\r\n")
+print(s.recv(64).split()[1].decode())
+"""
+
+
+def test_audit_names_a_process_whatever_its_name(node):
+    # a name jansson cannot encode used to drop "comm" from the line
+    audit = Path(tempfile.mkdtemp(prefix="zeusd-audit-")) / "audit.jsonl"
+    d = node(args=["--audit-log", str(audit)])
+    out = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         sys.executable, "-c", RENAMED_CLIENT, d.sock],
+        capture_output=True, text=True, timeout=20, check=True).stdout
+    assert out.strip() == "200"
+    lines = wait_lines(audit, 1)
+    assert len(lines) == 1, lines
+    who = lines[0]["identity"]
+    assert who["uid"] == 65534 and who["user"] == "nobody", who
+    assert who.get("comm") == "??job", who
+
+
 def test_audit_tcp_identity(tmp_path):
     audit = tmp_path / "audit.jsonl"
     d = Zeusd(tmp_path, "tcp", ["--audit-log", str(audit)]).wait_ready()
