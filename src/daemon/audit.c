@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,40 +31,86 @@ static int audit_fd = -1;
 static const char *audit_path;
 static atomic_ulong audit_failed;
 
+/*
+ * Opens the audit file for appending, or returns -1 with the reason in
+ * `why`. The path may lie in a directory others can write (logrotate moves
+ * the file away and SIGHUP reopens the name), so the file actually opened
+ * is checked, as the overrides and policy files are: a FIFO planted there
+ * must not block zeusd in open(2) (O_NONBLOCK makes it fail at once), a
+ * file of another user's would let that user rewrite the trail, and a hard
+ * link would have root append to whatever it links to.
+ */
 static int
-audit_open_fd(const char *path)
+audit_open_fd(const char *path, char *why, size_t whysize)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-	    O_NOCTTY | O_NOFOLLOW, 0640);
+	struct stat st;
+	uid_t euid = geteuid();
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+	    O_NOFOLLOW | O_NONBLOCK, 0640);
+	if (fd < 0) {
+		snprintf(why, whysize, "%s", errno == ENXIO ? "not a regular "
+		    "file (a FIFO)" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0)
+		snprintf(why, whysize, "cannot stat: %s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		snprintf(why, whysize, "not a regular file");
+	else if (st.st_uid != 0 && st.st_uid != euid)
+		snprintf(why, whysize, "owned by uid %u, which is neither root "
+		    "nor the daemon's user (uid %u)", (unsigned)st.st_uid,
+		    (unsigned)euid);
+	else if (st.st_mode & S_IWOTH)
+		snprintf(why, whysize, "world-writable (mode %04o)",
+		    (unsigned)(st.st_mode & 07777));
+	else if (st.st_nlink != 1)
+		snprintf(why, whysize, "has %ju hard links; an audit file has "
+		    "one", (uintmax_t)st.st_nlink);
+	else
+		return fd;
+	close(fd);
+	return -1;
 }
 
 int
 audit_open(const char *path, struct zerr *err)
 {
+	char why[200];
 	int fd;
 
 	if (path == NULL)
 		return 0;
-	if ((fd = audit_open_fd(path)) < 0)
+	if ((fd = audit_open_fd(path, why, sizeof(why))) < 0)
 		return zerr_set(err, ZERR_INVALID, "--audit-log %s: cannot "
-		    "open: %s", path, strerror(errno));
+		    "use it: %s", path, why);
 	audit_path = path;
 	audit_fd = fd;
 	return 0;
 }
 
+static void
+audit_reopen_failed(const char *why)
+{
+	char q[600], qw[300];
+
+	zlog(ZLOG_WARN, "audit_reopen_failed", "file=%s error=%s "
+	    "msg=\"kept writing to the previous file\"",
+	    zlog_quote(q, sizeof(q), audit_path),
+	    zlog_quote(qw, sizeof(qw), why));
+}
+
 int
 audit_reopen(void)
 {
-	char q[600];
+	char q[600], why[200];
 	int fd, old;
 
 	if (audit_path == NULL)
 		return 0;
-	if ((fd = audit_open_fd(audit_path)) < 0) {
-		zlog(ZLOG_WARN, "audit_reopen_failed", "file=%s error=\"%s\" "
-		    "msg=\"kept writing to the previous file\"",
-		    zlog_quote(q, sizeof(q), audit_path), strerror(errno));
+	if ((fd = audit_open_fd(audit_path, why, sizeof(why))) < 0) {
+		audit_reopen_failed(why);
 		return -1;
 	}
 	pthread_mutex_lock(&audit_lock);
@@ -80,15 +127,13 @@ audit_reopen(void)
 int
 audit_open_again(void)
 {
-	char q[600];
+	char why[200];
 	int fd;
 
 	if (audit_path == NULL)
 		return -1;
-	if ((fd = audit_open_fd(audit_path)) < 0)
-		zlog(ZLOG_WARN, "audit_reopen_failed", "file=%s error=\"%s\" "
-		    "msg=\"kept writing to the previous file\"",
-		    zlog_quote(q, sizeof(q), audit_path), strerror(errno));
+	if ((fd = audit_open_fd(audit_path, why, sizeof(why))) < 0)
+		audit_reopen_failed(why);
 	return fd;
 }
 

@@ -388,6 +388,64 @@ def test_audit_tcp_identity(tmp_path):
         assert d.stop() == 0
 
 
+
+# ---- the audit file itself: what another user can plant at its path ------
+
+def nobody_dir():
+    """A directory that `nobody` can write, as an audit path in a shared or
+    misconfigured place would be (the attacker's foothold)."""
+    d = Path(tempfile.mkdtemp(prefix="zeusd-audit-"))
+    os.chown(d, 65534, 65534)
+    return d
+
+
+def as_nobody(*cmd):
+    subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
+                    "--clear-groups", *cmd], check=True, timeout=10)
+
+
+@pytest.mark.parametrize("plant", ["fifo", "file"])
+def test_audit_path_planted_by_another_user_refused(tmp_path, plant):
+    """A FIFO at the audit path used to block zeusd in open(2) for good,
+    with SIGTERM blocked (only SIGKILL ended it); a file owned by another
+    user was appended to, so that user could rewrite the audit trail. Both
+    must stop startup with a message naming the path."""
+    audit = nobody_dir() / "audit.jsonl"
+    if plant == "fifo":
+        as_nobody("mkfifo", str(audit))
+    else:
+        as_nobody("touch", str(audit))
+    d = Zeusd(tmp_path, "uds", ["--audit-log", str(audit)])
+    try:
+        rc = d.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        d.proc.kill()
+        d.proc.wait()
+        pytest.fail("zeusd hung opening a planted audit path:\n" +
+                    d.logs())
+    finally:
+        d.log.close()
+    assert rc == 1, d.logs()
+    assert str(audit) in d.logs(), d.logs()
+    assert os.stat(audit).st_size == 0
+
+
+def test_audit_reopen_onto_planted_fifo_keeps_old_file(node):
+    """logrotate moved the file; before SIGHUP another user put a FIFO in
+    its place. The reopen used to hang the device process's main thread
+    (no further reload, no clean stop); it must be refused and the writes
+    go on into the previous file."""
+    audit = nobody_dir() / "audit.jsonl"
+    d = node(args=["--audit-log", str(audit)])
+    os.rename(audit, str(audit) + ".1")
+    as_nobody("mkfifo", str(audit))
+    d.proc.send_signal(signal.SIGHUP)
+    wait_log(d, "event=audit_reopen_failed")
+    assert d.post(LIMIT + "&gpu_ids=0").status_code == 200
+    assert len(wait_lines(str(audit) + ".1", 1)) == 1
+    assert stat.S_ISFIFO(os.lstat(audit).st_mode)
+
+
 # ---- leases and restore on exit (--gpu-leases) ----------------------------
 
 from simutil import SimLog  # noqa: E402
