@@ -142,6 +142,51 @@ auth_key_load(const char *path, struct auth_key **out, struct zerr *err)
 }
 
 int
+auth_key_open(const char *path, struct zerr *err)
+{
+	struct stat st;
+	uid_t euid = geteuid();
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return zerr_set(err, ZERR_INVALID,
+		    "cannot open signing key file '%.400s': %s", path,
+		    strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		zerr_set(err, ZERR_INVALID, "cannot read signing key file "
+		    "'%.400s': %s", path, strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		zerr_set(err, ZERR_INVALID, "signing key file '%.400s' is not "
+		    "a regular file", path);
+	} else if ((st.st_uid != 0 && st.st_uid != euid) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		zerr_set(err, ZERR_FORBIDDEN, "signing key file '%.400s' is "
+		    "owned by uid %u with mode %04o; whoever can write it can "
+		    "mint any token, so it must be owned by root (or the "
+		    "daemon's user) and writable by no one else", path,
+		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	} else {
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+int
+auth_key_load_trusted(const char *path, struct auth_key **out,
+    struct zerr *err)
+{
+	int fd, rc;
+
+	if ((fd = auth_key_open(path, err)) < 0)
+		return -1;
+	rc = auth_key_load_fd(fd, path, out, err);
+	close(fd);
+	return rc;
+}
+
+int
 auth_key_load_fd(int fd, const char *path, struct auth_key **out,
     struct zerr *err)
 {

@@ -50,6 +50,20 @@ struct auth_claims {
 int auth_key_load(const char *path, struct auth_key **out, struct zerr *err);
 
 /*
+ * The daemon's key file: opened without blocking (a FIFO is refused, not
+ * waited on) and refused unless it is a regular file owned by root or the
+ * daemon's effective user and writable by no one else, since whoever can
+ * write it can mint any token once it is (re)loaded. Returns an fd for
+ * auth_key_load_fd, or -1 with err naming the path. `zeusd token` keeps
+ * auth_key_load: it runs as its user, and may read the key from a pipe.
+ */
+int auth_key_open(const char *path, struct zerr *err);
+
+/* auth_key_open, then auth_key_load_fd: how zeusd serve loads its key. */
+int auth_key_load_trusted(const char *path, struct auth_key **out,
+    struct zerr *err);
+
+/*
  * The same from a file already open (read from the start; not closed):
  * the network process of a split daemon gets the key file from the device
  * process as an fd, having no right to open it.

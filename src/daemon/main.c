@@ -191,7 +191,8 @@ serve_main(int argc, char **argv)
 	}
 	if (serve_check_privileges(&cfg, ov, &err) != 0 ||
 	    (cfg.signing_key_path != NULL &&
-	    auth_key_load(cfg.signing_key_path, &srv.key, &err) != 0) ||
+	    auth_key_load_trusted(cfg.signing_key_path, &srv.key,
+	    &err) != 0) ||
 	    serve_open_policy(&cfg, &srv, &err) != 0 ||
 	    audit_open(cfg.audit_log, &err) != 0)
 		goto out;

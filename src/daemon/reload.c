@@ -81,7 +81,7 @@ reload_key(const struct zeusd_config *cfg, struct server *srv)
 
 	if (cfg->signing_key_path == NULL || srv->key == NULL)
 		return 0;
-	if (auth_key_load(cfg->signing_key_path, &fresh, &err) != 0)
+	if (auth_key_load_trusted(cfg->signing_key_path, &fresh, &err) != 0)
 		return reload_failed(cfg->signing_key_path, "signing_key",
 		    "key", err.msg);
 	reload_key_apply(cfg, srv, fresh);
@@ -182,17 +182,18 @@ reload_run(const struct zeusd_config *cfg, struct server *srv,
 
 /* ---- The split daemon (docs/design.md, "Two processes") ----------------- */
 
-/* A file the network process will read from an fd; -1 when none or failed. */
+/* The key file for the network process, opened and trust-checked here;
+ * -1 when none or failed. */
 static int
-reload_open(const char *path, const char *what, int *failed)
+reload_key_fd(const char *path, int *failed)
 {
+	struct zerr err;
 	int fd;
 
 	if (path == NULL)
 		return -1;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-	    O_NONBLOCK)) < 0)
-		*failed += reload_failed(path, what, "one", strerror(errno));
+	if ((fd = auth_key_open(path, &err)) < 0)
+		*failed += reload_failed(path, "signing_key", "key", err.msg);
 	return fd;
 }
 
@@ -263,8 +264,8 @@ reload_device(const struct zeusd_config *cfg, struct node *node,
 {
 	int failed = reload_overrides(cfg, node);
 
-	fds[RELOAD_FD_KEY] = reload_open(cfg->signing_key_path,
-	    "signing_key", &failed);
+	fds[RELOAD_FD_KEY] = reload_key_fd(cfg->signing_key_path,
+	    &failed);
 	fds[RELOAD_FD_POLICY] = reload_policy_fd(cfg, &failed);
 	fds[RELOAD_FD_AUDIT] = audit_open_again();
 	failed += cfg->audit_log != NULL && fds[RELOAD_FD_AUDIT] < 0;

@@ -3,7 +3,13 @@ of checks, every route under every combination of scopes, path spellings
 that try to dodge a scope, bearer header variants, /auth/whoami, and the
 user in the access log."""
 import itertools
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import jwt
 import pytest
@@ -253,6 +259,69 @@ def test_bad_key_file_refused(tmp_path, content):
     assert r.returncode == 1
     assert str(path) in r.stderr
     assert not (tmp_path / "s.sock").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as nobody")
+@pytest.mark.parametrize("plant", ["others_file", "group_writable",
+                                   "world_writable", "fifo"])
+def test_key_file_others_can_write_refused(plant):
+    """Whoever can write the key file can mint tokens for any user and
+    scope once zeusd (re)loads it. zeusd used to take a key owned by
+    another user or writable by group or others without a word, and a FIFO
+    at the path blocked it in open(2) at startup. Each is refused, as the
+    policy file is, with a message naming the path."""
+    from conftest import ZEUSD
+    base = Path(tempfile.mkdtemp(prefix="zeusd-key-"))
+    os.chmod(base, 0o755)
+    path = base / "key"
+    try:
+        if plant == "fifo":
+            os.mkfifo(path, 0o600)
+        else:
+            path.write_bytes(b"k" * 32)
+            os.chmod(path, {"others_file": 0o600, "group_writable": 0o620,
+                            "world_writable": 0o602}[plant])
+            if plant == "others_file":
+                os.chown(path, 65534, 65534)
+        p = subprocess.Popen([str(ZEUSD), "serve", "--simulate",
+                              "--socket-path", str(base / "run" / "s.sock"),
+                              "--signing-key-path", str(path)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            _, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            pytest.fail("zeusd did not refuse the key file (it kept running "
+                        "or hung opening it)")
+        assert p.returncode == 1, err
+        assert str(path) in err, err
+        assert not (base / "run" / "s.sock").exists()
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as nobody")
+def test_key_reload_refuses_a_key_others_can_write(start, key):
+    """SIGHUP re-reads the key: one that became world-writable (or was
+    replaced by another user's file) is refused and the old key kept, so
+    tokens made with the injected bytes never pass."""
+    d = start(args=["--signing-key-path", str(key)])
+    good = token(key)
+    assert call(d, "GET", "/gpu/get_power", good).status_code == 200
+    key.write_bytes(b"attacker-chosen-bytes")
+    os.chmod(key, 0o666)
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while "event=reload_failed" not in d.logs():
+        assert "signing_key_reloaded" not in d.logs(), d.logs()
+        assert time.monotonic() < deadline, d.logs()
+        time.sleep(0.05)
+    forged = jwt.encode({"sub": "mallory", "scopes": list(GROUPS)},
+                        b"attacker-chosen-bytes", algorithm="HS256")
+    assert call(d, "GET", "/gpu/get_power", forged).status_code == 401
+    assert call(d, "GET", "/gpu/get_power", good).status_code == 200
 
 
 @pytest.mark.parametrize("path,scope", [("/gpu/stream_power", "gpu-read"),
