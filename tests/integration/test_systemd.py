@@ -53,6 +53,38 @@ def test_units_verify(tmp_path):
     assert r.returncode == 0 and ours == [], r.stdout + r.stderr
 
 
+def unit_settings(name):
+    """{key: [values]} of a unit file (comments and sections ignored)."""
+    out = {}
+    for line in (UNITS / name).read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", ";", "[")) and "=" in line:
+            k, _, v = line.partition("=")
+            out.setdefault(k.strip(), []).append(v.strip())
+    return out
+
+
+def test_socket_file_survives_service_stop():
+    """zeusd.socket (enabled by the package) keeps its socket file in
+    /run/zeusd, which zeusd.service names as its RuntimeDirectory=.
+    systemd removes a service's runtime directory when the service stops
+    or restarts (Restart=on-failure, `systemctl restart zeusd`), and with
+    it the socket file: zeusd.socket still listens on a name that no longer
+    exists, so every client is locked out until zeusd.socket is restarted.
+    The directory must be preserved."""
+    svc = unit_settings("zeusd.service")
+    sock = unit_settings("zeusd.socket")
+    listen = [Path(v) for v in sock.get("ListenStream", [])
+              if v.startswith("/")]
+    runtime = [Path("/run") / d for v in svc.get("RuntimeDirectory", [])
+               for d in v.split()]
+    inside = [p for p in listen if any(r in p.parents for r in runtime)]
+    assert inside, (listen, runtime)   # the case this test is about
+    # "restart" would still remove it on `systemctl stop zeusd`
+    assert svc.get("RuntimeDirectoryPreserve", ["no"])[-1] == "yes", \
+        svc.get("RuntimeDirectoryPreserve")
+
+
 def security_score(path):
     r = subprocess.run([ANALYZE, "security", "--offline=true", "--no-pager",
                         str(path)], capture_output=True, text=True,
