@@ -288,6 +288,27 @@ def test_symlink_component_to_safe_directory_accepted(start_at, tmp_path):
     assert os.listdir(real) == []
 
 
+def test_symlink_component_owned_by_another_user_refused(scratch):
+    """In a sticky directory (/tmp) the sticky bit stops others from
+    swapping entries they do not own, not entries they do: `nobody` makes
+    /tmp/zeusd a symlink of their own to a root-owned directory before
+    zeusd starts. zeusd used to resolve it, check only the (safe) target
+    and serve there, while every client kept reaching it through nobody's
+    link, which nobody could later point at a socket of their own, to
+    collect the clients' requests and tokens. A symlink on the way that
+    someone else could swap is refused, naming it."""
+    tmp = os.path.join(scratch, "tmp")
+    os.mkdir(tmp)
+    os.chmod(tmp, 0o1777)
+    real = os.path.join(scratch, "real")
+    os.mkdir(real)
+    link = os.path.join(tmp, "zeusd")
+    subprocess.run(as_nobody() + ["ln", "-s", real, link], check=True)
+    msg = refuse(os.path.join(link, "zeusd.sock"))
+    assert link in msg, msg
+    assert os.listdir(real) == []
+
+
 # --- (e) a symlink at the socket path ----------------------------------------
 
 def test_symlink_at_socket_path_refused(scratch):
