@@ -63,20 +63,22 @@ static int
 ovb_info(struct gpu_backend *b, unsigned gpu, struct gpu_info *out,
     struct zerr *err)
 {
-	struct ovb_backend *ob = b->ctx;
 	struct gpu_backend *in = ovb_inner(b);
+	struct overrides *ov;
 
 	if (in == NULL)
 		return ovb_no_driver(gpu, err);
 	if (in->ops->info(in, gpu, out, err) != 0)
 		return -1;
-	out->caps.power_limit |= overrides_has(ob->ov, GPU_SET_POWER_LIMIT);
-	out->caps.persistence_mode |= overrides_has(ob->ov,
+	ov = ovb_acquire(b->ctx);	/* a reload may swap it meanwhile */
+	out->caps.power_limit |= overrides_has(ov, GPU_SET_POWER_LIMIT);
+	out->caps.persistence_mode |= overrides_has(ov,
 	    GPU_SET_PERSISTENCE_MODE);
-	out->caps.gpu_locked_clocks |= overrides_has(ob->ov,
+	out->caps.gpu_locked_clocks |= overrides_has(ov,
 	    GPU_SET_GPU_LOCKED_CLOCKS);
-	out->caps.mem_locked_clocks |= overrides_has(ob->ov,
+	out->caps.mem_locked_clocks |= overrides_has(ov,
 	    GPU_SET_MEM_LOCKED_CLOCKS);
+	overrides_free(ov);
 	return 0;
 }
 
@@ -88,18 +90,23 @@ ovb_read_lacks(struct gpu_backend *b, enum gpu_read_op op)
 	return in != NULL ? in->ops->read_lacks(in, op) : NULL;
 }
 
-/* An overridden write needs nothing from the driver. */
+/*
+ * An overridden write needs nothing from the driver. Called on the HTTP
+ * thread while a reload may swap the overrides: with a reference of its
+ * own, as ovb_write.
+ */
 static const char *
 ovb_write_lacks(struct gpu_backend *b, enum gpu_write_op op)
 {
-	struct ovb_backend *ob = b->ctx;
 	struct gpu_backend *in = ovb_inner(b);
+	struct overrides *ov = ovb_acquire(b->ctx);
+	bool overridden = overrides_has(ov, op) ||
+	    (op == GPU_RESET_LOCKED_CLOCKS &&
+	    (overrides_has(ov, GPU_RESET_GPU_LOCKED_CLOCKS) ||
+	    overrides_has(ov, GPU_RESET_MEM_LOCKED_CLOCKS)));
 
-	if (overrides_has(ob->ov, op) || in == NULL)
-		return NULL;
-	if (op == GPU_RESET_LOCKED_CLOCKS &&
-	    (overrides_has(ob->ov, GPU_RESET_GPU_LOCKED_CLOCKS) ||
-	    overrides_has(ob->ov, GPU_RESET_MEM_LOCKED_CLOCKS)))
+	overrides_free(ov);
+	if (overridden || in == NULL)
 		return NULL;
 	return in->ops->write_lacks(in, op);
 }

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -725,6 +726,15 @@ fake_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
 	return 0;
 }
 
+/* the driver can do no write by itself: only an override makes it */
+static const char *
+fake_write_lacks(struct gpu_backend *b, enum gpu_write_op op)
+{
+	(void)b;
+	(void)op;
+	return "not supported by the fake driver";
+}
+
 static void
 fake_destroy(struct gpu_backend *b)
 {
@@ -743,6 +753,7 @@ static const struct gpu_backend_ops fake_ops = {
 	.get_power_limit_constraints = fake_constraints,
 	.get_persistence_mode = fake_pm,
 	.write = fake_write,
+	.write_lacks = fake_write_lacks,
 	.destroy = fake_destroy,
 };
 
@@ -924,6 +935,63 @@ test_concurrent_gpus(void **state)
 	overrides_free(ov);
 }
 
+/*
+ * A reload swaps the overrides while the HTTP thread asks write_lacks and
+ * info (one-process daemon): those must hold a reference of their own, as
+ * a write does, or the swap frees what they read (ASan: use after free).
+ */
+struct swap_race {
+	struct gpu_backend *b;
+	atomic_bool stop;
+	unsigned long asked;
+	bool wrong;
+};
+
+static void *
+swap_race_ask(void *arg)
+{
+	struct swap_race *r = arg;
+	struct gpu_info info;
+	struct zerr err;
+
+	while (!atomic_load(&r->stop)) {
+		/* overridden in every file swapped in: never the driver's */
+		if (r->b->ops->write_lacks(r->b, GPU_SET_POWER_LIMIT) != NULL ||
+		    r->b->ops->info(r->b, 0, &info, &err) != 0 ||
+		    !info.caps.power_limit)
+			r->wrong = true;
+		r->asked++;
+	}
+	return NULL;
+}
+
+static void
+test_swap_while_asked(void **state)
+{
+	static const char text[] = "[set_power_limit]\n"
+	    "commands = ['@H@/exit-with 0']\n";
+	struct fake f = { 0 };
+	struct gpu_backend inner = { &fake_ops, &f }, b;
+	struct swap_race r = { .b = &b };
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(overrides_wrap(parse_ok(text), inner, &b), 0);
+	atomic_init(&r.stop, false);
+	assert_int_equal(pthread_create(&t, NULL, swap_race_ask, &r), 0);
+	for (int i = 0; i < 20000; i++) {
+		struct overrides *old;
+
+		assert_int_equal(overrides_swap(&b, parse_ok(text), &old), 0);
+		overrides_free(old);
+	}
+	atomic_store(&r.stop, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_false(r.wrong);
+	assert_true(r.asked > 0);
+	b.ops->destroy(&b);
+}
+
 int
 main(void)
 {
@@ -942,6 +1010,7 @@ main(void)
 		cmocka_unit_test(test_wrapper_reset_locked_clocks),
 		cmocka_unit_test(test_wrapper_without_driver),
 		cmocka_unit_test(test_concurrent_gpus),
+		cmocka_unit_test(test_swap_while_asked),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
