@@ -25,8 +25,10 @@ struct conn {
 	bool counted;			/* in srv->peers */
 	bool in_table;			/* in srv->conns */
 	/* a Unix peer's groups, name and command, looked up at its first
-	 * request that needs them (node_identity) */
+	 * request that needs them (node_identity), and again at its first
+	 * after a reload (srv->identity_gen moved past pp_gen) */
 	bool pp_ready;
+	unsigned pp_gen;
 	struct policy_peer pp;
 	struct identity id;
 };

@@ -14,6 +14,11 @@
  *     under the file it started with, and the last user frees the old one.
  * Neither a key nor overrides can be added or removed by a reload: auth on
  * or off and the override wrapper are decided at startup.
+ *
+ * A request is decided under the key and policy of its time; a power
+ * stream is one request that lasts, so after a changed key or a reloaded
+ * policy the open streams are decided again (reload_streams): those the
+ * new ones would not open end at their next event or keepalive.
  */
 #include "reload.h"
 
@@ -33,6 +38,7 @@
 #include "node.h"
 #include "policy.h"
 #include "server.h"
+#include "streams.h"
 
 /* One file that did not reload: its warn line; returns 1 (a failure). */
 static int
@@ -47,6 +53,57 @@ reload_failed(const char *path, const char *what, const char *kept,
 	return 1;
 }
 
+/* ---- Open streams ------------------------------------------------------ */
+
+struct reload_streams {
+	bool key_changed;
+	const struct policy *pol;	/* NULL: the policy did not reload */
+};
+
+/* Would the new key and policy open this stream? (request.c's checks) */
+static bool
+reload_stream_keeps(void *arg, const struct streams_grant *g,
+    enum streams_kind kind, const unsigned *idx, unsigned n)
+{
+	const struct reload_streams *rs = arg;
+
+	/* a token that verified under the old key does not under a new one */
+	if (rs->key_changed && g->by_token)
+		return false;
+	if (rs->pol == NULL || !g->by_policy)
+		return true;
+	if (!(policy_scopes(rs->pol, &g->pp) & GROUP_BIT(g->group)))
+		return false;
+	for (unsigned i = 0; kind == STREAMS_GPU && i < n; i++)
+		if (!policy_allows(rs->pol, &g->pp, (enum api_group)g->group,
+		    idx[i]))
+			return false;
+	return true;
+}
+
+/* Either process: the one holding the streams (the network process). */
+static void
+reload_streams(struct server *srv, bool key_changed, bool policy)
+{
+	struct reload_streams rs = { .key_changed = key_changed };
+	unsigned n;
+
+	if (srv->streams == NULL || (!key_changed && !policy))
+		return;
+	if (policy)
+		rs.pol = policy_holder_read(srv->policy);
+	n = streams_revoke(srv->streams, reload_stream_keeps, &rs);
+	if (policy)
+		policy_holder_done(srv->policy);
+	if (n > 0)
+		zlog(ZLOG_INFO, "streams_revoked", "count=%u cause=%s "
+		    "msg=\"open power streams the reloaded %s would refuse "
+		    "end at their next event\"", n, policy ? "policy" : "key",
+		    policy ? "policy" : "key");
+}
+
+/* ---- The key and the policy ----------------------------------------------- */
+
 /* A loaded key takes the place of the old one (either process). */
 static void
 reload_key_apply(const struct zeusd_config *cfg, struct server *srv,
@@ -59,6 +116,7 @@ reload_key_apply(const struct zeusd_config *cfg, struct server *srv,
 	    zlog_quote(qp, sizeof(qp), cfg->signing_key_path),
 	    changed ? "true" : "false", changed ? " msg=\"tokens signed with "
 	    "the previous key are refused from now on\"" : "");
+	reload_streams(srv, changed, false);
 }
 
 /* The node policy: swapped whole; a request decides under one or the other. */
@@ -71,6 +129,7 @@ reload_policy_apply(const struct zeusd_config *cfg, struct server *srv,
 	zlog(ZLOG_INFO, "policy_reloaded", "file=%s grants=%u",
 	    zlog_quote(qp, sizeof(qp), cfg->policy_file), policy_grants(fresh));
 	policy_free(policy_holder_swap(srv->policy, fresh));
+	reload_streams(srv, false, true);
 }
 
 static int
@@ -170,7 +229,14 @@ int
 reload_run(const struct zeusd_config *cfg, struct server *srv,
     struct node *node)
 {
-	int failed = reload_key(cfg, srv) + reload_overrides(cfg, node) +
+	int failed;
+
+	/*
+	 * First, so that it precedes the reload's log lines: groups edited
+	 * since a connection's lookup apply at its next request.
+	 */
+	atomic_fetch_add(&srv->identity_gen, 1);
+	failed = reload_key(cfg, srv) + reload_overrides(cfg, node) +
 	    reload_policy(cfg, srv);
 
 	failed += audit_reopen() != 0;
@@ -280,6 +346,9 @@ reload_network(const struct zeusd_config *cfg, struct server *srv,
 	struct policy *pol;
 	struct zerr err;
 	int failed = 0;
+
+	/* as in reload_run: before the log lines of the reload */
+	atomic_fetch_add(&srv->identity_gen, 1);
 
 	if (fds[RELOAD_FD_KEY] >= 0 && srv->key != NULL) {
 		if (auth_key_load_fd(fds[RELOAD_FD_KEY],

@@ -86,21 +86,25 @@ request_peer(const struct request *req)
 }
 
 /*
- * The connection's identity: one lookup per connection (node_identity: the
- * device process's NSS and /proc when the daemon is split).
+ * The connection's identity: one lookup per connection, and one more after
+ * each reload (node_identity: the device process's NSS and /proc when the
+ * daemon is split).
  */
 static struct conn *
 request_conn_pp(struct request *req)
 {
 	struct conn *c = req->cstate;
+	unsigned gen;
 
 	if (c == NULL || c->peer.kind != PEER_UNIX)
 		return NULL;
-	if (!c->pp_ready) {
+	gen = atomic_load(&req->srv->identity_gen);
+	if (!c->pp_ready || c->pp_gen != gen) {
 		node_identity(req->srv->node, c->peer.uid, c->peer.gid,
 		    c->peer.pid, &c->id);
 		policy_peer_init(&c->pp, c->peer.uid, &c->id);
 		c->pp_ready = true;
+		c->pp_gen = gen;
 	}
 	return c;
 }
@@ -348,15 +352,24 @@ request_reply_stream(struct request *req, enum streams_kind kind,
     const unsigned *idx, unsigned n)
 {
 	const struct auth_claims *c = req->claims;
-	int64_t until = INT64_MAX;
+	const struct route *r = req->route;
+	struct streams_grant g = { .until_s = INT64_MAX, .group = -1 };
 	struct MHD_Response *resp;
 	struct zerr err;
 
 	/* the token's exp as auth_verify reads it, leeway included */
 	if (c != NULL && c->has_exp && c->exp < INT64_MAX - AUTH_LEEWAY_S)
-		until = c->exp + AUTH_LEEWAY_S;
+		g.until_s = c->exp + AUTH_LEEWAY_S;
+	g.by_token = c != NULL;
+	/* as request_check_scope and request_check_gpus decided */
+	if (request_policy_applies(req) && r != NULL &&
+	    r->access == ROUTE_SCOPE && r->group >= 0) {
+		g.by_policy = true;
+		g.group = r->group;
+		g.pp = request_conn_pp(req)->pp;
+	}
 	if (streams_subscribe(req->srv->streams, kind, idx, n, req->conn,
-	    until, &resp, &err) != 0) {
+	    &g, &resp, &err) != 0) {
 		request_reply_error(req, &err);
 		return;
 	}

@@ -40,6 +40,12 @@ struct server {
 	bool configured;		/* server_configure ran */
 	atomic_uint conns;		/* open, root's and the probe's aside */
 	atomic_ulong conns_refused;	/* over a connection limit */
+	/*
+	 * Bumped by every reload: a connection looks its Unix peer up again
+	 * at its next request (groups edited in /etc/group, then SIGHUP,
+	 * apply to connections already open).
+	 */
+	atomic_uint identity_gen;
 	atomic_ulong requests_refused;	/* smuggling-shaped headers */
 	atomic_ulong loop_beats;	/* connection events, for the watchdog */
 	struct timespec started;

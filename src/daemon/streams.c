@@ -134,7 +134,8 @@ struct streams_sub {
 	atomic_uint refs;
 	enum streams_kind kind;
 	uint64_t t0_ns;
-	int64_t until_s;		/* the token's end; INT64_MAX: none */
+	struct streams_grant grant;	/* what let it open */
+	atomic_bool revoked;		/* streams_revoke took it back */
 	/* st->lock */
 	bool registered;
 	unsigned all_pos;
@@ -804,21 +805,26 @@ streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	struct streams_out o = { .buf = buf, .max = max };
 	uint64_t logged = 0, total, stalled_ms = 0;
 	uint_fast64_t ka;
-	bool fresh, expired;
+	bool fresh, expired, revoked;
 	ssize_t ret;
 
 	pthread_mutex_lock(&sub->lock);
 	if (sub->carry_len > 0)
 		streams_drain_carry(sub, buf, max, &o.n);
-	/* a stream ends with its token: it was checked only when it opened */
-	expired = sub->until_s != INT64_MAX && (int64_t)time(NULL) > sub->until_s;
-	if (o.n == 0 && sub->carry_len == 0 && (expired ||
+	/*
+	 * A stream ends with its token, or when a reload took back what let
+	 * it open: both were checked only when it opened.
+	 */
+	expired = sub->grant.until_s != INT64_MAX &&
+	    (int64_t)time(NULL) > sub->grant.until_s;
+	revoked = atomic_load(&sub->revoked);
+	if (o.n == 0 && sub->carry_len == 0 && (expired || revoked ||
 	    atomic_load(&st->closing))) {
 		pthread_mutex_unlock(&sub->lock);
-		if (expired)
+		if (expired || revoked)
 			zlog(ZLOG_INFO, "stream_dropped", "kind=%s devices=%u "
-			    "reason=token_expired", streams_kind_name(sub->kind),
-			    sub->ncur);
+			    "reason=%s", streams_kind_name(sub->kind),
+			    sub->ncur, revoked ? "revoked" : "token_expired");
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	}
 	o.limit = streams_limit(sub, max, &fresh);
@@ -1068,7 +1074,8 @@ streams_skipped_total(struct streams *st, enum streams_kind kind)
 int
 streams_subscribe(struct streams *st, enum streams_kind kind,
     const unsigned *idx, unsigned n, struct MHD_Connection *conn,
-    int64_t until_s, struct MHD_Response **out, struct zerr *err)
+    const struct streams_grant *g, struct MHD_Response **out,
+    struct zerr *err)
 {
 	unsigned base = kind == STREAMS_GPU ? 0 : st->node->ngpu;
 	unsigned limit = kind == STREAMS_GPU ? st->node->ngpu :
@@ -1087,7 +1094,8 @@ streams_subscribe(struct streams *st, enum streams_kind kind,
 	sub->st = st;
 	sub->conn = conn;
 	sub->kind = kind;
-	sub->until_s = until_s;
+	sub->grant = *g;
+	atomic_init(&sub->revoked, false);
 	sub->ncur = n;
 	sub->t0_ns = sampler_now_ns();
 	atomic_init(&sub->refs, 1);	/* the response's */
@@ -1116,6 +1124,35 @@ streams_subscribe(struct streams *st, enum streams_kind kind,
 	    streams_kind_name(kind), n, streams_subscribers(st));
 	*out = resp;
 	return 0;
+}
+
+unsigned
+streams_revoke(struct streams *st, bool (*keep)(void *arg,
+    const struct streams_grant *g, enum streams_kind kind,
+    const unsigned *idx, unsigned n), void *arg)
+{
+	unsigned *idx, taken = 0;
+
+	if (st == NULL || (idx = calloc(st->ndev ? st->ndev : 1,
+	    sizeof(*idx))) == NULL)
+		return 0;
+	pthread_mutex_lock(&st->lock);
+	for (unsigned i = 0; i < st->nall; i++) {
+		struct streams_sub *sub = st->all[i];
+		unsigned base = sub->kind == STREAMS_GPU ? 0 : st->node->ngpu;
+
+		if (atomic_load(&sub->revoked))
+			continue;
+		for (unsigned k = 0; k < sub->ncur; k++)
+			idx[k] = (unsigned)(sub->cur[k].dev - st->devs) - base;
+		if (!keep(arg, &sub->grant, sub->kind, idx, sub->ncur)) {
+			atomic_store(&sub->revoked, true);
+			taken++;
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+	free(idx);
+	return taken;
 }
 
 unsigned

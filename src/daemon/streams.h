@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "policy.h"
 
 struct MHD_Connection;
 struct MHD_Response;
@@ -69,18 +70,44 @@ int streams_create(const struct zeusd_config *cfg, struct node *node,
 int streams_check_env(struct zerr *err);
 
 /*
+ * What let a stream open, kept with it: a stream is one request that may
+ * last for hours, while the token and the node policy that allowed it are
+ * checked when it opens. It ends at `until_s`, and a reload may take it
+ * back (streams_revoke).
+ */
+struct streams_grant {
+	int64_t until_s;		/* the token's exp with its leeway, Unix
+					 * seconds; INT64_MAX: never */
+	bool by_token;			/* a token opened it */
+	bool by_policy;			/* a Unix peer under the node policy */
+	int group;			/* the route's API group (by_policy) */
+	struct policy_peer pp;		/* the peer's ids (by_policy) */
+};
+
+/*
  * Subscribes connection `conn` to devices `idx[0..n-1]` of `kind` (GPU
  * indices or RAPL package indices, valid and duplicate-free) and returns
  * the SSE response to queue (Content-Type and Cache-Control set). The
  * caller (request_reply_stream, request.c) queues it and then destroys its
  * reference as usual; the subscription ends when libmicrohttpd frees the
- * response, or at the first event or keepalive after `until_s` (Unix
- * seconds, the token's exp with its leeway; INT64_MAX: never). Fails after
+ * response, or at the first event or keepalive after `g->until_s` or after
+ * streams_revoke took it back (`g` is copied). Fails after
  * streams_end_all.
  */
 int streams_subscribe(struct streams *st, enum streams_kind kind,
     const unsigned *idx, unsigned n, struct MHD_Connection *conn,
-    int64_t until_s, struct MHD_Response **out, struct zerr *err);
+    const struct streams_grant *g, struct MHD_Response **out,
+    struct zerr *err);
+
+/*
+ * After a reload: every open stream for which `keep(arg, grant, kind,
+ * idx, n)` is false (idx: its device indices, as subscribed) ends at its
+ * next event or keepalive, logging stream_dropped reason=revoked. Returns
+ * how many were taken back. Any thread.
+ */
+unsigned streams_revoke(struct streams *st, bool (*keep)(void *arg,
+    const struct streams_grant *g, enum streams_kind kind,
+    const unsigned *idx, unsigned n), void *arg);
 
 /*
  * Shutdown, before the HTTP daemon stops: stops sampling, refuses new

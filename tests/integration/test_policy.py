@@ -269,6 +269,111 @@ def test_sighup_reloads_policy(node):
     assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
 
 
+STREAMER = r"""
+import socket, sys
+path, target = sys.argv[1:3]
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.sendall(f"GET {target} HTTP/1.1\r\nHost: z\r\n\r\n".encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(65536)
+    if not b:
+        print("closed", flush=True)
+        sys.exit(0)
+    head += b
+print(head.split()[1].decode(), flush=True)
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    print("data", flush=True)
+print("ended", flush=True)
+"""
+
+
+class UserStream:
+    """A power stream read by a process of uid: its lines ('200', then
+    'data' per read, 'ended' at the end of the stream) on a queue."""
+
+    def __init__(self, d, uid, target):
+        import queue
+        import threading
+        self.p = subprocess.Popen(
+            ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+             sys.executable, "-c", STREAMER, d.sock, target],
+            stdout=subprocess.PIPE, text=True)
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.q.put(line.strip())
+        self.q.put("eof")
+
+    def next(self, timeout):
+        import queue
+        try:
+            return self.q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def wait_for(self, want, timeout=20):
+        """True once `want` is read (other lines skipped)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.next(max(0.01, deadline - time.monotonic())) == want:
+                return True
+        return False
+
+    def drain(self):
+        lines = []
+        while (line := self.next(0)) is not None:
+            lines.append(line)
+        return lines
+
+    def close(self):
+        self.p.kill()
+        self.p.wait()
+
+
+ONE_OR_TWO = pytest.mark.parametrize("split", [[], ["--no-privsep"]],
+                                     ids=["privsep", "no-privsep"])
+
+
+@ONE_OR_TWO
+def test_policy_reload_ends_streams_it_no_longer_allows(node, split):
+    """A stream is one request, decided when it opens: a reloaded policy
+    that would refuse it now ends it; the others stream on."""
+    d = node(args=split, policy=POLICY,
+             env={"ZEUSD_SSE_KEEPALIVE_MS": "200"})
+    kept = UserStream(d, 65534, "/gpu/stream_power?gpu_ids=0")
+    taken = UserStream(d, 4242, "/gpu/stream_power?gpu_ids=1")
+    try:
+        for s in (kept, taken):
+            assert s.next(20) == "200"
+            assert s.wait_for("data")
+        p = d.base / "policy.toml"
+        # 4242 keeps gpu-read, on GPU 0 only now
+        p.write_text(POLICY.replace("gpus = [1]", "gpus = [0]"))
+        d.proc.send_signal(signal.SIGHUP)
+        assert taken.wait_for("ended"), d.logs()[-2000:]
+        assert "event=streams_revoked count=1 cause=policy" in d.logs()
+        assert "reason=revoked" in d.logs()
+        # nobody's stream was not touched: it still gets events
+        kept.drain()
+        assert kept.wait_for("data")
+        assert "ended" not in kept.drain()
+        # and a scope taken away ends it too
+        p.write_text(POLICY.replace('scopes = ["gpu-read"]',
+                                    'scopes = ["gpu-control"]', 1))
+        d.proc.send_signal(signal.SIGHUP)
+        assert kept.wait_for("ended"), d.logs()[-2000:]
+    finally:
+        kept.close()
+        taken.close()
+
+
 def audit_lines(path):
     return [json.loads(x) for x in Path(path).read_text().splitlines()]
 
@@ -374,6 +479,58 @@ def test_audit_names_a_process_whatever_its_name(node):
     who = lines[0]["identity"]
     assert who["uid"] == 65534 and who["user"] == "nobody", who
     assert who.get("comm") == "??job", who
+
+
+KEEPALIVE_CLIENT = r"""
+import ctypes, socket, sys
+def ask(s):
+    s.sendall(b"POST /gpu/set_power_limit?power_limit_mw=250000&block=true"
+              b"&gpu_ids=0 HTTP/1.1\r\nHost: z\r\nContent-Length: 0\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while n:
+        n -= len(s.recv(n))
+    print(head.split()[1].decode(), flush=True)
+ctypes.CDLL(None).prctl(15, b"first", 0, 0, 0)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+ask(s)
+ctypes.CDLL(None).prctl(15, b"second", 0, 0, 0)
+print("renamed", flush=True)
+sys.stdin.readline()
+ask(s)
+"""
+
+
+@ONE_OR_TWO
+def test_reload_looks_up_open_connections_again(node, split):
+    """A connection's identity (groups, name, command) is looked up once;
+    a reload (after /etc/group was edited, say) makes every open
+    connection look its peer up again at its next request. Seen through
+    the audit line's command name, which the client changes in between."""
+    audit = Path(tempfile.mkdtemp(prefix="zeusd-audit-")) / "audit.jsonl"
+    d = node(args=["--audit-log", str(audit)] + split,
+             policy='[[grant]]\nusers = ["nobody"]\nscopes = ["gpu-control"]\n')
+    p = subprocess.Popen(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         sys.executable, "-c", KEEPALIVE_CLIENT, d.sock],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "200"
+        assert p.stdout.readline().strip() == "renamed"
+        d.proc.send_signal(signal.SIGHUP)
+        wait_log(d, "event=policy_reloaded")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "200"
+    finally:
+        p.kill()
+        p.wait()
+    lines = wait_lines(audit, 2)
+    assert [ln["identity"].get("comm") for ln in lines] == \
+        ["first", "second"], lines
 
 
 def test_audit_tcp_identity(tmp_path):
