@@ -200,18 +200,17 @@ listen_check_dir(int fd, const char *shown, bool own_dir, const char *path,
 }
 
 /*
- * Applies listen_check_dir's verdict. As root a violation stops startup: that
- * is the privilege an attacker would borrow. A daemon running as any other
- * user has nothing to lend (it can only chmod and chown its own files, and it
- * never follows a symlink anyway), so there it is a warning, which keeps
- * unprivileged test and simulator setups in shared directories working.
+ * Applies a check's verdict (0 safe, 1 unsafe with `err`, -1 cannot tell).
+ * As root a violation stops startup: that is the privilege an attacker
+ * would borrow. A daemon running as any other user has nothing to lend (it
+ * can only chmod and chown its own files, and it never follows a symlink
+ * anyway), so there it is a warning, which keeps unprivileged test and
+ * simulator setups in shared directories working.
  */
 static int
-listen_verdict(int fd, const char *shown, bool own_dir, const char *path,
-    struct zerr *err)
+listen_apply(int rc, struct zerr *err)
 {
 	char q[2 * ZERR_MSG_MAX];
-	int rc = listen_check_dir(fd, shown, own_dir, path, err);
 
 	if (rc == 0)
 		return 0;
@@ -221,6 +220,14 @@ listen_verdict(int fd, const char *shown, bool own_dir, const char *path,
 	    zlog_quote(q, sizeof(q), err->msg));
 	zerr_clear(err);
 	return 0;
+}
+
+static int
+listen_verdict(int fd, const char *shown, bool own_dir, const char *path,
+    struct zerr *err)
+{
+	return listen_apply(listen_check_dir(fd, shown, own_dir, path, err),
+	    err);
 }
 
 /*
@@ -338,13 +345,12 @@ fail:
 /*
  * A symbolic link on the way must be owned by root or zeusd's user: its
  * owner can point it elsewhere at any time, even in a sticky directory.
- * The same verdict as listen_verdict: refused as root, a warning otherwise.
+ * The same verdict as a directory's (listen_apply).
  */
 static int
 listen_check_link(const char *shown, const struct stat *st, const char *path,
     struct zerr *err)
 {
-	char q[2 * ZERR_MSG_MAX];
 	uid_t euid = geteuid();
 
 	if (st->st_uid == 0 || st->st_uid == euid)
@@ -356,12 +362,7 @@ listen_check_link(const char *shown, const struct stat *st, const char *path,
 	    "owned by root%s; fix: remove it, or choose another --socket-path",
 	    shown, path, (unsigned)st->st_uid, euid == 0 ? "" :
 	    " or zeusd's user");
-	if (euid == 0)
-		return -1;
-	zlog(ZLOG_WARN, "socket_dir_unsafe", "msg=%s",
-	    zlog_quote(q, sizeof(q), err->msg));
-	zerr_clear(err);
-	return 0;
+	return listen_apply(1, err);
 }
 
 /*
