@@ -22,6 +22,7 @@
 
 #include "common/identity.h"
 #include "common/log.h"
+#include "common/pathwalk.h"
 #include "auth.h"
 #include "peer.h"
 #include "request.h"
@@ -45,8 +46,14 @@ audit_open_fd(const char *path, char *why, size_t whysize)
 {
 	struct stat st;
 	uid_t euid = geteuid();
+	struct zerr walk;
 	int fd;
 
+	/* nobody else may swap what the path names (pathwalk.h) */
+	if (pathwalk_trusted(path, "--audit-log", &walk) != 0) {
+		snprintf(why, whysize, "%s", walk.msg);
+		return -1;
+	}
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
 	    O_NOFOLLOW | O_NONBLOCK, 0640);
 	if (fd < 0) {
@@ -77,7 +84,7 @@ audit_open_fd(const char *path, char *why, size_t whysize)
 int
 audit_open(const char *path, struct zerr *err)
 {
-	char why[200];
+	char why[ZERR_MSG_MAX];
 	int fd;
 
 	if (path == NULL)
@@ -104,7 +111,7 @@ audit_reopen_failed(const char *why)
 int
 audit_reopen(void)
 {
-	char q[600], why[200];
+	char q[600], why[ZERR_MSG_MAX];
 	int fd, old;
 
 	if (audit_path == NULL)
@@ -127,7 +134,7 @@ audit_reopen(void)
 int
 audit_open_again(void)
 {
-	char why[200];
+	char why[ZERR_MSG_MAX];
 	int fd;
 
 	if (audit_path == NULL)

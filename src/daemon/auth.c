@@ -35,6 +35,7 @@
 
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/pathwalk.h"
 
 /* Base64url of a 32-byte HMAC-SHA256, without padding. */
 #define AUTH_SIG_B64_LEN 43
@@ -148,6 +149,9 @@ auth_key_open(const char *path, struct zerr *err)
 	uid_t euid = geteuid();
 	int fd;
 
+	/* nobody else may swap what the path names (pathwalk.h) */
+	if (pathwalk_trusted(path, "--signing-key-path", err) != 0)
+		return -1;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return zerr_set(err, ZERR_INVALID,

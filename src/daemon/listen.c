@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/pathwalk.h"
 
 #define LISTEN_BACKLOG 1024
 
@@ -339,18 +340,16 @@ fail:
 	return -1;
 }
 
-/* Symbolic links followed while checking the path as given, in all. */
-#define LISTEN_MAX_LINKS 16
-
 /*
  * A symbolic link on the way must be owned by root or zeusd's user: its
  * owner can point it elsewhere at any time, even in a sticky directory.
  * The same verdict as a directory's (listen_apply).
  */
 static int
-listen_check_link(const char *shown, const struct stat *st, const char *path,
+listen_check_link(void *arg, const char *shown, const struct stat *st,
     struct zerr *err)
 {
+	const char *path = arg;
 	uid_t euid = geteuid();
 
 	if (st->st_uid == 0 || st->st_uid == euid)
@@ -365,83 +364,35 @@ listen_check_link(const char *shown, const struct stat *st, const char *path,
 	return listen_apply(1, err);
 }
 
+/* A directory on the way: the rule for one above the socket's. */
+static int
+listen_check_walked(void *arg, int fd, const char *shown, struct zerr *err)
+{
+	return listen_verdict(fd, shown, false, arg, err);
+}
+
 /*
  * listen_resolve follows the symbolic links on the way once, with
  * realpath(3), and listen_open_dir checks the directories it leads to; but
  * clients go on using the path as given, through those links. So the path
- * as given is walked too: every directory on it must pass the rule for a
- * directory above the socket's (listen_check_dir), every symbolic link must
- * be owned by root or zeusd's user, and where a link points is walked the
- * same way. Otherwise another user's /tmp/zeusd -> /some/root/dir would be
- * accepted, and later pointed at a socket of theirs, to collect the
- * clients' requests and tokens. Walking stops at the first missing
- * component: listen_open_dir creates the rest in a checked directory.
+ * as given is walked too (pathwalk): every directory on it must pass the
+ * rule for a directory above the socket's (listen_check_dir), every
+ * symbolic link must be owned by root or zeusd's user, and where a link
+ * points is walked the same way. Otherwise another user's /tmp/zeusd ->
+ * /some/root/dir would be accepted, and later pointed at a socket of
+ * theirs, to collect the clients' requests and tokens. Walking stops at
+ * the first missing component: listen_open_dir creates the rest in a
+ * checked directory.
  */
 static int
-listen_check_given(const char *given, const char *path, unsigned *links,
-    struct zerr *err)
+listen_check_given(const char *given, const char *path, struct zerr *err)
 {
-	char buf[PATH_MAX], next[PATH_MAX];
-	const char *p = given;
-	size_t len, n;
-	struct stat st;
-	ssize_t t;
-	int fd, rc;
+	static const struct pathwalk_ops ops = {
+		.dir = listen_check_walked,
+		.link = listen_check_link,
+	};
 
-	if (given[0] == '/')
-		strcpy(buf, "/");
-	else if (getcwd(buf, sizeof(buf)) == NULL)
-		return zerr_set(err, ZERR_INTERNAL, "getcwd: %s",
-		    strerror(errno));
-	len = strlen(buf);
-	for (;;) {
-		fd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)	/* missing, or not a directory: the walk says */
-			return 0;
-		rc = listen_verdict(fd, buf, false, path, err);
-		close(fd);
-		if (rc != 0)
-			return -1;
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			return 0;
-		n = strcspn(p, "/");
-		if (len + n + 2 > sizeof(buf))
-			return zerr_set(err, ZERR_INVALID, "invalid "
-			    "--socket-path %s: too long", path);
-		if (len > 1)
-			buf[len++] = '/';
-		memcpy(buf + len, p, n);
-		len += n;
-		buf[len] = '\0';
-		p += n;
-		if (lstat(buf, &st) != 0 || !S_ISLNK(st.st_mode))
-			continue;
-		if (++*links > LISTEN_MAX_LINKS)
-			return zerr_set(err, ZERR_INVALID, "invalid "
-			    "--socket-path %s: more than %d symbolic links on "
-			    "the way", path, LISTEN_MAX_LINKS);
-		if (listen_check_link(buf, &st, path, err) != 0)
-			return -1;
-		if ((t = readlink(buf, next, sizeof(next) - 1)) < 0)
-			return zerr_set(err, ZERR_INTERNAL, "readlink %s: %s",
-			    buf, strerror(errno));
-		next[t] = '\0';
-		if (next[0] != '/') {
-			/* relative to the link's directory (buf is absolute) */
-			size_t dl = (size_t)(strrchr(buf, '/') - buf);
-
-			if (dl + 1 + (size_t)t + 1 > sizeof(next))
-				return zerr_set(err, ZERR_INVALID, "invalid "
-				    "--socket-path %s: too long", path);
-			memmove(next + dl + 1, next, (size_t)t + 1);
-			memcpy(next, buf, dl);
-			next[dl] = '/';
-		}
-		if (listen_check_given(next, path, links, err) != 0)
-			return -1;
-	}
+	return pathwalk(given, "--socket-path", &ops, (void *)path, err);
 }
 
 /*
@@ -457,7 +408,6 @@ listen_resolve(const char *path, char *dir, char *name, size_t namesz,
 	char orig[PATH_MAX], probe[PATH_MAX];
 	const char *slash = strrchr(path, '/'), *base, *p, *e;
 	bool dot = false;
-	unsigned links;
 	size_t n, c;
 
 	base = slash != NULL ? slash + 1 : path;
@@ -474,8 +424,7 @@ listen_resolve(const char *path, char *dir, char *name, size_t namesz,
 		memcpy(orig, path, (size_t)(slash - path));
 		orig[slash - path] = '\0';
 	}
-	links = 0;
-	if (listen_check_given(orig, path, &links, err) != 0)
+	if (listen_check_given(orig, path, err) != 0)
 		return -1;
 	strcpy(probe, orig);
 	/* Drop trailing components until what is left exists. */

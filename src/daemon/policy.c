@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/pathwalk.h"
 #include "overrides/toml.h"
 
 #define POLICY_MAX_IDS 256	/* users or groups in one grant */
@@ -260,6 +261,9 @@ policy_load(const char *path, struct policy **out, struct zerr *err)
 	int fd, rc;
 
 	*out = NULL;
+	/* nobody else may swap what the path names (pathwalk.h) */
+	if (pathwalk_trusted(path, "--policy-file", err) != 0)
+		return -1;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return zerr_set(err, ZERR_INVALID, "%s: cannot open: %s", path,

@@ -23,6 +23,7 @@
 
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/pathwalk.h"
 #include "toml.h"
 
 static int ovload_fail(struct zerr *err, const char *name, unsigned line,
@@ -287,6 +288,9 @@ overrides_load(const char *path, struct overrides **out, struct zerr *err)
 	int fd, rc;
 
 	*out = NULL;
+	/* nobody else may swap what the path names (pathwalk.h) */
+	if (pathwalk_trusted(path, "--gpu-command-overrides", err) != 0)
+		return -1;
 	/* O_NONBLOCK: a FIFO planted at the path must not hang startup. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)

@@ -549,10 +549,18 @@ def test_audit_tcp_identity(tmp_path):
 # ---- the audit file itself: what another user can plant at its path ------
 
 def nobody_dir():
-    """A directory that `nobody` can write, as an audit path in a shared or
-    misconfigured place would be (the attacker's foothold)."""
+    """A directory that `nobody` owns, as an audit path in a misconfigured
+    place would be (the attacker's foothold)."""
     d = Path(tempfile.mkdtemp(prefix="zeusd-audit-"))
     os.chown(d, 65534, 65534)
+    return d
+
+
+def sticky_dir():
+    """Root's, world-writable and sticky, as /tmp: others may add names
+    (a FIFO where logrotate moved the file away) but not take ours."""
+    d = Path(tempfile.mkdtemp(prefix="zeusd-audit-"))
+    os.chmod(d, 0o1777)
     return d
 
 
@@ -567,7 +575,7 @@ def test_audit_path_planted_by_another_user_refused(tmp_path, plant):
     with SIGTERM blocked (only SIGKILL ended it); a file owned by another
     user was appended to, so that user could rewrite the audit trail. Both
     must stop startup with a message naming the path."""
-    audit = nobody_dir() / "audit.jsonl"
+    audit = sticky_dir() / "audit.jsonl"
     if plant == "fifo":
         as_nobody("mkfifo", str(audit))
     else:
@@ -587,12 +595,58 @@ def test_audit_path_planted_by_another_user_refused(tmp_path, plant):
     assert os.stat(audit).st_size == 0
 
 
+@pytest.mark.parametrize("flag,name", [
+    ("--audit-log", "audit.jsonl"), ("--policy-file", "policy.toml"),
+    ("--signing-key-path", "key"), ("--gpu-command-overrides", "ov.toml")])
+@pytest.mark.parametrize("how", ["their-dir", "open-dir", "their-link"])
+def test_file_behind_another_users_path_refused(tmp_path, flag, name, how):
+    """A file zeusd reads as root, in a directory another user owns or may
+    write (not sticky), or named through another user's symbolic link:
+    that user could put a file of their choosing in its place at any
+    time (a known key, commands of theirs, a policy granting them all).
+    The file itself is root's and in order: the path is what is refused."""
+    good = tmp_path / "etc"
+    good.mkdir(mode=0o755)
+    text = {"policy.toml": '[[grant]]\nusers = [1]\nscopes = ["metrics"]\n',
+            "key": "k" * 32,
+            "ov.toml": "[set_power_limit]\ncommands = ['/bin/true']\n",
+            "audit.jsonl": ""}[name]
+    if how == "their-link":
+        (good / name).write_text(text)
+        os.chmod(good / name, 0o600)
+        target = sticky_dir() / name
+        os.symlink(good / name, target)
+        os.lchown(target, 65534, 65534)
+    else:
+        d = nobody_dir() if how == "their-dir" else Path(
+            tempfile.mkdtemp(prefix="zeusd-open-"))
+        if how == "open-dir":
+            os.chmod(d, 0o777)
+        target = d / name
+        target.write_text(text)
+        os.chown(target, 0, 0)
+        os.chmod(target, 0o600)
+    z = Zeusd(tmp_path, "uds", [flag, str(target)])
+    try:
+        rc = z.proc.wait(10)
+    finally:
+        if z.proc.poll() is None:
+            z.proc.kill()
+            z.proc.wait()
+        z.log.close()
+    assert rc == 1, z.logs()
+    want = {"their-dir": "owned by another user",
+            "open-dir": "world-writable",
+            "their-link": "unsafe symbolic link"}[how]
+    assert want in z.logs() and flag in z.logs(), z.logs()
+
+
 def test_audit_reopen_onto_planted_fifo_keeps_old_file(node):
     """logrotate moved the file; before SIGHUP another user put a FIFO in
     its place. The reopen used to hang the device process's main thread
     (no further reload, no clean stop); it must be refused and the writes
     go on into the previous file."""
-    audit = nobody_dir() / "audit.jsonl"
+    audit = sticky_dir() / "audit.jsonl"
     d = node(args=["--audit-log", str(audit)])
     os.rename(audit, str(audit) + ".1")
     as_nobody("mkfifo", str(audit))
