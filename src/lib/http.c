@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define HTTP_BODY_MAX (4u << 20)
 
@@ -115,6 +116,21 @@ http_headers(const struct http_request *rq, struct zeus_error *err)
 	return h;
 }
 
+/*
+ * Every connection is opened close-on-exec. A program that runs commands
+ * (zeus measure) would otherwise hand them its kept-alive connection to
+ * zeusd, which knows a Unix-socket peer by the credentials of whoever
+ * connected: a command that drops privileges could then act as the
+ * program's user (root) on it.
+ */
+static curl_socket_t
+http_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	(void)arg;
+	(void)purpose;
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static void
 http_setup(CURL *c, const struct http_request *rq, struct http_sink *sink,
     struct curl_slist *hdrs)
@@ -122,6 +138,7 @@ http_setup(CURL *c, const struct http_request *rq, struct http_sink *sink,
 	curl_easy_setopt(c, CURLOPT_URL, rq->url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, http_open_socket);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);

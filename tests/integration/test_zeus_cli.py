@@ -9,6 +9,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -265,3 +266,73 @@ def test_token_is_sent(start, tmp_path):
     r = zeus("daemon", "set-power-limit", "--gpus", "0", "--mw", "300000",
              "--token", tok, *conn(d))
     assert r.returncode == 4 and "HTTP 403" in r.stderr
+
+
+# Run by the measured command: looks for a connection to the zeusd socket
+# among its inherited descriptors and, through each, asks zeusd to change
+# a power limit. Prints one JSON line: the descriptors and the statuses.
+INHERITED = r"""
+import json, os, socket, sys
+path, target = sys.argv[1:3]
+found, statuses = [], []
+for fd in sorted(int(x) for x in os.listdir("/proc/self/fd")):
+    try:
+        s = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        continue
+    try:
+        peer = s.getpeername() if s.family == socket.AF_UNIX else None
+    except OSError:
+        peer = None
+    # zeusd binds through a directory descriptor: the peer's name is
+    # "/proc/self/fd/N/<name>", not the path clients connect to.
+    if peer and os.path.basename(peer) == os.path.basename(path):
+        found.append(fd)
+        s.settimeout(10)
+        s.sendall(f"POST {target} HTTP/1.1\r\nHost: z\r\n"
+                  "Connection: close\r\nContent-Length: 0\r\n\r\n".encode())
+        data = b""
+        while b"\r\n" not in data:
+            b = s.recv(4096)
+            if not b:
+                break
+            data += b
+        statuses.append(int(data.split()[1]) if data else 0)
+    s.close()
+print(json.dumps({"fds": found, "statuses": statuses}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to nobody")
+def test_measured_command_does_not_inherit_the_zeusd_connection(
+        start_public):
+    """Root measures a command that drops to nobody (setpriv, su, a job
+    launcher). zeusd knows a Unix-socket peer by the credentials of the
+    process that connected, so a kept-alive connection libzeus opened as
+    root and leaked into the command would let nobody act as root: here,
+    set a power limit the node policy refuses it."""
+    base = start_public.base
+    (base / "policy.toml").write_text(
+        '[[grant]]\nusers = ["nobody"]\nscopes = ["gpu-read"]\n')
+    os.chmod(base / "policy.toml", 0o644)
+    d = start_public(["--policy-file", str(base / "policy.toml")])
+    before = d.get("/gpu/get_power_limit?gpu_ids=0").json()
+    target = "/gpu/set_power_limit?gpu_ids=0&power_limit_mw=200000&block=true"
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    # nobody's own connection is refused
+    own = subprocess.run([*drop, sys.executable, "-c",
+                          "import socket,sys; s=socket.socket(socket.AF_UNIX);"
+                          "s.connect(sys.argv[1]); s.sendall(("
+                          "'POST ' + sys.argv[2] + ' HTTP/1.1\\r\\nHost: z\\r\\n"
+                          "Connection: close\\r\\nContent-Length: 0\\r\\n\\r\\n'"
+                          ").encode()); print(s.recv(64).split()[1].decode())",
+                          d.sock, target], capture_output=True, text=True,
+                         timeout=20)
+    assert own.stdout.strip() == "403", own.stderr
+    r = zeus("measure", "--socket", d.sock, "--gpus", "0", "--cpus", "none",
+             "--", *drop, sys.executable, "-c", INHERITED, d.sock, target)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.splitlines()[-1])
+    assert got == {"fds": [], "statuses": []}, got
+    assert d.get("/gpu/get_power_limit?gpu_ids=0").json() == before
+    assert "zeus: gpu 0 " in r.stderr
