@@ -198,6 +198,7 @@ client_call(struct zeus_client *c, const char *method, const char *path,
 	rq.url = url;
 	rq.unix_socket = c->socket_path;
 	rq.bearer = c->token;
+	rq.no_proxy = true;	/* the token is for zeusd, not for a proxy */
 	rq.timeout_ms = c->timeout_ms;
 	pthread_mutex_lock(&c->lock);
 	rc = http_perform(c->curl, &rq, &resp, err);
@@ -882,6 +883,7 @@ client_stream(struct zeus_client *c, bool gpu, const unsigned *ids,
 	rq.url = url;
 	rq.unix_socket = c->socket_path;
 	rq.bearer = c->token;
+	rq.no_proxy = true;	/* the token is for zeusd, not for a proxy */
 	rq.on_chunk = client_stream_chunk;
 	rq.user = &s;
 	rq.stop = stop != NULL ? stop : &never;

@@ -147,6 +147,8 @@ http_setup(CURL *c, const struct http_request *rq, struct http_sink *sink,
 	    rq->connect_timeout_ms ? rq->connect_timeout_ms : 3000L);
 	if (rq->unix_socket != NULL)
 		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, rq->unix_socket);
+	if (rq->no_proxy)	/* "": no proxy, whatever the environment says */
+		curl_easy_setopt(c, CURLOPT_PROXY, "");
 	if (rq->stop != NULL) {
 		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, http_progress);
 		curl_easy_setopt(c, CURLOPT_XFERINFODATA, sink);

@@ -7,6 +7,7 @@
 #ifndef ZEUS_LIB_H
 #define ZEUS_LIB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,7 @@ struct http_request {
 	const char *url;		/* full URL ("http://zeusd/gpu/...") */
 	const char *unix_socket;	/* NULL: TCP */
 	const char *bearer;		/* NULL: no Authorization */
+	bool no_proxy;			/* ignore http_proxy and the like */
 	const char *content_type;	/* with body */
 	const char *body;
 	size_t body_len;

@@ -336,3 +336,53 @@ def test_measured_command_does_not_inherit_the_zeusd_connection(
     assert got == {"fds": [], "statuses": []}, got
     assert d.get("/gpu/get_power_limit?gpu_ids=0").json() == before
     assert "zeus: gpu 0 " in r.stderr
+
+
+def test_zeusd_requests_bypass_proxies(start, tmp_path):
+    """http_proxy and ALL_PROXY are common on cluster nodes (to reach the
+    internet) and rarely exempt 127.0.0.1. Requests to zeusd must not go
+    through them: the proxy would get the bearer token (a gpu-control
+    token for another host's operator) and could answer for zeusd."""
+    import socket
+    import threading
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    d = start("tcp", args=["--signing-key-path", str(key)])
+    tok = subprocess.run([str(BUILD / "zeusd"), "token", "issue",
+                          "--signing-key-path", str(key), "--user", "alice",
+                          "--scope", "gpu-read,cpu-read", "--expires", "1h"],
+                         capture_output=True, text=True).stdout.strip()
+    proxy = socket.socket()
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen(8)
+    proxy.settimeout(0.2)
+    seen = []
+    done = threading.Event()
+
+    def serve():
+        while not done.is_set():
+            try:
+                c, _ = proxy.accept()
+            except OSError:
+                continue
+            c.settimeout(2)
+            try:
+                seen.append(c.recv(65536))
+            except OSError:
+                pass
+            c.close()
+
+    t = threading.Thread(target=serve)
+    t.start()
+    purl = f"http://127.0.0.1:{proxy.getsockname()[1]}"
+    try:
+        for verb in (["energy"], ["stream-gpu", "--count", "1"]):
+            r = zeus("daemon", *verb, *conn(d),
+                     env={"ZEUSD_TOKEN": tok, "http_proxy": purl,
+                          "ALL_PROXY": purl, "all_proxy": purl})
+            assert r.returncode == 0, r.stderr
+    finally:
+        done.set()
+        t.join()
+        proxy.close()
+    assert seen == []
