@@ -128,10 +128,16 @@ prom_base64url(struct zbuf *b, const char *s)
 	return 0;
 }
 
+/*
+ * Base64 for what a plain path segment cannot carry: empty, '/', and the
+ * dot segments "." and "..", which libcurl (like any HTTP client) folds
+ * away, so that "job/./window/w" would become the group {job="window"}.
+ */
 static int
 prom_key(struct zbuf *b, const char *label, const char *value)
 {
-	if (*value == '\0' || strchr(value, '/') != NULL) {
+	if (*value == '\0' || strchr(value, '/') != NULL ||
+	    strcmp(value, ".") == 0 || strcmp(value, "..") == 0) {
 		zbuf_printf(b, "/%s@base64/", label);
 		return prom_base64url(b, value);
 	}

@@ -41,7 +41,8 @@ int prom_base64url(struct zbuf *b, const char *s);
 
 /*
  * <url>/metrics/job/<job>[/window/<w>][/instance/<i>], each value either
- * percent-escaped or, when empty or containing '/', "<label>@base64/<b64>".
+ * percent-escaped or, when empty, containing '/' or "." or "..",
+ * "<label>@base64/<b64>".
  * A trailing '/' of url is dropped.
  */
 int prom_push_url(struct zbuf *b, const char *url, const char *job,

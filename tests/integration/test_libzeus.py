@@ -159,6 +159,22 @@ def test_window_names_escaped(gateway, tree):
 
 
 @needs_gateway
+@pytest.mark.parametrize("name", [".", ".."])
+def test_dot_names_keep_their_group(gateway, tree, name):
+    """"." and ".." are path segments an HTTP client folds away
+    (/window/.. is the group above): they must reach the gateway as
+    values, each push in its own group."""
+    env = direct_env(tree)
+    r = zeus("measure", "--gpus", "none", "--cpus", "1", "--pushgateway",
+             gateway.url, "--job", name, "--window", name,
+             "--instance", name, "--", "true", env=env)
+    assert r.returncode == 0 and "push failed" not in r.stderr, r.stderr
+    c = gateway.get("energy_monitor_cpu_energy_joules_count", window=name,
+                    job=name, instance=name, index=1)
+    assert c == {"": 1}, gateway.series()
+
+
+@needs_gateway
 def test_counter_grows_and_agrees_with_histogram(gateway, tree):
     env = direct_env(tree)
     cmd = [str(ZEUS), "measure", "--gpus", "none", "--cpus", "0", "--json",

@@ -94,6 +94,11 @@ test_push_url(void **state)
 	assert_int_equal(prom_push_url(&b, "http://gw", "a/b", "", NULL), 0);
 	assert_string_equal(b.data,
 	    "http://gw/metrics/job@base64/YS9i/window@base64/=");
+	zbuf_reset(&b);
+	assert_int_equal(prom_push_url(&b, "http://gw", ".", "..", "..."), 0);
+	assert_string_equal(b.data,
+	    "http://gw/metrics/job@base64/Lg==/window@base64/Li4="
+	    "/instance/...");
 	zbuf_free(&b);
 }
 
