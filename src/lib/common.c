@@ -40,6 +40,26 @@ zeus_errc_name(enum zeus_errc code)
 	return "unknown";
 }
 
+/*
+ * Control characters become '?': messages quote what peers chose (zeusd's
+ * or a Pushgateway's error text) and end up on terminals and in logs,
+ * where an escape sequence or a line break would rewrite or fake output.
+ * C1 controls (U+0080..U+009F, "\xc2\x80".."\xc2\x9f") too.
+ */
+static void
+lib_sanitize(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			p[0] = '?';
+			p[1] = '?';
+			p++;
+		}
+	}
+}
+
 int
 lib_err(struct zeus_error *err, enum zeus_errc code, const char *fmt, ...)
 {
@@ -52,6 +72,7 @@ lib_err(struct zeus_error *err, enum zeus_errc code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
+	lib_sanitize(err->message);
 	return -1;
 }
 

@@ -386,3 +386,42 @@ def test_zeusd_requests_bypass_proxies(start, tmp_path):
         t.join()
         proxy.close()
     assert seen == []
+
+
+def test_peer_text_cannot_reach_the_terminal_raw(tmp_path):
+    """Whatever answers on the socket (or as a Pushgateway) chooses the
+    text of its errors, and the tool prints it to a terminal: control
+    characters (escape sequences that retitle or clear the terminal,
+    rewrite earlier lines, or fake a line of output) are shown as '?'."""
+    import socket
+    import threading
+    path = str(tmp_path / "evil.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(4)
+    srv.settimeout(10)
+    evil = "\x1b]0;pwned\x07\x1b[2J\rzeus daemon: ok\nfake line\x7f"
+    body = json.dumps({"error": evil}).encode()
+
+    def serve():
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            return
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: %d\r\n"
+                  b"Connection: close\r\n\r\n%s" % (len(body), body))
+        c.close()
+
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        r = zeus("daemon", "discover", "--socket", path)
+    finally:
+        t.join()
+        srv.close()
+    assert r.returncode == 4, r.stderr
+    assert "pwned" in r.stderr and "fake line" in r.stderr
+    assert not any(ord(ch) < 0x20 and ch != "\n" or ord(ch) == 0x7f
+                   for ch in r.stderr), repr(r.stderr)
+    assert r.stderr.count("\n") == 1, repr(r.stderr)
