@@ -810,6 +810,26 @@ cmd_measure(int argc, char **argv)
 	return status;
 }
 
+/* A URL without its password (user:pass@ shown as ***@). */
+static void
+print_url(FILE *f, const char *url)
+{
+	const char *auth = strstr(url, "://"), *at = NULL;
+	size_t n;
+
+	if (auth != NULL) {
+		auth += 3;
+		n = strcspn(auth, "/?#");
+		for (size_t i = 0; i < n; i++)
+			if (auth[i] == '@')
+				at = auth + i;
+	}
+	if (at == NULL)
+		fputs(url, f);
+	else
+		fprintf(f, "%.*s***%s", (int)(auth - url), url, at);
+}
+
 /* ---- gauge --------------------------------------------------------------------- */
 
 static int
@@ -856,8 +876,10 @@ cmd_gauge(int argc, char **argv)
 		return fail(NULL, &e);
 	}
 	tool_prefix(stderr);
-	fprintf(stderr, "pushing GPU power of %zu GPUs to %s every %u ms; "
-	    "stop with ^C\n", zeus_monitor_gpus(m, NULL, 0), o.pushgateway,
+	fprintf(stderr, "pushing GPU power of %zu GPUs to ",
+	    zeus_monitor_gpus(m, NULL, 0));
+	print_url(stderr, o.pushgateway);
+	fprintf(stderr, " every %u ms; stop with ^C\n",
 	    o.period_ms ? o.period_ms : 1000u);
 	while (sigwait(&set, &sig) != 0)
 		;

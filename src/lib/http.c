@@ -166,6 +166,24 @@ http_setup(CURL *c, const struct http_request *rq, struct http_sink *sink,
 	}
 }
 
+void
+http_url_shown(const char *url, char *out, size_t size)
+{
+	const char *auth = strstr(url, "://"), *end, *at = NULL;
+
+	if (auth != NULL) {
+		auth += 3;
+		end = auth + strcspn(auth, "/?#");
+		for (const char *p = auth; p < end; p++)
+			if (*p == '@')
+				at = p;
+	}
+	if (at == NULL)
+		snprintf(out, size, "%s", url);
+	else
+		snprintf(out, size, "%.*s***%s", (int)(auth - url), url, at);
+}
+
 int
 http_perform(void *handle, const struct http_request *rq,
     struct http_response *resp, struct zeus_error *err)
@@ -200,12 +218,15 @@ http_perform(void *handle, const struct http_request *rq,
 	if (sink.stopped)
 		return 0;
 	if (rc != CURLE_OK) {
+		char url[ZEUS_ERR_MSG_MAX];
+
+		http_url_shown(rq->url, url, sizeof(url));
 		if (rc == CURLE_WRITE_ERROR && resp->body.failed)
 			return lib_err(err, ZEUS_ERR_TRANSPORT,
 			    "%s %s: response larger than %u bytes",
-			    rq->method, rq->url, HTTP_BODY_MAX);
+			    rq->method, url, HTTP_BODY_MAX);
 		return lib_err(err, ZEUS_ERR_TRANSPORT, "%s %s%s%s: %s",
-		    rq->method, rq->url, rq->unix_socket ? " via " : "",
+		    rq->method, url, rq->unix_socket ? " via " : "",
 		    rq->unix_socket ? rq->unix_socket : "",
 		    curl_easy_strerror(rc));
 	}

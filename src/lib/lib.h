@@ -81,6 +81,12 @@ struct http_response {
 int http_perform(void *curl, const struct http_request *rq,
     struct http_response *resp, struct zeus_error *err);
 
+/*
+ * url for messages, its user name and password (before the host's @)
+ * shown as "***". Cut to fit `size`.
+ */
+void http_url_shown(const char *url, char *out, size_t size);
+
 /* Percent-encodes `s` (RFC 3986 unreserved kept) into b. */
 int http_escape(struct zbuf *b, const char *s);
 

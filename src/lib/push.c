@@ -76,8 +76,11 @@ zeus_push_text(const struct zeus_push_options *push, const char *window,
 		if (err != NULL)
 			err->code = ZEUS_ERR_PUSH;
 	} else if (resp.status < 200 || resp.status > 299) {
+		char shown[ZEUS_ERR_MSG_MAX];
+
+		http_url_shown(url.data, shown, sizeof(shown));
 		rc = lib_err(err, ZEUS_ERR_PUSH,
-		    "Pushgateway %s answered HTTP %ld: %.300s", url.data,
+		    "Pushgateway %s answered HTTP %ld: %.300s", shown,
 		    resp.status, resp.body.len ? resp.body.data : "");
 		if (err != NULL)
 			err->http_status = resp.status;

@@ -302,6 +302,29 @@ def test_wrong_gateway_url_is_reported(gateway, tree):
     assert "0" in meas["cpu_energy_j"]
 
 
+def test_gateway_password_is_not_printed(tree):
+    """A Pushgateway behind basic auth is reached as http://user:pass@host;
+    messages name the gateway without its password."""
+    env = direct_env(tree)
+    port = free_port()
+    url = f"http://alice:s3cret@127.0.0.1:{port}"
+    r = zeus("measure", "--gpus", "0", "--cpus", "none", "--json",
+             "--pushgateway", url, "--job", "j", "--", "true", env=env)
+    assert r.returncode == 0, r.stderr
+    meas = json.loads(r.stderr.strip().splitlines()[-1])
+    assert f"127.0.0.1:{port}" in meas["push_error"]
+    assert "s3cret" not in r.stderr, r.stderr
+    p = subprocess.Popen([str(ZEUS), "gauge", "--pushgateway", url, "--job",
+                          "g", "--period", "0.2"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.7)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=5)
+    assert p.returncode == 0, err
+    assert f"127.0.0.1:{port}" in err and "s3cret" not in err, err
+
+
 def test_gauge_with_dead_gateway_stops_cleanly(tree):
     env = direct_env(tree)
     p = subprocess.Popen([str(ZEUS), "gauge", "--pushgateway",
