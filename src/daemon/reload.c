@@ -72,10 +72,10 @@ reload_stream_keeps(void *arg, const struct streams_grant *g,
 		return false;
 	if (rs->pol == NULL || !g->by_policy)
 		return true;
-	if (!(policy_scopes(rs->pol, &g->pp) & GROUP_BIT(g->group)))
+	if (!(policy_scopes(rs->pol, g->pp) & GROUP_BIT(g->group)))
 		return false;
 	for (unsigned i = 0; kind == STREAMS_GPU && i < n; i++)
-		if (!policy_allows(rs->pol, &g->pp, (enum api_group)g->group,
+		if (!policy_allows(rs->pol, g->pp, (enum api_group)g->group,
 		    idx[i]))
 			return false;
 	return true;

@@ -366,7 +366,7 @@ request_reply_stream(struct request *req, enum streams_kind kind,
 	    r->access == ROUTE_SCOPE && r->group >= 0) {
 		g.by_policy = true;
 		g.group = r->group;
-		g.pp = request_conn_pp(req)->pp;
+		g.pp = &request_conn_pp(req)->pp;
 	}
 	if (streams_subscribe(req->srv->streams, kind, idx, n, req->conn,
 	    &g, &resp, &err) != 0) {

@@ -237,6 +237,7 @@ streams_sub_unref(struct streams_sub *sub)
 	if (atomic_fetch_sub_explicit(&sub->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	pthread_mutex_destroy(&sub->lock);
+	free((void *)sub->grant.pp);
 	free(sub);
 }
 
@@ -1095,6 +1096,17 @@ streams_subscribe(struct streams *st, enum streams_kind kind,
 	sub->conn = conn;
 	sub->kind = kind;
 	sub->grant = *g;
+	sub->grant.pp = NULL;
+	if (g->by_policy) {
+		struct policy_peer *pp = malloc(sizeof(*pp));
+
+		if (pp == NULL) {
+			free(sub);
+			return zerr_set(err, ZERR_INTERNAL, "out of memory");
+		}
+		*pp = *g->pp;
+		sub->grant.pp = pp;
+	}
 	atomic_init(&sub->revoked, false);
 	sub->ncur = n;
 	sub->t0_ns = sampler_now_ns();
