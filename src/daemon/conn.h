@@ -19,18 +19,25 @@
  * connection is accepted: who the peer is, whether the connection counts
  * against the peer's cap, and its whole-request deadline.
  */
+/*
+ * A Unix peer's groups, name and command, looked up at the connection's
+ * first request that needs them (node_identity), and again at its first
+ * after a reload (srv->identity_gen moved past `gen`). Allocated then: a
+ * connection that never needs them (TCP, root's streams) does not carry
+ * these 620 bytes (10,000 streams: 6 MB; docs/performance.md).
+ */
+struct conn_who {
+	unsigned gen;
+	struct policy_peer pp;
+	struct identity id;
+};
+
 struct conn {
 	struct peer peer;
 	struct deadline_entry deadline;
 	bool counted;			/* in srv->peers */
 	bool in_table;			/* in srv->conns */
-	/* a Unix peer's groups, name and command, looked up at its first
-	 * request that needs them (node_identity), and again at its first
-	 * after a reload (srv->identity_gen moved past pp_gen) */
-	bool pp_ready;
-	unsigned pp_gen;
-	struct policy_peer pp;
-	struct identity id;
+	struct conn_who *who;		/* NULL until needed; freed with it */
 };
 
 #endif

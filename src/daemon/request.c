@@ -86,11 +86,19 @@ request_peer(const struct request *req)
 }
 
 /*
- * The connection's identity: one lookup per connection, and one more after
- * each reload (node_identity: the device process's NSS and /proc when the
- * daemon is split).
+ * Out of memory for a lookup: a peer that no grant names (no uid a policy
+ * can hold, no group), so the node policy fails closed.
  */
-static struct conn *
+static const struct conn_who request_nobody = {
+	.pp = { .uid = (uid_t)-1 },
+};
+
+/*
+ * A Unix peer's identity (NULL for TCP): one lookup per connection, and one
+ * more after each reload (node_identity: the device process's NSS and /proc
+ * when the daemon is split).
+ */
+static const struct conn_who *
 request_conn_pp(struct request *req)
 {
 	struct conn *c = req->cstate;
@@ -99,41 +107,42 @@ request_conn_pp(struct request *req)
 	if (c == NULL || c->peer.kind != PEER_UNIX)
 		return NULL;
 	gen = atomic_load(&req->srv->identity_gen);
-	if (!c->pp_ready || c->pp_gen != gen) {
-		node_identity(req->srv->node, c->peer.uid, c->peer.gid,
-		    c->peer.pid, &c->id);
-		policy_peer_init(&c->pp, c->peer.uid, &c->id);
-		c->pp_ready = true;
-		c->pp_gen = gen;
-	}
-	return c;
+	if (c->who != NULL && c->who->gen == gen)
+		return c->who;
+	if (c->who == NULL && (c->who = malloc(sizeof(*c->who))) == NULL)
+		return &request_nobody;
+	node_identity(req->srv->node, c->peer.uid, c->peer.gid, c->peer.pid,
+	    &c->who->id);
+	policy_peer_init(&c->who->pp, c->peer.uid, &c->who->id);
+	c->who->gen = gen;
+	return c->who;
 }
 
 const struct identity *
 request_identity(struct request *req)
 {
-	struct conn *c = request_conn_pp(req);
+	const struct conn_who *w = request_conn_pp(req);
 
-	return c != NULL ? &c->id : NULL;
+	return w != NULL ? &w->id : NULL;
 }
 
 const char *
 request_user_name(struct request *req)
 {
-	struct conn *c = request_conn_pp(req);
+	const struct conn_who *w = request_conn_pp(req);
 
-	return c != NULL && c->id.user[0] != '\0' ? c->id.user : NULL;
+	return w != NULL && w->id.user[0] != '\0' ? w->id.user : NULL;
 }
 
 group_set
 request_peer_scopes(struct request *req)
 {
-	struct conn *c = request_conn_pp(req);
+	const struct conn_who *w = request_conn_pp(req);
 	group_set s;
 
-	if (req->srv->policy == NULL || c == NULL)
+	if (req->srv->policy == NULL || w == NULL)
 		return req->srv->cfg->enabled;
-	s = policy_scopes(policy_holder_read(req->srv->policy), &c->pp);
+	s = policy_scopes(policy_holder_read(req->srv->policy), &w->pp);
 	policy_holder_done(req->srv->policy);
 	return s & req->srv->cfg->enabled;
 }
@@ -159,7 +168,7 @@ request_policy_applies(const struct request *req)
 int
 request_check_scope(struct request *req, const struct route *r)
 {
-	struct conn *c;
+	const struct conn_who *w;
 	group_set held;
 	char who[96], names[80], msg[400];
 	struct zerr err;
@@ -167,8 +176,8 @@ request_check_scope(struct request *req, const struct route *r)
 	if (!request_policy_applies(req) || r == NULL ||
 	    r->access != ROUTE_SCOPE || r->group < 0)
 		return 0;
-	c = request_conn_pp(req);
-	held = policy_scopes(policy_holder_read(req->srv->policy), &c->pp);
+	w = request_conn_pp(req);
+	held = policy_scopes(policy_holder_read(req->srv->policy), &w->pp);
 	policy_holder_done(req->srv->policy);
 	if (held & GROUP_BIT(r->group))
 		return 0;
@@ -188,13 +197,13 @@ bool
 request_gpu_allowed(struct request *req, unsigned gpu)
 {
 	const struct route *r = req->route;
-	struct conn *c;
+	const struct conn_who *w;
 	bool ok;
 
 	if (!request_policy_applies(req) || r == NULL || r->group < 0)
 		return true;
-	c = request_conn_pp(req);
-	ok = policy_allows(policy_holder_read(req->srv->policy), &c->pp,
+	w = request_conn_pp(req);
+	ok = policy_allows(policy_holder_read(req->srv->policy), &w->pp,
 	    (enum api_group)r->group, gpu);
 	policy_holder_done(req->srv->policy);
 	return ok;
@@ -366,7 +375,7 @@ request_reply_stream(struct request *req, enum streams_kind kind,
 	    r->access == ROUTE_SCOPE && r->group >= 0) {
 		g.by_policy = true;
 		g.group = r->group;
-		g.pp = &request_conn_pp(req)->pp;
+		g.pp = &request_conn_pp(req)->pp;	/* applies: a Unix peer */
 	}
 	if (streams_subscribe(req->srv->streams, kind, idx, n, req->conn,
 	    &g, &resp, &err) != 0) {
@@ -577,9 +586,9 @@ request_log(const struct request *req, bool aborted)
 	if (c != NULL) {
 		who[0] = ' ';
 		peer_format(&c->peer, who + 1, sizeof(who) - 1);
-		if (c->pp_ready && c->id.user[0] != '\0') {
+		if (c->who != NULL && c->who->id.user[0] != '\0') {
 			memcpy(qname, " name=", 7);
-			zlog_quote(qname + 6, sizeof(qname) - 6, c->id.user);
+			zlog_quote(qname + 6, sizeof(qname) - 6, c->who->id.user);
 		}
 	}
 	zlog(level, "request", "method=%s path=%s status=%u dur_us=%lld%s%s"

@@ -190,6 +190,7 @@ server_conn_notify(void *cls, struct MHD_Connection *mc,
 		peer_limit_release(srv->peers, &c->peer);
 	if (c->in_table)
 		atomic_fetch_sub(&srv->conns, 1);
+	free(c->who);
 	free(c);
 	*socket_context = NULL;
 }
