@@ -8,7 +8,8 @@
 #   a  1,000 subscribers, each on all 8 simulated GPUs, 20 Hz
 #   b  10,000 subscribers, each on one GPU, 20 Hz
 # Each is measured over DURATION seconds (default 30) after WARMUP (3):
-# server CPU (% of one core, /proc/PID/stat utime+stime), RSS, events
+# server CPU (% of one core, /proc/PID/stat utime+stime), RSS (both summed
+# over zeusd's processes: `procs=`), events
 # delivered vs expected, inter-event gaps (p50/p99/p99.9), dropped streams,
 # and the events zeusd's readers skipped for not keeping up (its /metrics).
 # Environment: DURATION, WARMUP, SCENARIOS ("a b"), CONNS_A, CONNS_B,
@@ -93,9 +94,28 @@ run() {
 	fi
 	PID=$!
 	wait_sock "$sock"
+	# zeusd is three processes (privilege separation): the device
+	# process ($PID), the network process and the janitor; CPU and RSS
+	# are their sums. The children exist once the network one answers.
+	pids="--pid $PID"
+	if [ "$server" != sse_ref ]; then
+		i=0
+		until curl -sf --unix-socket "$sock" -o /dev/null \
+		    http://zeusd/discover || [ $i -ge 100 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		sleep 0.2
+		for c in $(pgrep -P "$PID" || true); do
+			pids="$pids --pid $c"
+		done
+	fi
+	nprocs=$(echo "$pids" | wc -w)
+	nprocs=$((nprocs / 2))
+	# shellcheck disable=SC2086 # $pids: one --pid option per process
 	res=$("$BUILD/sse_load" --socket "$sock" --path "$path" \
 	    --conns "$conns" --devices $devs --hz $HZ --duration "$DURATION" \
-	    --warmup "$WARMUP" --pid "$PID" 2>"$TMP/load.err") || {
+	    --warmup "$WARMUP" $pids 2>"$TMP/load.err") || {
 		cat "$TMP/load.err" "$TMP/server.log" >&2
 		exit 1
 	}
@@ -114,8 +134,8 @@ run() {
 	[ "$rc" = 0 ] || { echo "stream_bench: $server exited $rc" >&2; \
 	    cat "$TMP/server.log" >&2; }
 	rm -f "$sock"
-	printf '%-2s %-8s %s up_s=%s skipped=%s\n' "$sc" "$server" "$res" \
-	    "${up:-?}" "${skipped:--}"
+	printf '%-2s %-8s %s up_s=%s skipped=%s procs=%s\n' "$sc" "$server" \
+	    "$res" "${up:-?}" "${skipped:--}" "$nprocs"
 	eval "last_$server=\$res"
 }
 
