@@ -31,12 +31,14 @@
  * 1 in an ASan build: ASan (and the LeakSanitizer it includes) needs more
  * than production does, in the network process's filter (see
  * sandbox_rules_sanitizer() in sandbox.c for exactly what and why), and in
- * the janitor's.
+ * the janitor's. Also in a TSan build (-Db_sanitize=thread, never shipped):
+ * its runtime opens files to print a report, so without these allowances
+ * a race in the network process shows as a death by SIGSYS, not a report.
  */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANDBOX_ASAN 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define SANDBOX_ASAN 1
 #endif
 #endif

@@ -151,8 +151,9 @@ def test_network_process_has_no_filesystem(start, tmp_path):
     process, so the policy (by name) and the audit log still see them."""
     d = start("uds")
     net = network_pid(d)
-    if "address" in build_sanitizers():
-        # LeakSanitizer reads /proc/self/task at exit: no chroot there
+    if "address" in build_sanitizers() or "thread" in build_sanitizers():
+        # LeakSanitizer reads /proc/self/task at exit, TSan opens files to
+        # report: no chroot there
         assert "chroot=off" in d.logs()
         assert os.readlink(f"/proc/{net}/root") == "/"
         return
