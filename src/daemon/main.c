@@ -240,6 +240,8 @@ serve_main(int argc, char **argv)
 		goto out;
 	if (server_start(&srv, fd, &err) != 0)
 		goto out;
+	if (cfg.privsep)
+		split_network_serving();	/* reloads apply from here */
 	listen_describe(fd, where, sizeof(where));
 	fd = -1;			/* the server's now */
 	group_set_format(cfg.enabled, groups, sizeof(groups));

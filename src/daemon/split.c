@@ -168,7 +168,6 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 {
 	int keep[PSMSG_MAX_GPUS + PSMSG_MAX_PKGS + 16];
 	unsigned nkeep = 0;
-	pthread_t t;
 	struct zerr err;
 	bool dropped = false, chrooted = false;
 
@@ -226,6 +225,14 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 		    "seccomp=on msg=\"zeusd does not run as root: the network "
 		    "process keeps this user\"", (int)getpid(),
 		    (unsigned)getuid());
+}
+
+void
+split_network_serving(void)
+{
+	struct zerr err;
+	pthread_t t;
+
 	if (pthread_create(&t, NULL, split_net_ctl_main, NULL) != 0) {
 		zerr_set(&err, ZERR_INTERNAL, "cannot start a thread");
 		split_child_fail("control", &err);

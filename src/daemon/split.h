@@ -39,4 +39,13 @@
 int split_run(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, int listen_fd, int *status, struct zerr *err);
 
+/*
+ * The network process, once its server runs: starts the control thread,
+ * which applies the device process's reloads and notices its end. Not
+ * earlier: a reload reads what serve_main sets up after split_run
+ * (srv->streams), and starting the thread after that orders those writes
+ * before its reads. A SIGHUP before then waits in the control channel.
+ */
+void split_network_serving(void);
+
 #endif
