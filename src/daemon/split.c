@@ -190,6 +190,7 @@ split_become_network(const struct zeusd_config *cfg, struct server *srv,
 		zerr_set(&err, ZERR_INTERNAL, "cannot list /proc/self/fd");
 		split_child_fail("close_fds", &err);
 	}
+	reaper_disable();		/* no commands run here */
 	listen_forget_socket();		/* the device process removes it */
 	notify_relay_to(split_relay);
 	split.cfg = cfg;

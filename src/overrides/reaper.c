@@ -107,6 +107,12 @@ reaper_enabled(void)
 	return atomic_load(&enabled);
 }
 
+void
+reaper_disable(void)
+{
+	atomic_store(&enabled, false);
+}
+
 int
 reaper_spawn_begin(void)
 {

@@ -60,6 +60,13 @@ int reaper_enable(struct zerr *err);
 bool reaper_enabled(void);
 
 /*
+ * Turns sweeping off again, for a process forked from an enabled one that
+ * runs no commands (the network process of a split daemon: the
+ * subreaper attribute is not inherited, and it cannot read /proc).
+ */
+void reaper_disable(void);
+
+/*
  * Brackets one posix_spawn: begin takes the registry lock and returns 0,
  * or returns -1 (lock not taken) once reaper_shutdown has begun; end
  * registers e with pid when pid > 0 and releases the lock.
