@@ -193,20 +193,37 @@ request_check_scope(struct request *req, const struct route *r)
 	return -1;
 }
 
-bool
-request_gpu_allowed(struct request *req, unsigned gpu)
+/*
+ * The index of the first of ids[0..n-1] that the node policy does not
+ * grant the request's route on, or n: one lookup and one policy read for
+ * the whole list.
+ */
+static unsigned
+request_first_refused(struct request *req, const uint32_t *ids, unsigned n)
 {
 	const struct route *r = req->route;
 	const struct conn_who *w;
-	bool ok;
+	const struct policy *pol;
+	unsigned bad = n;
 
 	if (!request_policy_applies(req) || r == NULL || r->group < 0)
-		return true;
+		return n;
 	w = request_conn_pp(req);
-	ok = policy_allows(policy_holder_read(req->srv->policy), &w->pp,
-	    (enum api_group)r->group, gpu);
+	pol = policy_holder_read(req->srv->policy);
+	for (unsigned i = 0; i < n && bad == n; i++)
+		if (!policy_allows(pol, &w->pp, (enum api_group)r->group,
+		    ids[i]))
+			bad = i;
 	policy_holder_done(req->srv->policy);
-	return ok;
+	return bad;
+}
+
+bool
+request_gpu_allowed(struct request *req, unsigned gpu)
+{
+	uint32_t id = gpu;
+
+	return request_first_refused(req, &id, 1) == 1;
 }
 
 int
@@ -215,11 +232,8 @@ request_check_gpus(struct request *req, const uint32_t *ids, unsigned n)
 	const struct route *r = req->route;
 	char who[96];
 	struct zerr err;
-	unsigned bad = n;
+	unsigned bad = request_first_refused(req, ids, n);
 
-	for (unsigned i = 0; i < n && bad == n; i++)
-		if (!request_gpu_allowed(req, ids[i]))
-			bad = i;
 	if (bad == n)
 		return 0;
 	request_who(req, who, sizeof(who));
