@@ -94,6 +94,13 @@ fileio_close_pass(const int *keep, unsigned nkeep)
 	return rc == 0 ? n : -1;
 }
 
+bool
+fileio_owner_only(const struct stat *st, uid_t owner)
+{
+	return (st->st_uid == 0 || st->st_uid == owner) &&
+	    (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 int
 fileio_close_all_but(const int *keep, unsigned n)
 {

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fileio.h - reading a whole small file (a key, a config, a sysfs counter)
- * from an fd; closing every fd of a process but a few.
+ * from an fd; who may change a file; closing every fd of a process but a
+ * few.
  */
 #ifndef ZEUS_FILEIO_H
 #define ZEUS_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /*
@@ -22,6 +25,14 @@ ssize_t fileio_read_all(int fd, void *buf, size_t size);
  * RAPL energy counter.
  */
 ssize_t fileio_pread_all(int fd, void *buf, size_t size);
+
+/*
+ * The rule for a file whose contents decide what zeusd lets others do (the
+ * node policy, the signing key), from its fstat: owned by root or by
+ * `owner` (zeusd's user), and writable by nobody else (no group or world
+ * write bit). The path to it is pathwalk_trusted's (common/pathwalk.h).
+ */
+bool fileio_owner_only(const struct stat *st, uid_t owner);
 
 /*
  * Closes every open fd of the process except the `n` in `keep`, as listed

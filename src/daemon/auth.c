@@ -163,8 +163,7 @@ auth_key_open(const char *path, struct zerr *err)
 	} else if (!S_ISREG(st.st_mode)) {
 		zerr_set(err, ZERR_INVALID, "signing key file '%.400s' is not "
 		    "a regular file", path);
-	} else if ((st.st_uid != 0 && st.st_uid != euid) ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+	} else if (!fileio_owner_only(&st, euid)) {
 		zerr_set(err, ZERR_FORBIDDEN, "signing key file '%.400s' is "
 		    "owned by uid %u with mode %04o; whoever can write it can "
 		    "mint any token, so it must be owned by root (or the "

@@ -284,8 +284,7 @@ policy_load_fd(int fd, const char *path, uid_t owner, struct policy **out,
 		return zerr_set(err, ZERR_INVALID, "%s: not a regular file",
 		    path);
 	/* it decides who may change GPU settings: only root may edit it */
-	if ((st.st_uid != 0 && st.st_uid != owner) ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+	if (!fileio_owner_only(&st, owner))
 		return zerr_set(err, ZERR_FORBIDDEN, "%s: owned by uid %u with "
 		    "mode %04o; the policy file must be owned by root (or the "
 		    "daemon's user) and writable by no one else", path,
