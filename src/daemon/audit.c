@@ -100,7 +100,7 @@ audit_open(const char *path, struct zerr *err)
 static void
 audit_reopen_failed(const char *why)
 {
-	char q[600], qw[300];
+	char q[600], qw[2 * ZERR_MSG_MAX];
 
 	zlog(ZLOG_WARN, "audit_reopen_failed", "file=%s error=%s "
 	    "msg=\"kept writing to the previous file\"",
