@@ -42,6 +42,12 @@ struct worker {
 	bool stopping;
 	void *device;
 	char label[32];
+	/* worker_set_async: the batch out, and whether the thread has it */
+	struct worker_async async;
+	bool busy, handoff;
+	unsigned nout;
+	uint64_t out_start;
+	struct work *out[WORKER_BATCH_MAX];
 };
 
 /* Counts, completes and logs one item that ran (the worker thread). */
@@ -87,33 +93,130 @@ worker_pop(struct worker *wk, struct work **items)
 	return n;
 }
 
+/* Runs a popped batch on the calling thread and completes its items. */
+static void
+worker_run(struct worker *wk, struct work **items, unsigned n)
+{
+	int rc[WORKER_BATCH_MAX];
+	uint64_t start, end;
+
+	start = zclock_now_ns();
+	if (n > 1 || items[0]->exec_many != NULL)
+		(void)items[0]->exec_many(items, n, wk->device, rc);
+	else
+		rc[0] = items[0]->exec(items[0], wk->device);
+	end = zclock_now_ns();
+	for (unsigned i = 0; i < n; i++)
+		worker_finish(wk, items[i], rc[i], start, end);
+}
+
+/*
+ * After items were queued (lock held): wakes the thread, or for an
+ * asynchronous worker that is idle pops the next batch into `out` and
+ * returns true: the caller then calls worker_launch outside the lock.
+ */
+static bool
+worker_kick_locked(struct worker *wk)
+{
+	if (wk->async.start == NULL) {
+		pthread_cond_signal(&wk->cond);
+		return false;
+	}
+	if (wk->busy || wk->head == NULL)
+		return false;
+	wk->nout = worker_pop(wk, wk->out);
+	wk->busy = true;
+	wk->out_start = zclock_now_ns();
+	return true;
+}
+
+/* Hands the popped batch to `start`, or to the thread when it declines. */
+static void
+worker_launch(struct worker *wk)
+{
+	/* from here the batch may complete on another thread at any time */
+	if (wk->async.start(wk->async.ctx, wk->out, wk->nout) == 0)
+		return;
+	worker_async_done(wk, NULL);
+}
+
+void
+worker_async_done(struct worker *wk, const int *rc)
+{
+	struct work *items[WORKER_BATCH_MAX];
+	unsigned n = wk->nout;
+	uint64_t end = zclock_now_ns();
+	bool next;
+
+	if (rc == NULL) {
+		pthread_mutex_lock(&wk->lock);
+		wk->handoff = true;
+		pthread_cond_signal(&wk->cond);
+		pthread_mutex_unlock(&wk->lock);
+		return;
+	}
+	memcpy(items, wk->out, n * sizeof(items[0]));
+	for (unsigned i = 0; i < n; i++)
+		worker_finish(wk, items[i], rc[i], wk->out_start, end);
+	pthread_mutex_lock(&wk->lock);
+	wk->busy = false;
+	next = worker_kick_locked(wk);
+	if (wk->stopping)
+		pthread_cond_signal(&wk->cond);	/* the thread waits for us */
+	pthread_mutex_unlock(&wk->lock);
+	if (next)
+		worker_launch(wk);
+}
+
+void
+worker_set_async(struct worker *wk, const struct worker_async *a)
+{
+	pthread_mutex_lock(&wk->lock);
+	wk->async = *a;
+	pthread_mutex_unlock(&wk->lock);
+}
+
+/*
+ * The thread: every queued batch, or for an asynchronous worker only the
+ * batches handed back to it (and, when stopping, what is left queued).
+ */
 static void *
 worker_main(void *arg)
 {
 	struct worker *wk = arg;
 	struct work *items[WORKER_BATCH_MAX];
-	int rc[WORKER_BATCH_MAX];
 
 	pthread_mutex_lock(&wk->lock);
 	for (;;) {
-		uint64_t start, end;
+		bool async = wk->async.start != NULL, next;
 		unsigned n;
 
-		while (wk->head == NULL && !wk->stopping)
+		if (async && wk->handoff) {
+			wk->handoff = false;
+			n = wk->nout;
+			memcpy(items, wk->out, n * sizeof(items[0]));
+			pthread_mutex_unlock(&wk->lock);
+			worker_run(wk, items, n);
+			pthread_mutex_lock(&wk->lock);
+			wk->busy = false;
+			next = worker_kick_locked(wk);
+			if (next) {
+				pthread_mutex_unlock(&wk->lock);
+				worker_launch(wk);
+				pthread_mutex_lock(&wk->lock);
+			}
+			continue;
+		}
+		if (async ? wk->busy || wk->head == NULL || !wk->stopping :
+		    wk->head == NULL) {
+			if (wk->stopping && (!async || !wk->busy))
+				break;
 			pthread_cond_wait(&wk->cond, &wk->lock);
-		if (wk->head == NULL)
-			break;
+			continue;
+		}
 		n = worker_pop(wk, items);
 		pthread_mutex_unlock(&wk->lock);
-
-		start = zclock_now_ns();
-		if (n > 1 || items[0]->exec_many != NULL)
-			(void)items[0]->exec_many(items, n, wk->device, rc);
-		else
-			rc[0] = items[0]->exec(items[0], wk->device);
-		end = zclock_now_ns();
-		for (unsigned i = 0; i < n; i++)
-			worker_finish(wk, items[i], rc[i], start, end);
+		worker_run(wk, items, n);
 		pthread_mutex_lock(&wk->lock);
 	}
 	pthread_mutex_unlock(&wk->lock);
@@ -366,13 +469,16 @@ void
 worker_submit(struct worker *wk, struct work *w)
 {
 	struct work *dropped = NULL;
+	bool next;
 
 	w->queued_ns = zclock_now_ns();
 	pthread_mutex_lock(&wk->lock);
 	worker_submit_locked(wk, w, &dropped);
-	pthread_cond_signal(&wk->cond);
+	next = worker_kick_locked(wk);
 	pthread_mutex_unlock(&wk->lock);
 	worker_drop_all(dropped);
+	if (next)
+		worker_launch(wk);
 }
 
 void
@@ -419,6 +525,7 @@ worker_batch_submit(struct worker_batch *b)
 	 */
 	while (w != NULL) {
 		struct worker *wk = w->reserved_on;
+		bool kicked;
 
 		pthread_mutex_lock(&wk->lock);
 		do {
@@ -428,8 +535,10 @@ worker_batch_submit(struct worker_batch *b)
 			worker_submit_locked(wk, w, &dropped);
 			w = next;
 		} while (w != NULL && w->reserved_on == wk);
-		pthread_cond_signal(&wk->cond);
+		kicked = worker_kick_locked(wk);
 		pthread_mutex_unlock(&wk->lock);
+		if (kicked)
+			worker_launch(wk);
 	}
 	worker_drop_all(dropped);
 }

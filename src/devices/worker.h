@@ -126,6 +126,34 @@ void worker_batch_release(struct worker_batch *b);
 /* Submits every item, in the order they were reserved; empties `b`. */
 void worker_batch_submit(struct worker_batch *b);
 
+/*
+ * Asynchronous batches (optional; set once, before anything is submitted).
+ * Where a worker's device can take a request now and answer it later (the
+ * shared readers of a split daemon's network process, whose answer comes
+ * back on the HTTP loop), the thread hop is a waste: when the worker is
+ * idle, the submitting thread pops the batch at the head itself and hands
+ * it to `start` (items as exec_many would get them). `start` returns 0 when
+ * it took the batch; whoever learns the outcome then calls
+ * worker_async_done exactly once. -1: the worker thread runs the batch, as
+ * it would have without this. One batch is out at a time, as with the
+ * thread, and queue order, bounds and superseding are unchanged.
+ */
+struct worker_async {
+	int (*start)(void *ctx, struct work **items, unsigned n);
+	void *ctx;
+};
+
+void worker_set_async(struct worker *wk, const struct worker_async *a);
+
+/*
+ * The outcome of the batch `start` took: `rc` (rc[i] for items[i], whose
+ * results are set as exec_many would have set them) completes every item
+ * and starts the next batch; rc NULL hands the batch to the worker thread,
+ * which runs it the usual way (when the quick answer was not good enough,
+ * say a failure whose error only the slow path words).
+ */
+void worker_async_done(struct worker *wk, const int *rc);
+
 /* Runs everything already queued, then stops the thread and frees. */
 void worker_stop(struct worker *wk);
 

@@ -8,6 +8,9 @@
  * test opens it, queues items behind it, then opens the gate and stops the
  * worker (which runs everything queued): the order the items ran in is the
  * order the queue held them in.
+ *
+ * The asynchronous mode (worker_set_async) is tested without a gate: its
+ * `start` keeps the batch out until the test calls worker_async_done.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -493,6 +496,193 @@ test_batch_release(void **state)
 	FINISH(wk, &r, 2, 1);
 }
 
+
+/* --- asynchronous batches ------------------------------------------------- */
+
+struct async_rec {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int decline;			/* start returns -1 this many times */
+	unsigned nstart, batch_n[8];
+	int batch_first[8];
+	unsigned ncomplete, nexec;
+	int completed[16];
+	bool exec_off_main;		/* exec_many ran on another thread */
+	pthread_t main;
+};
+
+struct aitem {
+	struct work work;		/* first */
+	int id;
+	struct async_rec *rec;
+};
+
+static int
+aitem_many(struct work **items, unsigned n, void *device, int *rc)
+{
+	struct async_rec *r = device;
+
+	pthread_mutex_lock(&r->lock);
+	r->nexec += n;
+	r->exec_off_main = !pthread_equal(pthread_self(), r->main);
+	pthread_mutex_unlock(&r->lock);
+	for (unsigned i = 0; i < n; i++)
+		rc[i] = 0;
+	return 0;
+}
+
+static int
+aitem_exec(struct work *w, void *device)
+{
+	int rc;
+
+	(void)aitem_many(&w, 1, device, &rc);
+	return rc;
+}
+
+static void
+aitem_complete(struct work *w)
+{
+	struct aitem *it = (struct aitem *)w;
+	struct async_rec *r = it->rec;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->ncomplete < 16)
+		r->completed[r->ncomplete] = it->id;
+	r->ncomplete++;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int
+async_start(void *ctx, struct work **items, unsigned n)
+{
+	struct async_rec *r = ctx;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->nstart < 8) {
+		r->batch_n[r->nstart] = n;
+		r->batch_first[r->nstart] = ((struct aitem *)items[0])->id;
+	}
+	r->nstart++;
+	pthread_cond_broadcast(&r->cond);
+	if (r->decline > 0) {
+		r->decline--;
+		rc = -1;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+static struct worker *
+async_worker(struct async_rec *r)
+{
+	struct worker_async a = { .start = async_start, .ctx = r };
+	struct worker *wk;
+	struct zerr err;
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	r->main = pthread_self();
+	assert_int_equal(worker_start("async", r, 16, &wk, &err), 0);
+	worker_set_async(wk, &a);
+	return wk;
+}
+
+static void
+aput(struct worker *wk, struct aitem *it, struct async_rec *r, int id)
+{
+	memset(it, 0, sizeof(*it));
+	it->id = id;
+	it->rec = r;
+	it->work.kind = WORK_READ;
+	it->work.what = "read";
+	it->work.exec = aitem_exec;
+	it->work.exec_many = aitem_many;
+	it->work.complete = aitem_complete;
+	put(wk, (struct item *)(void *)it);
+}
+
+static void
+wait_completed(struct async_rec *r, unsigned n)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->ncomplete < n)
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void
+async_end(struct worker *wk, struct async_rec *r)
+{
+	worker_stop(wk);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+}
+
+/*
+ * The submitting thread starts the batch; what arrives meanwhile waits and
+ * goes out as one batch when the first is done; the thread runs nothing.
+ */
+static void
+test_async_started_by_submitter(void **state)
+{
+	struct async_rec r;
+	struct aitem it[4];
+	struct worker *wk = async_worker(&r);
+	const int ok[4] = { 0, 0, 0, 0 };
+
+	aput(wk, &it[1], &r, 1);
+	assert_int_equal(r.nstart, 1);		/* at once, on this thread */
+	assert_int_equal(r.batch_n[0], 1);
+	aput(wk, &it[2], &r, 2);
+	aput(wk, &it[3], &r, 3);
+	assert_int_equal(r.nstart, 1);		/* one batch out at a time */
+	assert_int_equal(r.ncomplete, 0);
+	worker_async_done(wk, ok);
+	assert_int_equal(r.ncomplete, 1);
+	assert_int_equal(r.completed[0], 1);
+	assert_int_equal(r.nstart, 2);		/* the rest, together */
+	assert_int_equal(r.batch_n[1], 2);
+	assert_int_equal(r.batch_first[1], 2);
+	worker_async_done(wk, ok);
+	assert_int_equal(r.ncomplete, 3);
+	assert_int_equal(r.nexec, 0);		/* no thread hop at all */
+	async_end(wk, &r);
+}
+
+/* A batch handed back (or declined) runs on the worker's thread. */
+static void
+test_async_handed_to_thread(void **state)
+{
+	struct async_rec r;
+	struct aitem it[4];
+	struct worker *wk = async_worker(&r);
+	const int ok[4] = { 0, 0, 0, 0 };
+
+	aput(wk, &it[1], &r, 1);
+	aput(wk, &it[2], &r, 2);		/* waits behind 1 */
+	worker_async_done(wk, NULL);		/* 1 goes to the thread */
+	wait_completed(&r, 1);
+	assert_int_equal(r.nexec, 1);
+	assert_true(r.exec_off_main);
+	/* the thread, once done, started the next batch itself */
+	pthread_mutex_lock(&r.lock);
+	while (r.nstart < 2)
+		pthread_cond_wait(&r.cond, &r.lock);
+	pthread_mutex_unlock(&r.lock);
+	worker_async_done(wk, ok);
+	wait_completed(&r, 2);
+
+	r.decline = 1;				/* start says no: the thread */
+	aput(wk, &it[3], &r, 3);
+	wait_completed(&r, 3);
+	assert_int_equal(r.nexec, 2);
+	async_end(wk, &r);
+}
+
 int
 main(void)
 {
@@ -519,6 +709,8 @@ main(void)
 		cmocka_unit_test_setup(test_room_freed_when_item_starts, setup),
 		cmocka_unit_test_setup(test_batch_all_or_nothing, setup),
 		cmocka_unit_test_setup(test_batch_release, setup),
+		cmocka_unit_test_setup(test_async_started_by_submitter, setup),
+		cmocka_unit_test_setup(test_async_handed_to_thread, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
