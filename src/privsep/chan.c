@@ -4,6 +4,7 @@
  */
 #include "chan.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -111,9 +112,27 @@ pschan_fatal(const char *what, int e)
 	_exit(PSCHAN_EXIT_PEER);
 }
 
-void
-pschan_call(struct pschan_pool *p, struct psmsg_request *req,
-    struct psmsg_reply *rep)
+/* Sends `req` on `fd`; does not return when that fails. */
+static void
+pschan_send(int fd, const struct psmsg_request *req, int flags)
+{
+	ssize_t n;
+
+	do
+		n = send(fd, req, sizeof(*req), MSG_NOSIGNAL | flags);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*req))
+		pschan_fatal("send", n < 0 ? errno : 0);
+}
+
+/*
+ * Receives the reply to `req` on `fd` into *rep, checked; returns -1 when
+ * `flags` has MSG_DONTWAIT and none is there yet. Does not return when the
+ * channel failed or the reply does not check out.
+ */
+static int
+pschan_recv(int fd, const struct psmsg_request *req, struct psmsg_reply *rep,
+    int flags)
 {
 	/* one byte more than a reply: a longer datagram shows as truncated */
 	union {
@@ -122,19 +141,13 @@ pschan_call(struct pschan_pool *p, struct psmsg_request *req,
 	} in;
 	char why[128];
 	ssize_t n;
-	int fd;
 
-	req->id = atomic_fetch_add(&p->next_id, 1);
-	fd = pschan_take(p);
 	do
-		n = send(fd, req, sizeof(*req), MSG_NOSIGNAL);
+		n = recv(fd, in.raw, sizeof(in.raw), MSG_TRUNC | flags);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(*req))
-		pschan_fatal("send", n < 0 ? errno : 0);
-	do
-		n = recv(fd, in.raw, sizeof(in.raw), MSG_TRUNC);
-	while (n < 0 && errno == EINTR);
-	pschan_give(p, fd);
+	if (n < 0 && (flags & MSG_DONTWAIT) != 0 && (errno == EAGAIN ||
+	    errno == EWOULDBLOCK))
+		return -1;
 	if (n <= 0)
 		pschan_fatal("receive", n < 0 ? errno : 0);
 	if (psmsg_reply_check(in.raw, (size_t)n, req->id, req->op, rep, why,
@@ -145,6 +158,74 @@ pschan_call(struct pschan_pool *p, struct psmsg_request *req,
 		    zlog_quote(q, sizeof(q), why));
 		pschan_fatal("check", 0);
 	}
+	return 0;
+}
+
+void
+pschan_call(struct pschan_pool *p, struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	int fd;
+
+	req->id = atomic_fetch_add(&p->next_id, 1);
+	fd = pschan_take(p);
+	pschan_send(fd, req, 0);
+	(void)pschan_recv(fd, req, rep, 0);
+	pschan_give(p, fd);
+}
+
+int
+pschan_async_open(struct pschan_pool *p, struct pschan_async *a,
+    struct zerr *err)
+{
+	pthread_mutex_lock(&p->lock);
+	/* the last free channel stays for the blocking callers */
+	if (p->nfree < 2) {
+		pthread_mutex_unlock(&p->lock);
+		return zerr_set(err, ZERR_INTERNAL, "no device channel left "
+		    "for an asynchronous reader");
+	}
+	a->fd = p->free[--p->nfree];
+	pthread_mutex_unlock(&p->lock);
+	a->pool = p;
+	atomic_init(&a->out, false);
+	return 0;
+}
+
+void
+pschan_async_send(struct pschan_async *a, struct psmsg_request *req)
+{
+	assert(!atomic_load_explicit(&a->out, memory_order_relaxed));
+	req->id = atomic_fetch_add(&a->pool->next_id, 1);
+	a->req = *req;
+	atomic_store_explicit(&a->out, true, memory_order_release);
+	/* one request out at a time: a datagram always fits the buffer */
+	pschan_send(a->fd, req, MSG_DONTWAIT);
+}
+
+int
+pschan_async_recv(struct pschan_async *a, struct psmsg_reply *rep)
+{
+	char c;
+	ssize_t n;
+
+	if (!atomic_load_explicit(&a->out, memory_order_acquire)) {
+		/*
+		 * Readable with nothing out: the device process is gone (end
+		 * of file, which would keep a level-triggered loop spinning)
+		 * or sent what nobody asked for.
+		 */
+		n = recv(a->fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+		    errno == EINTR))
+			return -1;
+		pschan_fatal(n > 0 ? "unasked reply" : "receive",
+		    n < 0 ? errno : 0);
+	}
+	if (pschan_recv(a->fd, &a->req, rep, MSG_DONTWAIT) != 0)
+		return -1;
+	atomic_store_explicit(&a->out, false, memory_order_relaxed);
+	return 0;
 }
 
 void

@@ -18,6 +18,9 @@
 #ifndef ZEUS_PRIVSEP_CHAN_H
 #define ZEUS_PRIVSEP_CHAN_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "common/err.h"
 #include "msg.h"
 
@@ -47,6 +50,40 @@ int pschan_pool_fd(const struct pschan_pool *p, unsigned i);
  */
 void pschan_call(struct pschan_pool *p, struct psmsg_request *req,
     struct psmsg_reply *rep);
+
+/*
+ * A channel kept by one caller that does not wait for the reply: it sends,
+ * and reads the reply once the fd is readable (the HTTP loop watches it).
+ * One request is out at a time. Failures are fatal, as for pschan_call.
+ */
+struct pschan_async {
+	struct pschan_pool *pool;
+	int fd;				/* watch for EPOLLIN */
+	/*
+	 * A request awaits its reply. The sender and the reader of the
+	 * reply may be different threads: `out` is set (release) after
+	 * `req`, and whatever the sender wrote before, and read (acquire)
+	 * before the reply is.
+	 */
+	atomic_bool out;
+	struct psmsg_request req;	/* that request */
+};
+
+/*
+ * Takes a free channel out of the pool for good (the pool keeps at least
+ * one for pschan_call); the pool still closes it.
+ */
+int pschan_async_open(struct pschan_pool *p, struct pschan_async *a,
+    struct zerr *err);
+
+/* Sends `req` (its id is assigned here); nothing may be out already. */
+void pschan_async_send(struct pschan_async *a, struct psmsg_request *req);
+
+/*
+ * The reply to the request out, checked against it, into *rep: 0, or -1
+ * when nothing is out or the reply has not come yet (never blocks).
+ */
+int pschan_async_recv(struct pschan_async *a, struct psmsg_reply *rep);
 
 /* Closes every channel (the device process sees end of file) and frees. */
 void pschan_pool_destroy(struct pschan_pool *p);
