@@ -423,6 +423,7 @@ request_complete_one(struct request *req)
 	if (left == 1) {
 		MHD_resume_connection(req->conn);
 		/* req may be gone from here on */
+		server_loop_nudge(srv);
 		atomic_fetch_sub(&srv->deferred, 1);
 	}
 }

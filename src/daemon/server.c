@@ -2,9 +2,21 @@
 /*
  * server.c - libmicrohttpd glue: the daemon, connections, dispatch.
  *
- * Threading: one internal epoll thread runs every callback below. Nothing here
- * blocks on hardware: handlers that need a device suspend the connection and
- * queue commands to the device's worker; the worker's completion resumes it.
+ * Threading: one thread runs every callback below. Nothing here blocks on
+ * hardware: handlers that need a device suspend the connection and queue
+ * commands to the device's worker; the worker's completion resumes it.
+ *
+ * Which thread: with descriptors to watch (server_watch: a split daemon's
+ * network process, whose shared readers' replies come back on them), our own
+ * loop (server_loop_main) runs libmicrohttpd in its external epoll mode and
+ * reads those descriptors too, so a reply resumes its request with no
+ * thread hop. Other threads reach libmicrohttpd there only through calls it
+ * allows from any thread (resume, followed by server_loop_nudge); what must
+ * run on the loop (adding the watchdog's probe connection, quiescing,
+ * stopping) is asked of it through `loop_cmds` and an eventfd. With nothing
+ * to watch (--no-privsep), libmicrohttpd's own epoll thread runs alone:
+ * the outer epoll set would cost a wait per turn for nothing (~3 µs a
+ * request at one connection, measured with bench/pinned_ab.sh).
  *
  * Life of a request:
  *   uri_log callback   allocate struct request, keep the raw path and query
@@ -24,10 +36,13 @@
 #include <assert.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -60,6 +75,15 @@
 #define SERVER_MAX_BODY 4096
 #define SERVER_REQUEST_TIMEOUT_S 10	/* ZEUSD_REQUEST_TIMEOUT_S overrides */
 #define SERVER_MAX_PER_PEER 64		/* ZEUSD_MAX_CONNS_PER_PEER overrides */
+
+#define SERVER_QUIESCE_WAIT_MS 2000
+
+/* What other threads ask of the loop (struct server.loop_cmds). */
+enum {
+	SERVER_LOOP_PROBE = 1u << 0,	/* add loop_probe_fd as a connection */
+	SERVER_LOOP_QUIESCE = 1u << 1,	/* stop accepting */
+	SERVER_LOOP_STOP = 1u << 2,	/* return */
+};
 
 static struct conn *
 server_conn_state(struct MHD_Connection *conn)
@@ -374,10 +398,170 @@ server_configure(struct server *srv, struct zerr *err)
 }
 
 int
+server_watch(struct server *srv, int fd, void (*ready)(void *ctx), void *ctx,
+    struct zerr *err)
+{
+	if (srv->nwatch >= SERVER_WATCH_MAX || fd < 0)
+		return zerr_set(err, ZERR_INTERNAL, "too many descriptors for "
+		    "the HTTP loop to watch");
+	srv->watch[srv->nwatch++] = (struct server_watch){ fd, ready, ctx };
+	return 0;
+}
+
+static void
+server_loop_ask(struct server *srv, unsigned cmd)
+{
+	uint64_t one = 1;
+
+	atomic_fetch_or(&srv->loop_cmds, cmd);
+	/* the counter cannot overflow in practice; a failure leaves it set */
+	(void)!write(srv->loop_wake, &one, sizeof(one));
+}
+
+void
+server_loop_nudge(struct server *srv)
+{
+	uint64_t one = 1;
+
+	if (srv->loop_running && !pthread_equal(pthread_self(), srv->loop))
+		(void)!write(srv->loop_wake, &one, sizeof(one));
+}
+
+/* streams.c's nudge after it resumed subscribers */
+static void
+server_streams_nudge(void *ctx)
+{
+	server_loop_nudge(ctx);
+}
+
+/* Runs what other threads asked for; true when the loop is to return. */
+static bool
+server_loop_commands(struct server *srv)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	uint64_t n;
+	unsigned cmds;
+	int fd;
+
+	(void)!read(srv->loop_wake, &n, sizeof(n));
+	cmds = atomic_exchange(&srv->loop_cmds, 0);
+	if ((cmds & SERVER_LOOP_PROBE) != 0 &&
+	    (fd = atomic_exchange(&srv->loop_probe_fd, -1)) >= 0)
+		/* libmicrohttpd closes fd itself, even when it refuses it */
+		(void)MHD_add_connection(srv->mhd, fd,
+		    (const struct sockaddr *)&sun, sizeof(sun));
+	if ((cmds & SERVER_LOOP_QUIESCE) != 0) {
+		fd = MHD_quiesce_daemon(srv->mhd);
+		if (fd != MHD_INVALID_SOCKET)
+			close(fd);
+		atomic_store(&srv->loop_quiesced, true);
+	}
+	return (cmds & SERVER_LOOP_STOP) != 0;
+}
+
+/*
+ * The loop: libmicrohttpd's epoll fd, the wake-up and the watched fds in
+ * one epoll set; the watched replies first (they resume connections), then
+ * libmicrohttpd's turn, which must come after every wait that its timeout
+ * bounded.
+ */
+static void *
+server_loop_main(void *arg)
+{
+	struct server *srv = arg;
+	struct epoll_event ev[SERVER_WATCH_MAX + 2];
+
+	for (;;) {
+		MHD_UNSIGNED_LONG_LONG to;
+		int ms = -1, n;
+
+		if (MHD_get_timeout(srv->mhd, &to) == MHD_YES)
+			ms = to > INT_MAX ? INT_MAX : (int)to;
+		n = epoll_wait(srv->loop_ep, ev, SERVER_WATCH_MAX + 2, ms);
+		for (int i = 0; i < n; i++) {
+			void *p = ev[i].data.ptr;
+
+			if (p == &srv->loop_wake) {
+				if (server_loop_commands(srv))
+					return NULL;
+			} else if (p != &srv->loop_ep) {
+				struct server_watch *w = p;
+
+				w->ready(w->ctx);
+			}
+		}
+		MHD_run(srv->mhd);
+	}
+}
+
+/* The loop's epoll set: 0, or -1 with everything it made closed. */
+static int
+server_loop_open(struct server *srv, struct zerr *err)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd,
+	    MHD_DAEMON_INFO_EPOLL_FD);
+	struct epoll_event ev = { .events = EPOLLIN };
+	int e;
+
+	srv->loop_wake = -1;
+	if (di == NULL || (srv->loop_ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return zerr_set(err, ZERR_INTERNAL, "cannot make the HTTP "
+		    "loop's epoll set: %s", di == NULL ? "no epoll fd from "
+		    "libmicrohttpd" : strerror(errno));
+	if ((srv->loop_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		goto fail;
+	ev.data.ptr = &srv->loop_ep;
+	if (epoll_ctl(srv->loop_ep, EPOLL_CTL_ADD, di->epoll_fd, &ev) != 0)
+		goto fail;
+	ev.data.ptr = &srv->loop_wake;
+	if (epoll_ctl(srv->loop_ep, EPOLL_CTL_ADD, srv->loop_wake, &ev) != 0)
+		goto fail;
+	for (unsigned i = 0; i < srv->nwatch; i++) {
+		ev.data.ptr = &srv->watch[i];
+		if (epoll_ctl(srv->loop_ep, EPOLL_CTL_ADD, srv->watch[i].fd,
+		    &ev) != 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	e = errno;
+	if (srv->loop_wake >= 0)
+		close(srv->loop_wake);
+	close(srv->loop_ep);
+	return zerr_set(err, ZERR_INTERNAL, "cannot set up the HTTP loop: %s",
+	    strerror(e));
+}
+
+static void
+server_loop_close(struct server *srv)
+{
+	int fd = atomic_exchange(&srv->loop_probe_fd, -1);
+
+	if (fd >= 0)
+		close(fd);
+	close(srv->loop_wake);
+	close(srv->loop_ep);
+}
+
+/* Undoes what server_start made before the daemon. */
+static void
+server_start_undo(struct server *srv)
+{
+	deadline_stop(srv->deadlines);
+	peer_limit_destroy(srv->peers);
+	srv->deadlines = NULL;
+	srv->peers = NULL;
+}
+
+int
 server_start(struct server *srv, int listen_fd, struct zerr *err)
 {
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+	bool own_loop = srv->nwatch > 0;
+	unsigned flags = (own_loop ? MHD_USE_EPOLL :
+	    MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+	int rc;
+
 	if (!srv->configured && server_configure(srv, err) != 0)
 		return -1;
 	if (srv->max_per_peer > 0 &&
@@ -392,6 +576,9 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	srv->listen_fd = listen_fd;
 	atomic_store(&srv->active, 0);
 	atomic_store(&srv->deferred, 0);
+	atomic_store(&srv->loop_cmds, 0);
+	atomic_store(&srv->loop_probe_fd, -1);
+	atomic_store(&srv->loop_quiesced, false);
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
 	/* the logger first, so the options after it can log through it */
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, server_access, srv,
@@ -406,14 +593,30 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	    MHD_OPTION_CONNECTION_TIMEOUT, srv->idle_s,
 	    MHD_OPTION_END);
 	if (srv->mhd == NULL) {
-		deadline_stop(srv->deadlines);
-		peer_limit_destroy(srv->peers);
-		srv->deadlines = NULL;
-		srv->peers = NULL;
+		server_start_undo(srv);
 		return zerr_set(err, ZERR_INTERNAL,
 		    "cannot start the HTTP server (libmicrohttpd)");
 	}
+	if (!own_loop)
+		return 0;
+	if (server_loop_open(srv, err) != 0)
+		goto fail;
+	if ((rc = pthread_create(&srv->loop, NULL, server_loop_main,
+	    srv)) != 0) {
+		server_loop_close(srv);
+		zerr_set(err, ZERR_INTERNAL, "cannot start the HTTP loop: %s",
+		    strerror(rc));
+		goto fail;
+	}
+	srv->loop_running = true;
+	if (srv->streams != NULL)
+		streams_set_nudge(srv->streams, server_streams_nudge, srv);
 	return 0;
+fail:
+	MHD_stop_daemon(srv->mhd);
+	srv->mhd = NULL;
+	server_start_undo(srv);
+	return -1;
 }
 
 bool
@@ -421,13 +624,20 @@ server_loop_alive(struct server *srv, unsigned timeout_ms)
 {
 	unsigned long before = atomic_load(&srv->loop_beats);
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int sv[2];
+	int sv[2], old;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 	    sv) == 0) {
-		/* libmicrohttpd closes sv[0] itself, even when it refuses it */
-		(void)MHD_add_connection(srv->mhd, sv[0],
-		    (const struct sockaddr *)&sun, sizeof(sun));
+		if (!srv->loop_running) {
+			/* libmicrohttpd's thread: it takes it from any thread,
+			 * and closes sv[0] itself, even when it refuses it */
+			(void)MHD_add_connection(srv->mhd, sv[0],
+			    (const struct sockaddr *)&sun, sizeof(sun));
+		} else if ((old = atomic_exchange(&srv->loop_probe_fd,
+		    sv[0])) >= 0)
+			close(old);	/* a probe not taken yet is dropped */
+		if (srv->loop_running)
+			server_loop_ask(srv, SERVER_LOOP_PROBE);
 		close(sv[1]);	/* the loop reads EOF and closes its end */
 	}
 	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
@@ -445,8 +655,13 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 
 	if (srv->mhd == NULL)
 		return 0;
-	fd = MHD_quiesce_daemon(srv->mhd);
-	if (fd != MHD_INVALID_SOCKET)
+	if (srv->loop_running) {
+		server_loop_ask(srv, SERVER_LOOP_QUIESCE);
+		/* a loop stuck in a callback is the watchdog's business */
+		for (unsigned waited = 0; waited < SERVER_QUIESCE_WAIT_MS &&
+		    !atomic_load(&srv->loop_quiesced); waited += 10)
+			usleep(10000);
+	} else if ((fd = MHD_quiesce_daemon(srv->mhd)) != MHD_INVALID_SOCKET)
 		close(fd);
 	/* Streams never end by themselves; suspended ones must be resumed. */
 	if (srv->streams != NULL)
@@ -466,12 +681,15 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 		    atomic_load(&srv->deferred));
 		return -1;
 	}
+	if (srv->loop_running) {
+		server_loop_ask(srv, SERVER_LOOP_STOP);
+		pthread_join(srv->loop, NULL);
+		srv->loop_running = false;
+		server_loop_close(srv);
+	}
 	MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;
 	/* every connection is closed (and forgotten) by now */
-	deadline_stop(srv->deadlines);
-	peer_limit_destroy(srv->peers);
-	srv->deadlines = NULL;
-	srv->peers = NULL;
+	server_start_undo(srv);
 	return 0;
 }

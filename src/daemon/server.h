@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * server.h - the HTTP side of zeusd: one libmicrohttpd daemon in epoll mode
- * with its own internal thread, accepting on the fd that listen.c opened.
+ * server.h - the HTTP side of zeusd: one libmicrohttpd daemon in epoll mode,
+ * accepting on the fd that listen.c opened. Its thread is libmicrohttpd's
+ * own, or, when callers gave descriptors to watch (the device channels of a
+ * split daemon's shared readers, whose replies are best read where the
+ * requests they answer are resumed), the server's own loop (server.c).
  */
 #ifndef ZEUS_SERVER_H
 #define ZEUS_SERVER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -20,6 +24,15 @@ struct streams;
 struct peer_limit;
 struct deadlines;
 struct policy_holder;
+
+#define SERVER_WATCH_MAX 4
+
+/* A descriptor the loop watches: `ready` runs on the loop once it reads. */
+struct server_watch {
+	int fd;
+	void (*ready)(void *ctx);
+	void *ctx;
+};
 
 struct server {
 	const struct zeusd_config *cfg;
@@ -49,7 +62,26 @@ struct server {
 	atomic_ulong requests_refused;	/* smuggling-shaped headers */
 	atomic_ulong loop_beats;	/* connection events, for the watchdog */
 	struct timespec started;
+	/* our own loop (server.c; when nwatch > 0): epoll set, wake-up... */
+	int loop_ep, loop_wake;
+	pthread_t loop;
+	bool loop_running;
+	atomic_uint loop_cmds;		/* SERVER_LOOP_* bits */
+	atomic_int loop_probe_fd;	/* server_loop_alive's, or -1 */
+	atomic_bool loop_quiesced;
+	unsigned nwatch;
+	struct server_watch watch[SERVER_WATCH_MAX];
 };
+
+/*
+ * Has the loop watch `fd` for reading once it starts (before server_start;
+ * at most SERVER_WATCH_MAX; any watch makes the server run its own loop
+ * rather than libmicrohttpd's thread): `ready(ctx)` runs on it, before
+ * libmicrohttpd's turn, whenever fd is readable (level-triggered: it must
+ * read what is there). The caller keeps the fd open while the server runs.
+ */
+int server_watch(struct server *srv, int fd, void (*ready)(void *ctx),
+    void *ctx, struct zerr *err);
 
 /*
  * Reads and checks the HTTP side's environment knobs (timeouts, per-peer
@@ -70,6 +102,14 @@ int server_start(struct server *srv, int listen_fd, struct zerr *err);
  * command is still stuck then, 0 otherwise.
  */
 int server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms);
+
+/*
+ * After MHD_resume_connection on a thread other than the loop's: wakes our
+ * own loop, which libmicrohttpd's external mode does not tell of resumes
+ * (its inter-thread channel exists only with its own threads); nothing to
+ * do under libmicrohttpd's thread.
+ */
+void server_loop_nudge(struct server *srv);
 
 /*
  * The watchdog's proof that the HTTP loop still turns (watchdog.c): hands

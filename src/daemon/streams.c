@@ -177,6 +177,9 @@ struct streams_tick {
 };
 
 struct streams {
+	/* told after subscribers were resumed (the HTTP loop's wake-up) */
+	void (*nudge)(void *ctx);
+	void *nudge_ctx;
 	const struct zeusd_config *cfg;
 	struct node *node;
 	struct sampler *sampler;
@@ -251,6 +254,29 @@ streams_sub_wake(struct streams_sub *sub)
 		MHD_resume_connection(sub->conn);
 	}
 	pthread_mutex_unlock(&sub->lock);
+}
+
+void
+streams_set_nudge(struct streams *st, void (*nudge)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&st->lock);
+	st->nudge_ctx = ctx;
+	st->nudge = nudge;
+	pthread_mutex_unlock(&st->lock);
+}
+
+static void
+streams_nudge(struct streams *st)
+{
+	void (*nudge)(void *ctx);
+	void *ctx;
+
+	pthread_mutex_lock(&st->lock);
+	nudge = st->nudge;
+	ctx = st->nudge_ctx;
+	pthread_mutex_unlock(&st->lock);
+	if (nudge != NULL)
+		nudge(ctx);
 }
 
 /* ---- Sampling (sampler thread) ------------------------------------------- */
@@ -525,6 +551,8 @@ streams_on_timers(void *arg, const unsigned *due, unsigned n, uint64_t now)
 		streams_sub_wake(st->wake[i]);
 		streams_sub_unref(st->wake[i]);
 	}
+	if (nw > 0)
+		streams_nudge(st);
 }
 
 /* ---- Backpressure (HTTP thread, sub->lock) ------------------------------- */
@@ -1201,6 +1229,8 @@ streams_end_all(struct streams *st)
 		streams_sub_unref(snap[i]);
 	}
 	free(snap);
+	if (n > 0)
+		streams_nudge(st);
 }
 
 /* Both knobs, read and range-checked; see streams.h. */

@@ -66,6 +66,14 @@ enum streams_kind { STREAMS_GPU, STREAMS_CPU };
 int streams_create(const struct zeusd_config *cfg, struct node *node,
     struct streams **out, struct zerr *err);
 
+/*
+ * Has `nudge(ctx)` called after subscribers were resumed from a thread of
+ * streams' own (the sampler, streams_end_all): libmicrohttpd's loop must be
+ * woken for a resume (server.h, server_loop_nudge).
+ */
+void streams_set_nudge(struct streams *st, void (*nudge)(void *ctx),
+    void *ctx);
+
 /* Checks those two knobs only, so startup can refuse before opening. */
 int streams_check_env(struct zerr *err);
 
