@@ -44,6 +44,7 @@
 #include "notify.h"
 #include "policy.h"
 #include "reload.h"
+#include "remote_read.h"
 #include "server.h"
 #include "split.h"
 #include "streams.h"
@@ -237,6 +238,8 @@ serve_main(int argc, char **argv)
 		    "process to watch: they never take a lease (see "
 		    "docs/security.md)\"");
 	if (streams_create(&cfg, &node, &srv.streams, &err) != 0)
+		goto out;
+	if (remote_read_attach(&node, &srv, &err) != 0)
 		goto out;
 	if (server_start(&srv, fd, &err) != 0)
 		goto out;

@@ -19,6 +19,7 @@
  * would take is never refused there.
  */
 #include "node.h"
+#include "remote_read.h"
 
 #include <assert.h>
 #include <limits.h>
@@ -591,6 +592,7 @@ node_close(struct node *node)
 	worker_stop(node->cpu_energy_reader);
 	for (unsigned i = 0; node->cpu_workers != NULL && i < node->ncpu; i++)
 		worker_stop(node->cpu_workers[i]);
+	remote_read_free(node->remote_reads);
 	if (node->gpu.ops != NULL)
 		node->gpu.ops->destroy(&node->gpu);
 	if (node->rapl != NULL)

@@ -31,6 +31,7 @@ struct overrides;
 struct gpu_cmd;
 struct cpu_cmd;
 struct pschan_pool;
+struct remote_reads;
 
 struct node {
 	struct gpu_backend gpu;		/* ops NULL when there are no GPUs */
@@ -62,6 +63,8 @@ struct node {
 	 * backend, rapl a core over a remote source). NULL otherwise.
 	 */
 	struct pschan_pool *pool;
+	/* the readers answered on the HTTP loop (remote_read.h), or NULL */
+	struct remote_reads *remote_reads;
 	unsigned queue_max;		/* ZEUSD_DEVICE_QUEUE_MAX */
 };
 

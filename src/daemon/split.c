@@ -40,10 +40,13 @@
  * at the same time: a worker per GPU and per package, the GPU power
  * reader, the CPU energy reader, the stream sampler and the HTTP thread
  * (PSMSG_PROC for /metrics, PSMSG_PEER at a Unix connection's first
- * request); one more so a burst never waits for one. (The RAPL keepalive
- * runs in the device process, next to the counters.)
+ * request); one more so a burst never waits for one; and one each that
+ * the two readers keep for the batches answered on the HTTP loop
+ * (remote_read.h; their threads still run the batches that come back to
+ * them). (The RAPL keepalive runs in the device process, next to the
+ * counters.)
  */
-#define SPLIT_SHARED_CHANNELS 5
+#define SPLIT_SHARED_CHANNELS 7
 /*
  * After SIGTERM, how long the network process may take to stop: its own
  * grace for requests, for a stuck device command and for restoring

@@ -63,6 +63,17 @@ cpu_cmd_exec(struct work *w, void *device)
 	return cmd->rc;
 }
 
+int
+cpu_cmd_energy_result(struct cpu_cmd *cmd, struct rapl *r, uint64_t cpu_uj,
+    uint64_t dram_uj)
+{
+	cmd->has_dram = rapl_has_dram(r, cmd->pkg);
+	cmd->cpu = cpu_uj;
+	cmd->dram = cmd->has_dram ? dram_uj : 0;
+	cmd->rc = cpu_cmd_check_range(cmd, r);
+	return cmd->rc;
+}
+
 /*
  * The energy reader's queued commands (worker.h, exec_many): one read of
  * every package asked for when the counter source can (a split daemon's
@@ -88,14 +99,12 @@ cpu_cmd_energy_many(struct work **items, unsigned n, void *device, int *rc)
 	for (unsigned i = 0; i < n; i++) {
 		struct cpu_cmd *cmd = (struct cpu_cmd *)items[i];
 
-		cmd->has_dram = rapl_has_dram(r, cmd->pkg);
-		cmd->rc = rc[i];
-		if (cmd->rc == 0) {
-			cmd->cpu = cpu[i];
-			cmd->dram = dram[i];
-			cmd->rc = cpu_cmd_check_range(cmd, r);
+		if (rc[i] == 0)
+			rc[i] = cpu_cmd_energy_result(cmd, r, cpu[i], dram[i]);
+		else {
+			cmd->has_dram = rapl_has_dram(r, cmd->pkg);
+			cmd->rc = rc[i];
 		}
-		rc[i] = cmd->rc;
 	}
 	return 0;
 }

@@ -33,4 +33,12 @@ struct cpu_cmd {
 void cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
     void (*done)(struct cpu_cmd *cmd, void *arg), void *arg);
 
+/*
+ * A CPU_CMD_GET_ENERGY read elsewhere (remote_read.c): sets the command's
+ * result from package and DRAM totals as its own read would have; returns
+ * its rc (-1 when a total is beyond what the API can represent).
+ */
+int cpu_cmd_energy_result(struct cpu_cmd *cmd, struct rapl *r,
+    uint64_t cpu_uj, uint64_t dram_uj);
+
 #endif

@@ -497,6 +497,22 @@ rapl_sample_batch(struct rapl *r, const unsigned *idx, unsigned n,
 	return frc;
 }
 
+int
+rapl_apply_try(struct rapl *r, unsigned i, const struct rapl_raw_sample *raw,
+    uint64_t *cpu_uj, uint64_t *dram_uj)
+{
+	struct zerr err;
+	int rc;
+
+	if (i >= rapl_count(r) || !raw->ok ||
+	    pthread_mutex_trylock(&r->pkgs[i].mu) != 0)
+		return -1;
+	rc = rapl_apply_locked(r, i, raw->cpu_raw, raw->dram_raw, cpu_uj,
+	    dram_uj, &err);
+	pthread_mutex_unlock(&r->pkgs[i].mu);
+	return rc;
+}
+
 /* ---- Keepalive ---------------------------------------------------------- */
 
 unsigned

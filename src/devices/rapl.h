@@ -212,6 +212,17 @@ int rapl_sample_batch(struct rapl *r, const unsigned *idx, unsigned n,
     struct rapl_raw_sample *raw, struct rapl_sample *out, int *rc,
     struct zerr *err);
 
+/*
+ * Applies counters read elsewhere, at one moment, to package i as
+ * rapl_sample_batch would (its DRAM total is 0 without a DRAM zone), without
+ * waiting: -1 when `raw` is not ok, when another thread holds the package
+ * (a read in progress, which may be newer) or when the values are refused
+ * (out of range, or behind the last ones applied). The caller then reads
+ * the package again the usual way.
+ */
+int rapl_apply_try(struct rapl *r, unsigned i,
+    const struct rapl_raw_sample *raw, uint64_t *cpu_uj, uint64_t *dram_uj);
+
 /* ---- The sysfs source (rapl_sysfs.c) ----------------------------------- */
 
 /* The two roots, in order of preference (containers bind-mount the host's). */

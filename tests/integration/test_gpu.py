@@ -729,6 +729,14 @@ def test_read_errors(sim, endpoint):
     assert keys(r.text, "errors") == ["1", "3"]
     assert errs["1"] == sim.perm_msg(1, endpoint, write=False)
     assert errs["3"] == f"GPU 3: {endpoint} failed: {unknown[2]}"
+    # One failed GPU among several: the same status and words as above
+    # (for get_power under privsep, one failure is answered from the
+    # device process's batched reply on the HTTP loop, two go through the
+    # power reader's thread: both paths must agree).
+    for ids, bad, status in (("0,1,2", "1", 403), ("2,3", "3", 500)):
+        r = sim.get(f"/gpu/{endpoint}?gpu_ids={ids}")
+        assert r.status_code == status, r.text
+        assert r.json()["errors"] == {bad: errs[bad]}, ids
     r = sim.get(f"/gpu/{endpoint}?gpu_ids=1")
     assert r.status_code == 403
     r = sim.get(f"/gpu/{endpoint}?gpu_ids=0,2")
