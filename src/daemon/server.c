@@ -420,12 +420,15 @@ server_loop_ask(struct server *srv, unsigned cmd)
 	(void)!write(srv->loop_wake, &one, sizeof(one));
 }
 
+/* Whether the calling thread is our loop (which needs no wake-up). */
+static _Thread_local bool server_on_loop;
+
 void
 server_loop_nudge(struct server *srv)
 {
 	uint64_t one = 1;
 
-	if (srv->loop_running && !pthread_equal(pthread_self(), srv->loop))
+	if (atomic_load(&srv->loop_running) && !server_on_loop)
 		(void)!write(srv->loop_wake, &one, sizeof(one));
 }
 
@@ -482,6 +485,8 @@ server_loop_main(void *arg)
 	struct server *srv = arg;
 	struct epoll_event ev[SERVER_WATCH_MAX + 2];
 	unsigned streak = 0;
+
+	server_on_loop = true;
 
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG to;
@@ -619,14 +624,16 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 		return 0;
 	if (server_loop_open(srv, err) != 0)
 		goto fail;
+	/* before the thread: device workers may resume (and nudge) at once */
+	atomic_store(&srv->loop_running, true);
 	if ((rc = pthread_create(&srv->loop, NULL, server_loop_main,
 	    srv)) != 0) {
+		atomic_store(&srv->loop_running, false);
 		server_loop_close(srv);
 		zerr_set(err, ZERR_INTERNAL, "cannot start the HTTP loop: %s",
 		    strerror(rc));
 		goto fail;
 	}
-	srv->loop_running = true;
 	if (srv->streams != NULL)
 		streams_set_nudge(srv->streams, server_streams_nudge, srv);
 	return 0;
@@ -646,7 +653,7 @@ server_loop_alive(struct server *srv, unsigned timeout_ms)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 	    sv) == 0) {
-		if (!srv->loop_running) {
+		if (!atomic_load(&srv->loop_running)) {
 			/* libmicrohttpd's thread: it takes it from any thread,
 			 * and closes sv[0] itself, even when it refuses it */
 			(void)MHD_add_connection(srv->mhd, sv[0],
@@ -654,7 +661,7 @@ server_loop_alive(struct server *srv, unsigned timeout_ms)
 		} else if ((old = atomic_exchange(&srv->loop_probe_fd,
 		    sv[0])) >= 0)
 			close(old);	/* a probe not taken yet is dropped */
-		if (srv->loop_running)
+		if (atomic_load(&srv->loop_running))
 			server_loop_ask(srv, SERVER_LOOP_PROBE);
 		close(sv[1]);	/* the loop reads EOF and closes its end */
 	}
@@ -673,7 +680,7 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 
 	if (srv->mhd == NULL)
 		return 0;
-	if (srv->loop_running) {
+	if (atomic_load(&srv->loop_running)) {
 		server_loop_ask(srv, SERVER_LOOP_QUIESCE);
 		/* a loop stuck in a callback is the watchdog's business */
 		for (unsigned waited = 0; waited < SERVER_QUIESCE_WAIT_MS &&
@@ -699,10 +706,18 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 		    atomic_load(&srv->deferred));
 		return -1;
 	}
-	if (srv->loop_running) {
+	if (atomic_load(&srv->loop_running)) {
+		/*
+		 * No device completion is left (deferred is 0, and a completion
+		 * nudges before it counts down); the sampler may still tick, so
+		 * its nudge goes (streams_set_nudge waits for one in progress)
+		 * before the wake-up fd does.
+		 */
+		if (srv->streams != NULL)
+			streams_set_nudge(srv->streams, NULL, NULL);
 		server_loop_ask(srv, SERVER_LOOP_STOP);
 		pthread_join(srv->loop, NULL);
-		srv->loop_running = false;
+		atomic_store(&srv->loop_running, false);
 		server_loop_close(srv);
 	}
 	MHD_stop_daemon(srv->mhd);

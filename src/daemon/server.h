@@ -65,7 +65,7 @@ struct server {
 	/* our own loop (server.c; when nwatch > 0): epoll set, wake-up... */
 	int loop_ep, loop_wake;
 	pthread_t loop;
-	bool loop_running;
+	atomic_bool loop_running;	/* set before the thread starts */
 	atomic_uint loop_cmds;		/* SERVER_LOOP_* bits */
 	atomic_int loop_probe_fd;	/* server_loop_alive's, or -1 */
 	atomic_bool loop_quiesced;

@@ -31,9 +31,11 @@
  * libmicrohttpd's idle timeout does not run while suspended, the reader ends
  * a stream whose socket took nothing for the connection timeout.
  *
- * Locks, always taken in this order, and held for copies only:
+ * Locks, always taken in this order, and held for copies only (and the
+ * nudge's one eventfd write):
  *   st->lock        membership (device member arrays, the all-subscriber
- *                   array), device restart flags, the sampler's wake batch
+ *                   array), device restart flags, the sampler's wake batch,
+ *                   the nudge
  *   sub->lock       a subscriber's cursors, carry, suspended/closed flags
  *   dev->ring_lock  a device's ring and current sample
  * A subscriber is reference counted: libmicrohttpd's response holds one
@@ -265,18 +267,14 @@ streams_set_nudge(struct streams *st, void (*nudge)(void *ctx), void *ctx)
 	pthread_mutex_unlock(&st->lock);
 }
 
+/* Under the lock, so that once streams_set_nudge returns none is running. */
 static void
 streams_nudge(struct streams *st)
 {
-	void (*nudge)(void *ctx);
-	void *ctx;
-
 	pthread_mutex_lock(&st->lock);
-	nudge = st->nudge;
-	ctx = st->nudge_ctx;
+	if (st->nudge != NULL)
+		st->nudge(st->nudge_ctx);
 	pthread_mutex_unlock(&st->lock);
-	if (nudge != NULL)
-		nudge(ctx);
 }
 
 /* ---- Sampling (sampler thread) ------------------------------------------- */

@@ -69,7 +69,10 @@ int streams_create(const struct zeusd_config *cfg, struct node *node,
 /*
  * Has `nudge(ctx)` called after subscribers were resumed from a thread of
  * streams' own (the sampler, streams_end_all): libmicrohttpd's loop must be
- * woken for a resume (server.h, server_loop_nudge).
+ * woken for a resume (server.h, server_loop_nudge). It runs under streams'
+ * lock, so it must not call back into streams; after streams_set_nudge
+ * returns, the previous one is not running and never runs again (NULL:
+ * none).
  */
 void streams_set_nudge(struct streams *st, void (*nudge)(void *ctx),
     void *ctx);
