@@ -16,7 +16,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "daemon/auth.h"
+#include "access/auth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/policy.h"
+#include "access/policy.h"
 #include "overrides/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/query.h"
-#include "daemon/router.h"
+#include "http/query.h"
+#include "http/router.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -77,7 +77,7 @@ int toml_parse(const char *text, size_t len, struct toml_doc **out,
     struct zerr *err);
 
 /*
- * The same with extensions the policy file (src/daemon/policy.h) needs and
+ * The same with extensions the policy file (src/access/policy.h) needs and
  * the overrides file refuses: TOML_ALLOW_TABLE_ARRAYS takes `[[name]]`
  * headers (each one a new table with `array` set, in file order; a name
  * may not be both a table and an array of tables); TOML_ALLOW_INT_ITEMS

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Zeusd
+from conftest import BUILD, Zeusd
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
@@ -813,3 +813,82 @@ def test_restore_on_shutdown_needs_leases(tmp_path):
     from conftest import run_zeusd
     r = run_zeusd("serve", "--simulate", "--restore-on-shutdown")
     assert r.returncode == 2 and "needs --gpu-leases" in r.stderr
+
+
+# --- a slow user look-up stalls no one else ----------------------------------
+
+TIMED = r"""
+import socket, sys, time
+path, target = sys.argv[1:3]
+t0 = time.monotonic()
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.sendall(f"GET {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n\r\n"
+          .encode())
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print(data.split()[1].decode(), time.monotonic() - t0)
+"""
+
+SLOW_UID = 4243
+SLOW_MS = 4000
+
+
+def timed_request(d, uid, target="/auth/whoami"):
+    """Starts one request made as `uid`; the process prints its status and
+    the seconds from connect to the whole answer."""
+    cmd = [sys.executable, "-c", TIMED, d.sock, target]
+    if uid != 0:
+        cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}",
+               "--clear-groups"] + cmd
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+
+
+def timed_result(p):
+    out, _ = p.communicate(timeout=60)
+    status, secs = out.split()
+    return int(status), float(secs)
+
+
+@pytest.mark.parametrize("args", [[], ["--no-privsep"]],
+                         ids=["privsep", "one-process"])
+def test_slow_user_lookup_stalls_no_one_else(node, tmp_path, args):
+    """A user whose NSS look-up takes 4 s (an LD_PRELOAD'd getpwuid_r, as a
+    slow LDAP or SSSD would) waits for it alone: while it is in progress,
+    another user's first requests (each a look-up of its own) and root's
+    are answered, and the slow one is still waiting when they are."""
+    mark = tmp_path / "slow-lookup-started"
+    env = {"LD_PRELOAD": str(BUILD / "libslow-nss.so"),
+           "ZEUS_SLOW_NSS_UID": str(SLOW_UID),
+           "ZEUS_SLOW_NSS_MS": str(SLOW_MS),
+           "ZEUS_SLOW_NSS_MARK": str(mark),
+           # an ASan build's runtime must come first; this one may not
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") +
+           ":verify_asan_link_order=0"}
+    d = node(args, env=env)
+    # the usual time of another user's first request (a look-up of its own)
+    usual = [timed_result(timed_request(d, 4244 + i)) for i in range(3)]
+    assert all(s == 200 for s, _ in usual), usual
+    slow = timed_request(d, SLOW_UID)
+    deadline = time.monotonic() + 30
+    while not mark.exists():
+        assert time.monotonic() < deadline, "the slow look-up never began"
+        assert slow.poll() is None, "the slow request ended before its look-up"
+        time.sleep(0.01)
+    others = []
+    for i in range(3):
+        for uid in (4250 + i, 0):
+            others.append((uid, timed_result(timed_request(d, uid))))
+            # answered while the slow look-up is still being waited for
+            assert slow.poll() is None, (uid, others)
+    status, secs = timed_result(slow)
+    assert status == 200 and secs >= SLOW_MS / 1000 * 0.9, (status, secs)
+    for uid, (status, t) in others:
+        assert status == 200, (uid, status)
+        assert t < SLOW_MS / 1000 / 2, (uid, t, usual)
+    print(f"usual {max(t for _, t in usual):.4f}s, during the slow look-up "
+          f"{max(t for _, (_, t) in others):.4f}s, slow {secs:.2f}s")

@@ -20,7 +20,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "daemon/auth.h"
+#include "access/auth.h"
 
 #define NOW ((time_t)1700000000)
 

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/cli.h"
-#include "daemon/groups.h"
-#include "daemon/listen.h"
+#include "zeusd/cli.h"
+#include "node/groups.h"
+#include "zeusd/listen.h"
 
 static int
 parse(struct zeusd_config *cfg, struct zerr *err, ...)

@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/deadline.h"
-#include "daemon/peer.h"
-#include "daemon/peer_limit.h"
+#include "http/deadline.h"
+#include "access/peer.h"
+#include "http/peer_limit.h"
 
 static struct peer
 peer_v4(const char *a)

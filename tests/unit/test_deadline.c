@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "daemon/deadline.h"
+#include "http/deadline.h"
 
 static void
 sleep_us(unsigned long us)

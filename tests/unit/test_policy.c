@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_policy.c - the node policy loader (src/daemon/policy.c) and the
+ * test_policy.c - the node policy loader (src/access/policy.c) and the
  * TOML extensions it parses with: what a grant gives, the union of grants,
  * root, and every refusal with its line number.
  */
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/policy.h"
+#include "access/policy.h"
 #include "overrides/toml.h"
 
 static struct policy *

@@ -2,7 +2,7 @@
 /*
  * test_privsep_chan.c - the network side's channels to the device process
  * (src/privsep/chan.c), the asynchronous ones above all: the channel the
- * HTTP loop watches (src/daemon/remote_read.c) must never block, must take
+ * HTTP loop watches (src/node/remote_read.c) must never block, must take
  * only the reply to what it sent, and must stop the process on end of file
  * or on a reply nobody asked for (a level-triggered loop would otherwise
  * spin on it). The test plays the device process on the other end of the

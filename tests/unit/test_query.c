@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/query.h"
+#include "http/query.h"
 
 static const struct query_spec spec[] = {
 	{ "gpu_ids", Q_IDS, true },

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/router.h"
-#include "daemon/stats.h"
+#include "http/router.h"
+#include "http/stats.h"
 
 static void
 canon_is(const char *raw, const char *want)

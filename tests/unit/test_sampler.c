@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_sampler.c - the stream sampling timer thread (src/daemon/sampler.c):
+ * test_sampler.c - the stream sampling timer thread (src/api/sampler.c):
  * rate on absolute deadlines, disarm stops firing, late callbacks skip
  * deadlines instead of bursting, re-arming and destroy while armed.
  */
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/sampler.h"
+#include "api/sampler.h"
 
 struct counts {
 	atomic_uint fired[4];

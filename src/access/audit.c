@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * audit.c - the audit log (see audit.h).
+ *
+ * Process-wide state: one file, one lock. The lock is held for one write
+ * and for the reopen's descriptor swap, never across a device call.
+ */
+#include "access/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/identity.h"
+#include "common/log.h"
+#include "common/pathwalk.h"
+
+static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
+static int audit_fd = -1;
+static const char *audit_path;
+static atomic_ulong audit_failed;
+
+/*
+ * Opens the audit file for appending, or returns -1 with the reason in
+ * `why`. The path may lie in a directory others can write (logrotate moves
+ * the file away and SIGHUP reopens the name), so the file actually opened
+ * is checked, as the overrides and policy files are: a FIFO planted there
+ * must not block zeusd in open(2) (O_NONBLOCK makes it fail at once), a
+ * file of another user's would let that user rewrite the trail, and a hard
+ * link would have root append to whatever it links to.
+ */
+static int
+audit_open_fd(const char *path, char *why, size_t whysize)
+{
+	struct stat st;
+	uid_t euid = geteuid();
+	struct zerr walk;
+	int fd;
+
+	/* nobody else may swap what the path names (pathwalk.h) */
+	if (pathwalk_trusted(path, "--audit-log", &walk) != 0) {
+		snprintf(why, whysize, "%s", walk.msg);
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+	    O_NOFOLLOW | O_NONBLOCK, 0640);
+	if (fd < 0) {
+		snprintf(why, whysize, "%s", errno == ENXIO ? "not a regular "
+		    "file (a FIFO)" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0)
+		snprintf(why, whysize, "cannot stat: %s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		snprintf(why, whysize, "not a regular file");
+	else if (st.st_uid != 0 && st.st_uid != euid)
+		snprintf(why, whysize, "owned by uid %u, which is neither root "
+		    "nor the daemon's user (uid %u)", (unsigned)st.st_uid,
+		    (unsigned)euid);
+	else if (st.st_mode & S_IWOTH)
+		snprintf(why, whysize, "world-writable (mode %04o)",
+		    (unsigned)(st.st_mode & 07777));
+	else if (st.st_nlink != 1)
+		snprintf(why, whysize, "has %ju hard links; an audit file has "
+		    "one", (uintmax_t)st.st_nlink);
+	else
+		return fd;
+	close(fd);
+	return -1;
+}
+
+int
+audit_open(const char *path, struct zerr *err)
+{
+	char why[ZERR_MSG_MAX];
+	int fd;
+
+	if (path == NULL)
+		return 0;
+	if ((fd = audit_open_fd(path, why, sizeof(why))) < 0)
+		return zerr_set(err, ZERR_INVALID, "--audit-log %s: cannot "
+		    "use it: %s", path, why);
+	audit_path = path;
+	audit_fd = fd;
+	return 0;
+}
+
+static void
+audit_reopen_failed(const char *why)
+{
+	char q[600], qw[2 * ZERR_MSG_MAX];
+
+	zlog(ZLOG_WARN, "audit_reopen_failed", "file=%s error=%s "
+	    "msg=\"kept writing to the previous file\"",
+	    zlog_quote(q, sizeof(q), audit_path),
+	    zlog_quote(qw, sizeof(qw), why));
+}
+
+int
+audit_reopen(void)
+{
+	char q[600], why[ZERR_MSG_MAX];
+	int fd, old;
+
+	if (audit_path == NULL)
+		return 0;
+	if ((fd = audit_open_fd(audit_path, why, sizeof(why))) < 0) {
+		audit_reopen_failed(why);
+		return -1;
+	}
+	pthread_mutex_lock(&audit_lock);
+	old = audit_fd;
+	audit_fd = fd;
+	pthread_mutex_unlock(&audit_lock);
+	if (old >= 0)
+		close(old);
+	zlog(ZLOG_INFO, "audit_reopened", "file=%s",
+	    zlog_quote(q, sizeof(q), audit_path));
+	return 0;
+}
+
+int
+audit_open_again(void)
+{
+	char why[ZERR_MSG_MAX];
+	int fd;
+
+	if (audit_path == NULL)
+		return -1;
+	if ((fd = audit_open_fd(audit_path, why, sizeof(why))) < 0)
+		audit_reopen_failed(why);
+	return fd;
+}
+
+int
+audit_fileno(void)
+{
+	return audit_fd;
+}
+
+void
+audit_replace_fd(int fd)
+{
+	int old;
+
+	pthread_mutex_lock(&audit_lock);
+	old = audit_fd;
+	audit_fd = fd;
+	pthread_mutex_unlock(&audit_lock);
+	if (old >= 0)
+		close(old);
+	zlog(ZLOG_INFO, "audit_reopened", "fd=%d", fd);
+}
+
+bool
+audit_enabled(void)
+{
+	return audit_path != NULL;
+}
+
+/*
+ * A name for the line: null when empty; as is when it is UTF-8; otherwise
+ * (a process may name itself anything, prctl PR_SET_NAME) its printable
+ * ASCII with '?' for every other byte, which jansson refuses to encode.
+ */
+static json_t *
+audit_name(const char *name)
+{
+	char safe[64];
+	json_t *v;
+	size_t i;
+
+	if (name[0] == '\0')
+		return json_null();
+	if ((v = json_string(name)) != NULL)
+		return v;
+	for (i = 0; name[i] != '\0' && i < sizeof(safe) - 1; i++)
+		safe[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
+	safe[i] = '\0';
+	return json_string(safe);
+}
+
+static json_t *
+audit_raw(const char *text)
+{
+	json_t *v;
+
+	if (text == NULL)
+		return json_null();
+	v = json_loads(text, JSON_DECODE_ANY, NULL);
+	return v != NULL ? v : json_null();
+}
+
+static void
+audit_fail(const char *why)
+{
+	static _Atomic long last;
+	long now = (long)time(NULL);
+
+	atomic_fetch_add(&audit_failed, 1);
+	if (atomic_exchange(&last, now) != now)
+		zlog(ZLOG_ERROR, "audit_write_failed", "error=\"%s\" msg=\"an "
+		    "audit line was lost; see zeusd_audit_write_failures_total"
+		    "\"", why);
+}
+
+void
+audit_write(const struct audit_who *w, unsigned gpu, const char *op,
+    const char *before, const char *requested, const char *error,
+    const char *reason)
+{
+	struct timespec ts;
+	json_t *o, *who;
+	char *line;
+	size_t len;
+	ssize_t n;
+	int e;
+
+	if (audit_path == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	who = json_object();
+	if (w->unix_peer) {
+		json_object_set_new(who, "uid", json_integer(w->uid));
+		json_object_set_new(who, "user", audit_name(w->user));
+		json_object_set_new(who, "pid", json_integer(w->pid));
+		json_object_set_new(who, "comm", audit_name(w->comm));
+	}
+	if (w->sub[0])
+		json_object_set_new(who, "sub", json_string(w->sub));
+	if (w->addr[0])
+		json_object_set_new(who, "addr", json_string(w->addr));
+	o = json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:s}", "time_ms",
+	    (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, "identity",
+	    who, "gpu", gpu == AUDIT_NO_GPU ? json_null() :
+	    json_integer((json_int_t)gpu), "operation", op, "before",
+	    audit_raw(before), "requested", audit_raw(requested), "result",
+	    error == NULL ? "ok" : reason != NULL && strcmp(reason,
+	    "refused") == 0 ? "refused" : "error");
+	if (o == NULL) {
+		audit_fail("cannot build the line");
+		return;
+	}
+	if (error != NULL)
+		json_object_set_new(o, "error", json_string(error));
+	if (reason != NULL && strcmp(reason, "refused") != 0) {
+		json_object_set_new(o, "restore", json_true());
+		json_object_set_new(o, "reason", json_string(reason));
+	}
+	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (line == NULL) {
+		audit_fail("cannot encode the line");
+		return;
+	}
+	len = strlen(line);
+	line[len] = '\n';	/* json_dumps's NUL becomes the newline */
+	pthread_mutex_lock(&audit_lock);
+	n = audit_fd >= 0 ? write(audit_fd, line, len + 1) : -1;
+	e = errno;
+	pthread_mutex_unlock(&audit_lock);
+	free(line);
+	if (n != (ssize_t)(len + 1))
+		audit_fail(n < 0 ? strerror(e) : "short write");
+}
+
+unsigned long
+audit_failures(void)
+{
+	return atomic_load(&audit_failed);
+}
+
+void
+audit_close(void)
+{
+	if (audit_fd >= 0)
+		close(audit_fd);
+	audit_fd = -1;
+	audit_path = NULL;
+}

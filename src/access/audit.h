@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * audit.h - the audit log (--audit-log): one JSON line per privileged
+ * action (a GPU setting write), saying who asked, what, the value before
+ * and the value requested, and how it ended.
+ *
+ * The file is opened O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC with mode 0640 and
+ * reopened on SIGHUP, so logrotate can move it away and signal. Each line
+ * goes out in one write(2) under a lock, so lines never interleave. A
+ * failed write is logged (rate-limited) and counted for /metrics
+ * (zeusd_audit_write_failures_total); it never fails the request, which
+ * has already run.
+ */
+#ifndef ZEUS_AUDIT_H
+#define ZEUS_AUDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+
+/* Who asked, captured on the HTTP thread when the request came in. */
+struct audit_who {
+	bool unix_peer;		/* uid/pid valid */
+	uid_t uid;
+	pid_t pid;
+	char user[64];		/* "" when the uid has no passwd entry */
+	char comm[32];		/* /proc/PID/comm at the connection's first
+				 * request that needed it; "" when unreadable */
+	char sub[257];		/* token sub, "" without a token */
+	char addr[64];		/* TCP peer address, "" on the Unix socket */
+};
+
+/* `gpu` of a line that names no GPU (a refusal before ids were read). */
+#define AUDIT_NO_GPU UINT32_MAX
+
+/* Opens `path` (NULL: the audit log is off). */
+int audit_open(const char *path, struct zerr *err);
+
+/* Reopens the file at the same path (SIGHUP). Returns 0 or -1 (logged). */
+int audit_reopen(void);
+
+bool audit_enabled(void);
+
+/*
+ * The log's fd (-1: none), and a swap to a file opened elsewhere: the
+ * network process of a split daemon writes the log but cannot open it, so
+ * the device process reopens it on SIGHUP and passes the fd.
+ */
+int audit_fileno(void);
+/* A new fd of the --audit-log file (SIGHUP), or -1 (logged). */
+int audit_open_again(void);
+void audit_replace_fd(int fd);
+
+/*
+ * Writes one line. `before`/`requested` are JSON texts (numbers, booleans,
+ * objects) or NULL for null; `error` NULL means the result was ok.
+ * `reason` is set for restores ("process_exit", "shutdown"): the line then
+ * has "restore": true and "reason".
+ */
+void audit_write(const struct audit_who *w, unsigned gpu, const char *op,
+    const char *before, const char *requested, const char *error,
+    const char *reason);
+
+/* Lines that could not be written since start. */
+unsigned long audit_failures(void);
+
+void audit_close(void);
+
+#endif

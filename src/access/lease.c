@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lease.c - GPU leases and restore on exit (see lease.h).
+ *
+ * One mutex guards every GPU's lease; it is held for table updates only,
+ * never across a device call. A lease moves HELD -> RESTORING when its last
+ * watched process exits (or at shutdown) and back to FREE when the last
+ * restore command completed; while RESTORING it still refuses other users,
+ * so nobody's write lands between the death and the restore.
+ *
+ * The watcher thread owns the epoll set: claims add pidfds to it from the
+ * loop thread (epoll_ctl is thread-safe), the thread removes and closes
+ * them. Each watch is one (GPU, pid) pair, so one process that changed two
+ * GPUs is watched twice and each GPU is restored on its own.
+ */
+#include "access/lease.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "devices/gpu_cmd.h"
+#include "devices/worker.h"
+#include "access/audit.h"
+#include "node/node.h"
+#include "access/peer.h"
+
+#define LEASE_MAX_PIDS 64	/* watched processes per GPU */
+
+enum lease_state { LEASE_FREE, LEASE_HELD, LEASE_RESTORING };
+
+struct lease_watch {
+	struct leases *l;
+	unsigned gpu;
+	pid_t pid;
+	int fd;			/* pidfd, -1: slot free */
+};
+
+struct lease_gpu {
+	enum lease_state state;
+	uid_t uid;
+	char user[64];
+	pid_t last_pid;		/* for the 409 message */
+	struct lease_watch watch[LEASE_MAX_PIDS];
+	unsigned nwatch;
+	/* what to restore: first-change values */
+	bool has_limit, has_persist, gpu_clocks, mem_clocks;
+	uint32_t limit_mw;
+	bool persist;
+	unsigned restores_left;
+};
+
+struct leases {
+	struct node *node;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;	/* a lease went FREE */
+	struct lease_gpu *gpus;
+	unsigned ngpu;
+	int epfd, stopfd;
+	pthread_t thread;
+	bool started;
+};
+
+/*
+ * One restore command. It is queued for every setting at once, but decides
+ * only when it runs (lease_restore_exec): by then every write the user
+ * queued earlier on this GPU has run and been noted, since a device queue
+ * runs writes in order and `complete` (the note) before the next `exec`.
+ */
+struct lease_restore {
+	struct gpu_cmd cmd;	/* must stay first */
+	struct leases *l;
+	int (*exec)(struct work *w, void *device);	/* gpu_cmd's */
+	struct audit_who who;
+	const char *reason;
+	bool skipped;		/* the user never changed this setting */
+	struct timespec t0;
+};
+/* lease_restore_exec gets the command's struct work: gpu_cmd's first too */
+static_assert(offsetof(struct lease_restore, cmd) == 0,
+    "struct lease_restore: cmd must stay first");
+
+static int
+lease_pidfd_open(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int
+lease_restore_exec(struct work *w, void *device)
+{
+	struct lease_restore *r = (struct lease_restore *)w;
+	struct lease_gpu *g = &r->l->gpus[r->cmd.gpu];
+	bool go = false;
+
+	pthread_mutex_lock(&r->l->lock);
+	switch (r->cmd.write.op) {
+	case GPU_SET_POWER_LIMIT:
+		go = g->has_limit;
+		r->cmd.write.power_limit_mw = g->limit_mw;
+		break;
+	case GPU_SET_PERSISTENCE_MODE:
+		go = g->has_persist;
+		r->cmd.write.enabled = g->persist;
+		break;
+	case GPU_RESET_GPU_LOCKED_CLOCKS:
+		go = g->gpu_clocks;
+		break;
+	case GPU_RESET_MEM_LOCKED_CLOCKS:
+		go = g->mem_clocks;
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&r->l->lock);
+	if (!go) {
+		r->skipped = true;
+		r->cmd.rc = 0;
+		return 0;
+	}
+	return r->exec(w, device);
+}
+
+static void lease_restore_done(struct gpu_cmd *cmd, void *arg);
+
+/* Queues one restore command (lock held). Returns 0 or -1 (logged). */
+static int
+lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
+    const char *reason)
+{
+	struct lease_gpu *g = &l->gpus[gpu];
+	struct lease_restore *r = calloc(1, sizeof(*r));
+	struct worker_batch wb;
+	struct gpu_write w;
+	struct zerr err;
+
+	if (r == NULL) {
+		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s "
+		    "error=\"out of memory\"", gpu, gpu_write_op_name(op));
+		return -1;
+	}
+	memset(&w, 0, sizeof(w));
+	w.op = op;
+	r->l = l;
+	r->reason = reason;
+	r->who.unix_peer = true;
+	r->who.uid = g->uid;
+	r->who.pid = g->last_pid;
+	snprintf(r->who.user, sizeof(r->who.user), "%s", g->user);
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
+	gpu_cmd_init(&r->cmd, GPU_CMD_WRITE, gpu, lease_restore_done, r);
+	gpu_cmd_set_write(&r->cmd, &w, NULL);
+	r->cmd.want_before = audit_enabled();
+	r->exec = r->cmd.work.exec;
+	r->cmd.work.exec = lease_restore_exec;
+	worker_batch_init(&wb);
+	if (node_gpu_reserve(l->node, &wb, &r->cmd, &err) != 0) {
+		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s "
+		    "error=\"device queue full\"", gpu, gpu_write_op_name(op));
+		audit_write(&r->who, gpu, gpu_write_op_name(op), NULL, NULL,
+		    "device queue full", reason);
+		free(r);
+		return -1;
+	}
+	g->restores_left++;
+	worker_batch_submit(&wb);
+	return 0;
+}
+
+static void
+lease_free_gpu(struct leases *l, struct lease_gpu *g, unsigned gpu)
+{
+	zlog(ZLOG_INFO, "gpu_lease_released", "gpu=%u uid=%u", gpu,
+	    (unsigned)g->uid);
+	g->state = LEASE_FREE;
+	g->has_limit = g->has_persist = g->gpu_clocks = g->mem_clocks = false;
+	g->restores_left = 0;
+	pthread_cond_broadcast(&l->idle);
+}
+
+/* HELD -> RESTORING: queues the restore of every setting (lock held). */
+static void
+lease_restore(struct leases *l, unsigned gpu, const char *reason)
+{
+	static const enum gpu_write_op ops[] = { GPU_SET_POWER_LIMIT,
+	    GPU_SET_PERSISTENCE_MODE, GPU_RESET_GPU_LOCKED_CLOCKS,
+	    GPU_RESET_MEM_LOCKED_CLOCKS };
+	struct lease_gpu *g = &l->gpus[gpu];
+
+	assert(g->state == LEASE_HELD);
+	g->state = LEASE_RESTORING;
+	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++)
+		if (g->watch[i].fd >= 0) {
+			(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, g->watch[i].fd,
+			    NULL);
+			close(g->watch[i].fd);
+			g->watch[i].fd = -1;
+		}
+	g->nwatch = 0;
+	zlog(ZLOG_INFO, "gpu_restore_started", "gpu=%u uid=%u reason=%s", gpu,
+	    (unsigned)g->uid, reason);
+	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		(void)lease_queue(l, gpu, ops[i], reason);
+	if (g->restores_left == 0)
+		lease_free_gpu(l, g, gpu);
+}
+
+static void
+lease_restore_done(struct gpu_cmd *cmd, void *arg)
+{
+	struct lease_restore *r = arg;
+	struct leases *l = r->l;
+	struct lease_gpu *g = &l->gpus[cmd->gpu];
+	char q[ZERR_MSG_MAX + 64], before[64], req[64];
+	const char *rq = NULL;
+
+	if (r->skipped)
+		goto out;
+	if (cmd->rc != 0)
+		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s uid=%u "
+		    "error=%s", cmd->gpu, gpu_cmd_name(cmd),
+		    (unsigned)r->who.uid, zlog_quote(q, sizeof(q),
+		    cmd->err.msg));
+	else
+		zlog(ZLOG_INFO, "gpu_restored", "gpu=%u op=%s uid=%u reason=%s",
+		    cmd->gpu, gpu_cmd_name(cmd), (unsigned)r->who.uid,
+		    r->reason);
+	before[0] = '\0';
+	if (cmd->has_before && cmd->write.op == GPU_SET_POWER_LIMIT)
+		snprintf(before, sizeof(before), "{\"power_limit_mw\":%u}",
+		    (unsigned)cmd->before_limit_mw);
+	else if (cmd->has_before)
+		snprintf(before, sizeof(before), "{\"enabled\":%s}",
+		    cmd->before_persistence ? "true" : "false");
+	if (cmd->write.op == GPU_SET_POWER_LIMIT) {
+		snprintf(req, sizeof(req), "{\"power_limit_mw\":%u}",
+		    (unsigned)cmd->write.power_limit_mw);
+		rq = req;
+	} else if (cmd->write.op == GPU_SET_PERSISTENCE_MODE) {
+		snprintf(req, sizeof(req), "{\"enabled\":%s}",
+		    cmd->write.enabled ? "true" : "false");
+		rq = req;
+	}
+	audit_write(&r->who, cmd->gpu, gpu_cmd_name(cmd), before[0] ?
+	    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL, r->reason);
+out:
+	pthread_mutex_lock(&l->lock);
+	/* the lease stays RESTORING until its last restore is done */
+	assert(g->state == LEASE_RESTORING && g->restores_left > 0);
+	if (g->restores_left > 0 && --g->restores_left == 0)
+		lease_free_gpu(l, g, cmd->gpu);
+	pthread_mutex_unlock(&l->lock);
+	free(r);
+}
+
+/* A slot may have been reused since epoll_wait returned: ask again. */
+static bool
+lease_exited(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	return poll(&pf, 1, 0) == 1;
+}
+
+static void *
+lease_thread(void *arg)
+{
+	struct leases *l = arg;
+	struct epoll_event ev[16];
+
+	for (;;) {
+		int n = epoll_wait(l->epfd, ev, 16, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			zlog(ZLOG_ERROR, "lease_watcher_failed", "error=\"%s\"",
+			    strerror(errno));
+			return NULL;
+		}
+		for (int i = 0; i < n; i++) {
+			struct lease_watch *w = ev[i].data.ptr;
+			struct lease_gpu *g;
+
+			if (w == NULL)
+				return NULL;	/* the stop eventfd */
+			pthread_mutex_lock(&l->lock);
+			g = &l->gpus[w->gpu];
+			if (w->fd >= 0 && lease_exited(w->fd)) {
+				(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd,
+				    NULL);
+				close(w->fd);
+				w->fd = -1;
+				g->nwatch--;
+				zlog(ZLOG_INFO, "gpu_lease_process_exited",
+				    "gpu=%u uid=%u pid=%ld left=%u", w->gpu,
+				    (unsigned)g->uid, (long)w->pid, g->nwatch);
+				if (g->nwatch == 0 && g->state == LEASE_HELD)
+					lease_restore(l, w->gpu,
+					    "process_exit");
+			}
+			pthread_mutex_unlock(&l->lock);
+		}
+	}
+}
+
+int
+leases_create(struct node *node, struct leases **out, struct zerr *err)
+{
+	struct leases *l = calloc(1, sizeof(*l));
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	if (l == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	l->node = node;
+	l->ngpu = node->ngpu;
+	l->epfd = l->stopfd = -1;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->idle, NULL);
+	if ((l->gpus = calloc(l->ngpu ? l->ngpu : 1, sizeof(*l->gpus))) ==
+	    NULL)
+		goto fail;
+	for (unsigned i = 0; i < l->ngpu; i++)
+		for (unsigned j = 0; j < LEASE_MAX_PIDS; j++)
+			l->gpus[i].watch[j].fd = -1;
+	if ((l->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (l->stopfd = eventfd(0, EFD_CLOEXEC)) < 0 ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stopfd, &ev) != 0)
+		goto fail;
+	/* a kernel without pidfd_open (before 5.3) cannot watch */
+	{
+		int fd = lease_pidfd_open(getpid());
+
+		if (fd < 0) {
+			zerr_set(err, ZERR_INTERNAL, "--gpu-leases needs "
+			    "pidfd_open(2) (Linux 5.3 or later): %s",
+			    strerror(errno));
+			leases_destroy(l);
+			return -1;
+		}
+		close(fd);
+	}
+	if (pthread_create(&l->thread, NULL, lease_thread, l) != 0)
+		goto fail;
+	l->started = true;
+	*out = l;
+	return 0;
+fail:
+	zerr_set(err, ZERR_INTERNAL, "cannot start the lease watcher: %s",
+	    strerror(errno));
+	leases_destroy(l);
+	return -1;
+}
+
+void
+leases_stop(struct leases *l)
+{
+	uint64_t one = 1;
+
+	if (l == NULL || !l->started)
+		return;
+	if (write(l->stopfd, &one, sizeof(one)) != sizeof(one))
+		zlog(ZLOG_WARN, "lease_watcher_stop_failed", NULL);
+	pthread_join(l->thread, NULL);
+	l->started = false;
+}
+
+void
+leases_destroy(struct leases *l)
+{
+	if (l == NULL)
+		return;
+	leases_stop(l);
+	for (unsigned i = 0; i < l->ngpu; i++)
+		for (unsigned j = 0; j < LEASE_MAX_PIDS; j++)
+			if (l->gpus[i].watch[j].fd >= 0)
+				close(l->gpus[i].watch[j].fd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	if (l->stopfd >= 0)
+		close(l->stopfd);
+	pthread_cond_destroy(&l->idle);
+	pthread_mutex_destroy(&l->lock);
+	free(l->gpus);
+	free(l);
+}
+
+/* Adds the peer's pid to the GPU's watch set (lock held). */
+static int
+lease_watch_pid(struct leases *l, struct lease_gpu *g, unsigned gpu,
+    pid_t pid, struct zerr *err)
+{
+	struct lease_watch *slot = NULL;
+	struct epoll_event ev;
+
+	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++) {
+		if (g->watch[i].fd >= 0 && g->watch[i].pid == pid)
+			return 0;
+		if (g->watch[i].fd < 0 && slot == NULL)
+			slot = &g->watch[i];
+	}
+	if (slot == NULL)
+		return zerr_set(err, ZERR_BUSY, "GPU %u: more than %d processes "
+		    "hold its lease", gpu, LEASE_MAX_PIDS);
+	slot->fd = lease_pidfd_open(pid);
+	if (slot->fd < 0)
+		return zerr_set(err, ZERR_CONFLICT, "GPU %u: the requesting "
+		    "process (pid %ld) cannot be watched: %s", gpu, (long)pid,
+		    strerror(errno));
+	slot->l = l;
+	slot->gpu = gpu;
+	slot->pid = pid;
+	ev.events = EPOLLIN;
+	ev.data.ptr = slot;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, slot->fd, &ev) != 0) {
+		close(slot->fd);
+		slot->fd = -1;
+		return zerr_set(err, ZERR_INTERNAL, "GPU %u: cannot watch pid "
+		    "%ld: %s", gpu, (long)pid, strerror(errno));
+	}
+	g->nwatch++;
+	g->last_pid = pid;
+	return 0;
+}
+
+int
+leases_claim(struct leases *l, const struct peer *p, const char *user,
+    const uint32_t *gpus, unsigned n, struct zerr *err)
+{
+	bool unix_user = p != NULL && p->kind == PEER_UNIX;
+	int rc = 0;
+
+	if (unix_user && p->uid == 0)
+		return 0;		/* root: never refused, never leases */
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		struct lease_gpu *g;
+
+		if (gpus[i] >= l->ngpu)
+			continue;
+		g = &l->gpus[gpus[i]];
+		if (g->state != LEASE_FREE && (!unix_user || g->uid != p->uid))
+			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by "
+			    "user %s%s (uid %u, pid %ld)%s; its settings are "
+			    "restored and the lease ends when that user's "
+			    "processes that changed it exit", gpus[i],
+			    g->user[0] ? g->user : "", g->user[0] ? "" : "?",
+			    (unsigned)g->uid, (long)g->last_pid,
+			    g->state == LEASE_RESTORING ? " and being "
+			    "restored" : "");
+		else if (g->state == LEASE_RESTORING)
+			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u: your "
+			    "previous settings are being restored; retry",
+			    gpus[i]);
+	}
+	for (unsigned i = 0; i < n && rc == 0 && unix_user; i++) {
+		struct lease_gpu *g;
+
+		if (gpus[i] >= l->ngpu)
+			continue;
+		g = &l->gpus[gpus[i]];
+		if (g->state == LEASE_FREE) {
+			g->state = LEASE_HELD;
+			g->uid = p->uid;
+			snprintf(g->user, sizeof(g->user), "%s",
+			    user != NULL ? user : "");
+			zlog(ZLOG_INFO, "gpu_lease_taken", "gpu=%u uid=%u "
+			    "pid=%ld", gpus[i], (unsigned)p->uid, (long)p->pid);
+		}
+		rc = lease_watch_pid(l, g, gpus[i], p->pid, err);
+		if (rc != 0 && g->nwatch == 0)
+			lease_restore(l, gpus[i], "claim_failed");
+	}
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+void
+leases_note(struct leases *l, bool unix_peer, uid_t uid,
+    const struct gpu_cmd *cmd)
+{
+	struct lease_gpu *g;
+	unsigned t;
+
+	if (l == NULL || !unix_peer || uid == 0 || cmd->gpu >= l->ngpu ||
+	    cmd->rc != 0)
+		return;
+	t = gpu_write_touches(cmd->write.op);
+	pthread_mutex_lock(&l->lock);
+	g = &l->gpus[cmd->gpu];
+	/* RESTORING too: a write queued before the death is still noted
+	 * before the restore runs (lease_restore_exec) */
+	if (g->state != LEASE_FREE && g->uid == uid) {
+		if ((t & GPU_SETTING_POWER_LIMIT) && !g->has_limit &&
+		    cmd->has_before) {
+			g->has_limit = true;
+			g->limit_mw = cmd->before_limit_mw;
+		}
+		if ((t & GPU_SETTING_PERSISTENCE) && !g->has_persist &&
+		    cmd->has_before) {
+			g->has_persist = true;
+			g->persist = cmd->before_persistence;
+		}
+		if (t & GPU_SETTING_GPU_CLOCKS)
+			g->gpu_clocks = true;
+		if (t & GPU_SETTING_MEM_CLOCKS)
+			g->mem_clocks = true;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+void
+leases_restore_all(struct leases *l, unsigned timeout_ms)
+{
+	struct timespec until;
+	bool busy;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < l->ngpu; i++)
+		if (l->gpus[i].state == LEASE_HELD)
+			lease_restore(l, i, "shutdown");
+	for (;;) {
+		busy = false;
+		for (unsigned i = 0; i < l->ngpu; i++)
+			busy |= l->gpus[i].state != LEASE_FREE;
+		if (!busy || pthread_cond_timedwait(&l->idle, &l->lock,
+		    &until) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (busy)
+		zlog(ZLOG_WARN, "gpu_restore_timeout", "msg=\"some restores "
+		    "did not finish before shutdown\"");
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * peer.c - identifying a connection's peer (see peer.h).
+ */
+#include "access/peer.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+static const uint8_t peer_v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0xff, 0xff };
+
+int
+peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
+    struct peer *p)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	memset(p, 0, sizeof(*p));
+	if (sa == NULL || salen == 0) {
+		if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+			return -1;
+		sa = (const struct sockaddr *)&ss;
+		salen = len;
+	}
+	if (sa->sa_family == AF_UNIX) {
+		struct ucred uc;
+		socklen_t ulen = sizeof(uc);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ulen) != 0 ||
+		    ulen != sizeof(uc))
+			return -1;
+		p->kind = PEER_UNIX;
+		p->uid = uc.uid;
+		p->gid = uc.gid;
+		p->pid = uc.pid;
+		return 0;
+	}
+	if (sa->sa_family == AF_INET && salen >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		p->kind = PEER_INET4;
+		memcpy(p->addr, &in->sin_addr, 4);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6 && salen >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		const uint8_t *a = in6->sin6_addr.s6_addr;
+
+		if (memcmp(a, peer_v4_mapped, sizeof(peer_v4_mapped)) == 0) {
+			p->kind = PEER_INET4;
+			memcpy(p->addr, a + 12, 4);
+		} else {
+			p->kind = PEER_INET6;
+			memcpy(p->addr, a, 16);
+		}
+		return 0;
+	}
+	return -1;
+}
+
+bool
+peer_same(const struct peer *a, const struct peer *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case PEER_UNIX:
+		return a->uid == b->uid;
+	case PEER_INET4:
+		return memcmp(a->addr, b->addr, 4) == 0;
+	case PEER_INET6:
+		return memcmp(a->addr, b->addr, 16) == 0;
+	case PEER_UNKNOWN:
+		break;
+	}
+	return true;		/* all unidentified peers share one slot */
+}
+
+uint32_t
+peer_hash(const struct peer *p)
+{
+	/* FNV-1a over the compared bytes; peers are not secret keys, and a
+	 * chain only grows with connections the limit already bounds. */
+	uint32_t h = 2166136261u ^ (uint32_t)p->kind;
+	const uint8_t *b;
+	size_t n;
+	uint32_t uid = (uint32_t)p->uid;
+
+	if (p->kind == PEER_UNIX) {
+		b = (const uint8_t *)&uid;
+		n = sizeof(uid);
+	} else {
+		b = p->addr;
+		n = p->kind == PEER_INET4 ? 4 : p->kind == PEER_INET6 ? 16 : 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+bool
+peer_is_root(const struct peer *p)
+{
+	return p->kind == PEER_UNIX && p->uid == 0;
+}
+
+const char *
+peer_format(const struct peer *p, char *buf, size_t size)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	switch (p->kind) {
+	case PEER_UNIX:
+		snprintf(buf, size, "uid=%u pid=%ld", (unsigned)p->uid,
+		    (long)p->pid);
+		break;
+	case PEER_INET4:
+	case PEER_INET6:
+		if (inet_ntop(p->kind == PEER_INET4 ? AF_INET : AF_INET6,
+		    p->addr, a, sizeof(a)) == NULL)
+			snprintf(a, sizeof(a), "?");
+		snprintf(buf, size, "addr=%s", a);
+		break;
+	case PEER_UNKNOWN:
+		snprintf(buf, size, "peer=unknown");
+		break;
+	}
+	return buf;
+}

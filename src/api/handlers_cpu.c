@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * handlers_cpu.c - /cpu/get_cumulative_energy and /cpu/get_power.
+ *
+ * cpu_ids are RAPL package numbers (N of intel-rapl:N), not positions; they
+ * are mapped to the rapl set's indices here, and each listed package gets one
+ * command. Power (two reads one sampling period apart) runs on the package's
+ * worker; cumulative energy (one read, nothing to order it with: RAPL has no
+ * writes) runs on the shared energy reader, so it never waits behind a
+ * power request's sleep. Both queues are bounded (node.h): when one is full
+ * the request is answered 503 with Retry-After and nothing is queued.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "devices/cpu_cmd.h"
+#include "api/batch.h"
+#include "http/handlers.h"
+#include "api/handlers_util.h"
+#include "node/node.h"
+#include "http/request.h"
+#include "http/router.h"
+
+static const struct query_spec spec_energy[] = {
+	{ "cpu_ids", Q_IDS, false }, { "cpu", Q_BOOL, true },
+	{ "dram", Q_BOOL, true }, { NULL, Q_BOOL, false } };
+static const struct query_spec spec_power[] = {
+	{ "cpu_ids", Q_IDS, false }, { NULL, Q_BOOL, false } };
+
+struct cpu_batch {
+	enum cpu_cmd_op op;
+	bool want_cpu, want_dram;
+	unsigned n;
+	struct cpu_cmd cmds[];
+};
+
+static json_t *
+cpu_value(bool want, bool have, uint64_t v)
+{
+	return want && have ? json_integer((json_int_t)v) : json_null();
+}
+
+static void
+cpu_finish(struct request *req)
+{
+	const struct cpu_batch *b = req->hctx;
+	const struct node *node = request_node(req);
+	json_t *map;
+
+	if (batch_cpu_errors(req, b->cmds, b->n))
+		return;
+	map = json_object();
+	for (unsigned i = 0; i < b->n; i++) {
+		const struct cpu_cmd *c = &b->cmds[i];
+		char key[16];
+
+		snprintf(key, sizeof(key), "%u",
+		    rapl_package_id(node->rapl, c->pkg));
+		if (c->op == CPU_CMD_GET_ENERGY)
+			json_object_set_new(map, key, json_pack("{s:o,s:o}",
+			    "cpu_energy_uj", cpu_value(b->want_cpu, true, c->cpu),
+			    "dram_energy_uj", cpu_value(b->want_dram,
+			    c->has_dram, c->dram)));
+		else
+			json_object_set_new(map, key, json_pack("{s:o,s:o}",
+			    "cpu_mw", cpu_value(true, true, c->cpu), "dram_mw",
+			    cpu_value(true, c->has_dram, c->dram)));
+	}
+	if (b->op == CPU_CMD_GET_POWER)
+		request_reply_json(req, 200, json_pack("{s:I,s:o}",
+		    "timestamp_ms", (json_int_t)handlers_now_ms(), "power_mw",
+		    map));
+	else
+		request_reply_json(req, 200, map);
+}
+
+static void
+cpu_handle(struct request *req, enum cpu_cmd_op op)
+{
+	const struct query_spec *spec = op == CPU_CMD_GET_ENERGY ? spec_energy :
+	    spec_power;
+	struct query_values qv;
+	struct cpu_batch *b;
+	struct id_list ids;
+	struct batch bt;
+
+	if (handlers_parse(req, spec, &qv) != 0 ||
+	    handlers_pick_cpus(req, &qv.v[0], &ids) != 0 ||
+	    (b = batch_state(req, sizeof(*b) + ids.n * sizeof(b->cmds[0]),
+	    free)) == NULL)
+		return;
+	b->op = op;
+	b->n = ids.n;
+	b->want_cpu = op == CPU_CMD_GET_ENERGY && qv.v[1].b;
+	b->want_dram = op == CPU_CMD_GET_ENERGY && qv.v[2].b;
+	batch_init(&bt, req);
+	for (unsigned i = 0; i < ids.n; i++) {
+		cpu_cmd_init(&b->cmds[i], op, ids.ids[i], batch_cpu_done, req);
+		b->cmds[i].period_ms = 1000 /
+		    request_config(req)->cpu_power_poll_hz;
+		if (batch_add_cpu(&bt, &b->cmds[i]) != 0)
+			return;
+	}
+	batch_run(&bt, cpu_finish);
+}
+
+void
+handle_cpu_energy(struct request *req)
+{
+	cpu_handle(req, CPU_CMD_GET_ENERGY);
+}
+
+void
+handle_cpu_power(struct request *req)
+{
+	cpu_handle(req, CPU_CMD_GET_POWER);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctx.h - what a request may reach of the daemon: the configuration, the
+ * node, the key, the policy, the leases, the streams and the loop, and the
+ * few counters requests move. server.c owns one (struct server.ctx); each
+ * request points at it (struct request.ctx), instead of at the whole
+ * server: the listening socket, libmicrohttpd, the connection table and its
+ * counters stay server.c's.
+ *
+ * Everything here is named by pointer only: an include of ctx.h draws in
+ * no other header of ours.
+ */
+#ifndef ZEUS_CTX_H
+#define ZEUS_CTX_H
+
+#include <stdatomic.h>
+
+struct zeusd_config;
+struct node;
+struct auth_key;
+struct policy_holder;
+struct leases;
+struct streams;
+struct loop;
+struct pool;
+struct server;
+
+struct http_ctx {
+	const struct zeusd_config *cfg;
+	struct node *node;
+	struct auth_key *key;		/* NULL: auth off */
+	struct policy_holder *policy;	/* NULL: no node policy */
+	struct leases *leases;		/* NULL: no --gpu-leases */
+	struct streams *streams;	/* the api's SSE streams, or NULL */
+	/*
+	 * The network process's loop (common/loop.h), on which device replies
+	 * come back and requests are resumed; NULL when libmicrohttpd runs its
+	 * own thread (one process).
+	 */
+	struct loop *loop;
+	/*
+	 * Threads for blocking look-ups off the loop (common/pool.h): a Unix
+	 * peer's identity (gate.c), the device process's figures for
+	 * /metrics. NULL: done on the loop (unit tests).
+	 */
+	struct pool *lookups;
+	struct server *server;		/* for /metrics' connection figures */
+	/*
+	 * Bumped by every reload: a connection looks its Unix peer up again
+	 * at its next request (groups edited in /etc/group, then SIGHUP,
+	 * apply to connections already open).
+	 */
+	atomic_uint identity_gen;
+	atomic_uint deferred;		/* suspended, waiting for devices */
+	atomic_ulong requests_refused;	/* smuggling-shaped headers */
+};
+
+#endif

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gate.c - who may do what, decided for each request (see gate.h): the
+ * bearer token (claims, scope), the Unix peer's identity, the node policy's
+ * scopes and GPU grants, and what the audit log is told about the peer.
+ */
+#include "http/gate.h"
+
+#include <arpa/inet.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "access/audit.h"
+#include "access/auth.h"
+#include "access/peer.h"
+#include "access/policy.h"
+#include "common/identity.h"
+#include "common/pool.h"
+#include "http/conn.h"
+#include "http/ctx.h"
+#include "http/request.h"
+#include "http/router.h"
+#include "node/node.h"
+
+static int
+gate_check(struct request *req, const struct auth_key *key,
+    const struct route *r)
+{
+	struct auth_claims *claims;
+	const char *hdr, *token;
+	size_t len;
+	struct zerr err;
+	char msg[512];
+
+	hdr = request_header(req, "Authorization");
+	if (hdr == NULL) {
+		zerr_set(&err, ZERR_UNAUTHENTICATED,
+		    "Missing Authorization: Bearer token.");
+		request_reply_unauthorized(req, &err);
+		return -1;
+	}
+	if (auth_parse_bearer(hdr, &token, &len, &err) != 0) {
+		request_reply_unauthorized(req, &err);
+		return -1;
+	}
+	if ((claims = calloc(1, sizeof(*claims))) == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return -1;
+	}
+	if (auth_verify(key, token, len, time(NULL), claims,
+	    &err) != 0) {
+		free(claims);
+		request_reply_unauthorized(req, &err);
+		return -1;
+	}
+	req->claims = claims;
+	if (r != NULL && r->access == ROUTE_SCOPE &&
+	    !(claims->scopes & GROUP_BIT(r->group))) {
+		auth_format_forbidden(claims, (enum api_group)r->group, msg,
+		    sizeof(msg));
+		zerr_set(&err, ZERR_FORBIDDEN, "%s", msg);
+		request_reply_error(req, &err);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- The Unix peer's identity and the node policy ------------------------- */
+
+/*
+ * Out of memory for a lookup: a peer that no grant names (no uid a policy
+ * can hold, no group), so the node policy fails closed.
+ */
+static const struct conn_who gate_nobody = {
+	.pp = { .uid = (uid_t)-1 },
+};
+
+/*
+ * A Unix peer's identity (NULL for TCP): one lookup per connection, and one
+ * more after each reload (node_identity: the device process's NSS and /proc
+ * when the daemon is split).
+ */
+static const struct conn_who *
+gate_conn_who(struct request *req)
+{
+	struct conn *c = req->cstate;
+	unsigned gen;
+
+	if (c == NULL || c->peer.kind != PEER_UNIX)
+		return NULL;
+	gen = atomic_load(&req->ctx->identity_gen);
+	if (c->who != NULL && c->who->gen == gen)
+		return c->who;
+	if (c->who == NULL && (c->who = malloc(sizeof(*c->who))) == NULL)
+		return &gate_nobody;
+	node_identity(req->ctx->node, c->peer.uid, c->peer.gid, c->peer.pid,
+	    &c->who->id);
+	policy_peer_init(&c->who->pp, c->peer.uid, &c->who->id);
+	c->who->gen = gen;
+	return c->who;
+}
+
+const struct identity *
+gate_identity(struct request *req)
+{
+	const struct conn_who *w = gate_conn_who(req);
+
+	return w != NULL ? &w->id : NULL;
+}
+
+const char *
+gate_user_name(struct request *req)
+{
+	const struct conn_who *w = gate_conn_who(req);
+
+	return w != NULL && w->id.user[0] != '\0' ? w->id.user : NULL;
+}
+
+group_set
+gate_peer_scopes(struct request *req)
+{
+	const struct conn_who *w = gate_conn_who(req);
+	group_set s;
+
+	if (req->ctx->policy == NULL || w == NULL)
+		return req->ctx->cfg->enabled;
+	s = policy_scopes(policy_holder_read(req->ctx->policy), &w->pp);
+	policy_holder_done(req->ctx->policy);
+	return s & req->ctx->cfg->enabled;
+}
+
+/* "uid 1000 (alice)" for the messages of policy refusals. */
+static void
+gate_who(struct request *req, char *buf, size_t size)
+{
+	const char *name = gate_user_name(req);
+
+	snprintf(buf, size, "uid %u%s%s%s", (unsigned)req->cstate->peer.uid,
+	    name ? " (" : "", name ? name : "", name ? ")" : "");
+}
+
+/* Whether the node policy governs this request's peer at all. */
+static bool
+gate_policy_applies(const struct request *req)
+{
+	return req->ctx->policy != NULL && req->cstate != NULL &&
+	    req->cstate->peer.kind == PEER_UNIX && req->cstate->peer.uid != 0;
+}
+
+static int
+gate_check_scope(struct request *req, const struct route *r)
+{
+	const struct conn_who *w;
+	group_set held;
+	char who[96], names[80], msg[400];
+	struct zerr err;
+
+	if (!gate_policy_applies(req) || r == NULL ||
+	    r->access != ROUTE_SCOPE || r->group < 0)
+		return 0;
+	w = gate_conn_who(req);
+	held = policy_scopes(policy_holder_read(req->ctx->policy), &w->pp);
+	policy_holder_done(req->ctx->policy);
+	if (held & GROUP_BIT(r->group))
+		return 0;
+	gate_who(req, who, sizeof(who));
+	group_set_format(held, names, sizeof(names));
+	snprintf(msg, sizeof(msg), "Forbidden: %s lacks scope '%s' on this "
+	    "node (the node policy grants it: %s)", who,
+	    group_name((enum api_group)r->group), held ? names : "nothing");
+	zerr_set(&err, ZERR_FORBIDDEN, "%s", msg);
+	if (r->group == GROUP_GPU_CONTROL)
+		gate_audit_refusal(req, NULL, 0, err.msg);
+	request_reply_error(req, &err);
+	return -1;
+}
+
+/*
+ * The index of the first of ids[0..n-1] that the node policy does not
+ * grant the request's route on, or n: one lookup and one policy read for
+ * the whole list.
+ */
+static unsigned
+gate_first_refused(struct request *req, const uint32_t *ids, unsigned n)
+{
+	const struct route *r = req->route;
+	const struct conn_who *w;
+	const struct policy *pol;
+	unsigned bad = n;
+
+	if (!gate_policy_applies(req) || r == NULL || r->group < 0)
+		return n;
+	w = gate_conn_who(req);
+	pol = policy_holder_read(req->ctx->policy);
+	for (unsigned i = 0; i < n && bad == n; i++)
+		if (!policy_allows(pol, &w->pp, (enum api_group)r->group,
+		    ids[i]))
+			bad = i;
+	policy_holder_done(req->ctx->policy);
+	return bad;
+}
+
+bool
+gate_gpu_allowed(struct request *req, unsigned gpu)
+{
+	uint32_t id = gpu;
+
+	return gate_first_refused(req, &id, 1) == 1;
+}
+
+int
+gate_check_gpus(struct request *req, const uint32_t *ids, unsigned n)
+{
+	const struct route *r = req->route;
+	char who[96];
+	struct zerr err;
+	unsigned bad = gate_first_refused(req, ids, n);
+
+	if (bad == n)
+		return 0;
+	gate_who(req, who, sizeof(who));
+	zerr_set(&err, ZERR_FORBIDDEN, "Forbidden: %s holds scope '%s' but "
+	    "not on GPU %u (the node policy does not grant that GPU; name "
+	    "the granted GPUs in gpu_ids)", who,
+	    group_name((enum api_group)r->group), (unsigned)ids[bad]);
+	if (r->group == GROUP_GPU_CONTROL)
+		gate_audit_refusal(req, &ids[bad], 1, err.msg);
+	request_reply_error(req, &err);
+	return -1;
+}
+
+/*
+ * What the gate decided, for an answer that outlives the request (an SSE
+ * stream re-checks it at each event): the token's exp as auth_verify reads
+ * it, leeway included, and the node policy's grant as gate_check_scope
+ * and gate_check_gpus applied it.
+ */
+void
+gate_grant(struct request *req, struct gate_grant *g)
+{
+	const struct auth_claims *c = req->claims;
+	const struct route *r = req->route;
+
+	*g = (struct gate_grant){ .until_s = INT64_MAX, .group = -1 };
+	if (c != NULL && c->has_exp && c->exp < INT64_MAX - AUTH_LEEWAY_S)
+		g->until_s = c->exp + AUTH_LEEWAY_S;
+	g->by_token = c != NULL;
+	if (gate_policy_applies(req) && r != NULL &&
+	    r->access == ROUTE_SCOPE && r->group >= 0) {
+		g->by_policy = true;
+		g->group = r->group;
+		g->pp = &gate_conn_who(req)->pp;	/* applies: a Unix peer */
+	}
+}
+
+void
+gate_audit_who(struct request *req, struct audit_who *w)
+{
+	const struct peer *p = request_peer(req);
+
+	memset(w, 0, sizeof(*w));
+	if (req->claims != NULL)
+		snprintf(w->sub, sizeof(w->sub), "%s", req->claims->sub);
+	if (p == NULL)
+		return;
+	if (p->kind == PEER_UNIX) {
+		const struct identity *id = gate_identity(req);
+
+		w->unix_peer = true;
+		w->uid = p->uid;
+		w->pid = p->pid;
+		if (id != NULL) {
+			snprintf(w->user, sizeof(w->user), "%s", id->user);
+			snprintf(w->comm, sizeof(w->comm), "%s", id->comm);
+		}
+	} else if (p->kind == PEER_INET4 || p->kind == PEER_INET6) {
+		if (inet_ntop(p->kind == PEER_INET4 ? AF_INET : AF_INET6,
+		    p->addr, w->addr, sizeof(w->addr)) == NULL)
+			w->addr[0] = '\0';
+	}
+}
+
+void
+gate_audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
+    const char *error)
+{
+	struct audit_who who;
+	const char *op;
+	char q[REQUEST_PATH_MAX];
+
+	if (!audit_enabled())
+		return;
+	/* the route's operation: "/gpu/set_power_limit" -> "set_power_limit" */
+	op = strrchr(req->path, '/');
+	snprintf(q, sizeof(q), "%s", op != NULL ? op + 1 : req->path);
+	gate_audit_who(req, &who);
+	if (n == 0)
+		audit_write(&who, AUDIT_NO_GPU, q, NULL, NULL, error,
+		    "refused");
+	for (unsigned i = 0; i < n; i++)
+		audit_write(&who, gpus[i], q, NULL, NULL, error, "refused");
+}
+
+/* ---- One decision at dispatch --------------------------------------------- */
+
+/*
+ * A Unix peer's identity looked up on a pool thread (conn.h: c->lookup from
+ * gate_lookup_start until the re-dispatch installs it).
+ */
+struct conn_lookup {
+	struct pool_job job;		/* first: the pool hands it back */
+	struct request *req;
+	struct node *node;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	unsigned gen;			/* identity_gen when it started */
+	bool failed;			/* the pool's queue was full */
+	struct identity id;
+};
+
+static void
+gate_lookup_run(struct pool_job *job)
+{
+	struct conn_lookup *l = (struct conn_lookup *)job;
+
+	node_identity(l->node, l->uid, l->gid, l->pid, &l->id);
+	request_complete_one(l->req);	/* the loop installs it */
+}
+
+/*
+ * Whether route `r` needs the Unix peer's identity: the node policy's
+ * scope (and the GPU grants of its handler), a write (the audit line and
+ * the lease name the user), whoami.
+ */
+static bool
+gate_needs_identity(struct request *req, const struct route *r)
+{
+	if (r == NULL || req->cstate == NULL ||
+	    req->cstate->peer.kind != PEER_UNIX)
+		return false;
+	return (gate_policy_applies(req) && r->group >= 0) ||
+	    r->group == GROUP_GPU_CONTROL || r->needs_auth_enabled;
+}
+
+static bool
+gate_identity_fresh(struct request *req)
+{
+	const struct conn *c = req->cstate;
+
+	return c->who != NULL &&
+	    c->who->gen == atomic_load(&req->ctx->identity_gen);
+}
+
+/* The loop: a finished look-up becomes the connection's identity. */
+static void
+gate_lookup_install(struct request *req)
+{
+	struct conn *c = req->cstate;
+	struct conn_lookup *l = c->lookup;
+
+	c->lookup = NULL;
+	if (c->who == NULL && (c->who = malloc(sizeof(*c->who))) == NULL) {
+		free(l);		/* gate_conn_who fails closed */
+		return;
+	}
+	c->who->id = l->id;
+	policy_peer_init(&c->who->pp, l->uid, &c->who->id);
+	c->who->gen = l->gen;
+	free(l);
+}
+
+/*
+ * Starts a look-up of the peer's identity on the pool; the request waits
+ * (suspended, like a device command), the loop does not, and `again`
+ * dispatches it anew once the identity is in. 1 when deferred, -1 when
+ * answered (out of memory, or 503 from a full pool).
+ */
+static int
+gate_lookup_start(struct request *req, void (*again)(struct request *req))
+{
+	struct conn *c = req->cstate;
+	struct conn_lookup *l;
+	struct zerr err;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return -1;
+	}
+	l->job.run = gate_lookup_run;
+	l->req = req;
+	l->node = req->ctx->node;
+	l->uid = c->peer.uid;
+	l->gid = c->peer.gid;
+	l->pid = c->peer.pid;
+	l->gen = atomic_load(&req->ctx->identity_gen);
+	c->lookup = l;
+	/* before submitting: the job may complete before submit returns */
+	request_defer(req, 1, again);
+	if (pool_submit(req->ctx->lookups, &l->job) != 0) {
+		l->failed = true;
+		request_complete_one(req);	/* answered by `again` */
+	}
+	return 1;
+}
+
+int
+gate_decide(struct request *req, const struct route *r,
+    void (*again)(struct request *req))
+{
+	const struct http_ctx *ctx = req->ctx;
+	struct conn *c = req->cstate;
+	struct zerr err;
+
+	if (c != NULL && c->lookup != NULL) {
+		if (c->lookup->failed) {
+			free(c->lookup);
+			c->lookup = NULL;
+			zerr_set(&err, ZERR_BUSY, "Too many identity look-ups "
+			    "in progress; retry later");
+			request_reply_busy(req, &err);
+			return -1;
+		}
+		gate_lookup_install(req);
+	}
+	if (ctx->lookups != NULL && gate_needs_identity(req, r) &&
+	    !gate_identity_fresh(req))
+		return gate_lookup_start(req, again);
+	if (ctx->key != NULL && req->claims == NULL &&
+	    (r == NULL || r->access != ROUTE_OPEN) &&
+	    gate_check(req, ctx->key, r) != 0)
+		return -1;	/* answered 401/403 */
+	return gate_check_scope(req, r);	/* answered 403 on -1 */
+}
+
+void
+gate_release(struct request *req)
+{
+	free((void *)req->claims);
+	req->claims = NULL;
+}

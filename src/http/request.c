@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * request.c - one request's life cycle and every way to answer it
+ * (request.h).
+ *
+ * Phases: a request is REQ_NEW until it is answered (REQ_ANSWERED, once, by
+ * request_queue) or deferred (REQ_DEFERRED, by request_defer); the last
+ * completion resumes the connection and request_run puts it back to REQ_NEW
+ * for its finish function, which answers or defers again.
+ *
+ * Dependencies run one way: server.c calls this file (and gate.c, which
+ * calls this file too); the handlers call only this file for anything
+ * about their request; nothing here includes server.h or gate.h. A request
+ * reaches the daemon through its context (ctx.h: the node, the policy, the
+ * loop, ...), never the server itself; the handlers get what they need of
+ * it through request_node() and the like, and see one header for
+ * everything about their request. /metrics, which reports the server's own
+ * counters, is the one handler that includes server.h.
+ */
+#include "http/request.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "access/auth.h"
+#include "access/peer.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "http/conn.h"
+#include "http/ctx.h"
+#include "http/router.h"
+
+/* ---- What a handler may know of the server ------------------------------- */
+
+struct node *
+request_node(const struct request *req)
+{
+	return req->ctx->node;
+}
+
+const struct zeusd_config *
+request_config(const struct request *req)
+{
+	return req->ctx->cfg;
+}
+
+struct leases *
+request_leases(const struct request *req)
+{
+	return req->ctx->leases;
+}
+
+bool
+request_auth_on(const struct request *req)
+{
+	return req->ctx->key != NULL;
+}
+
+bool
+request_policy_on(const struct request *req)
+{
+	return req->ctx->policy != NULL;
+}
+
+const char *
+request_header(const struct request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* ---- The peer ------------------------------------------------------------ */
+
+const struct peer *
+request_peer(const struct request *req)
+{
+	return req->cstate != NULL ? &req->cstate->peer : NULL;
+}
+
+/* ---- Answers ------------------------------------------------------------- */
+
+/* Queues `resp` as the request's one answer and drops our reference. */
+static void
+request_queue(struct request *req, unsigned status, struct MHD_Response *resp)
+{
+	/* one answer per request, never while its commands are out */
+	assert(req->phase == REQ_NEW);
+	req->status = status;
+	req->phase = REQ_ANSWERED;
+	(void)MHD_queue_response(req->conn, status, resp);
+	MHD_destroy_response(resp);
+}
+
+static void
+request_queue_typed(struct request *req, unsigned status,
+    struct MHD_Response *resp, const char *content_type)
+{
+	if (resp == NULL) {
+		zlog(ZLOG_ERROR, "response_alloc_failed", "status=%u", status);
+		return;
+	}
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    content_type);
+	request_queue(req, status, resp);
+}
+
+void
+request_reply_text(struct request *req, unsigned status,
+    const char *content_type, char *text, size_t len)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, text,
+	    MHD_RESPMEM_MUST_FREE);
+
+	if (resp == NULL)
+		free(text);
+	request_queue_typed(req, status, resp, content_type);
+}
+
+/*
+ * Encodes `body` (stolen; NULL: empty body) and queues it with `status` and,
+ * when `hname` is given, one extra header.
+ */
+static void
+request_reply(struct request *req, unsigned status, json_t *body,
+    const char *hname, const char *hvalue)
+{
+	struct MHD_Response *resp;
+	char *text = NULL;
+
+	if (body != NULL) {
+		text = json_dumps(body, JSON_COMPACT);
+		json_decref(body);
+		if (text == NULL) {
+			struct zerr e;
+
+			zerr_set(&e, ZERR_INTERNAL, "cannot encode JSON");
+			request_reply_error(req, &e);
+			return;
+		}
+		resp = MHD_create_response_from_buffer(strlen(text), text,
+		    MHD_RESPMEM_MUST_FREE);
+	} else {
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+	}
+	if (resp == NULL)
+		free(text);
+	else if (hname != NULL)
+		(void)MHD_add_response_header(resp, hname, hvalue);
+	request_queue_typed(req, status, resp, "application/json");
+}
+
+void
+request_reply_json(struct request *req, unsigned status, json_t *body)
+{
+	request_reply(req, status, body, NULL, NULL);
+}
+
+void
+request_reply_empty(struct request *req, unsigned status)
+{
+	request_reply(req, status, NULL, NULL, NULL);
+}
+
+void
+request_reply_error(struct request *req, const struct zerr *err)
+{
+	unsigned status = zerr_http_status(err->kind);
+
+	if (status == 200)
+		status = 500;
+	request_reply(req, status, json_pack("{s:s}", "error", err->msg), NULL,
+	    NULL);
+}
+
+void
+request_reply_method(struct request *req, const char *allow)
+{
+	request_reply(req, 405, json_pack("{s:s}", "error",
+	    "Method not allowed"), MHD_HTTP_HEADER_ALLOW, allow);
+}
+
+void
+request_reply_unauthorized(struct request *req, const struct zerr *err)
+{
+	request_reply(req, 401, json_pack("{s:s}", "error", err->msg),
+	    MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"zeusd\"");
+}
+
+/* A full device queue drains within about one command: retry in a second. */
+void
+request_reply_busy(struct request *req, const struct zerr *err)
+{
+	request_reply(req, zerr_http_status(err->kind), json_pack("{s:s}",
+	    "error", err->msg), MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
+void
+request_reply_response(struct request *req, unsigned status,
+    struct MHD_Response *resp)
+{
+	request_queue(req, status, resp);
+}
+
+/* ---- Deferring ----------------------------------------------------------- */
+
+void
+request_defer(struct request *req, unsigned n,
+    void (*finish)(struct request *req))
+{
+	assert(req->phase == REQ_NEW && n >= 1 && finish != NULL);
+	req->finish = finish;
+	req->phase = REQ_DEFERRED;
+	atomic_store(&req->pending, n);
+	atomic_fetch_add(&req->ctx->deferred, 1);
+	MHD_suspend_connection(req->conn);
+}
+
+void
+request_complete_one(struct request *req)
+{
+	struct http_ctx *ctx = req->ctx;
+	unsigned left = atomic_fetch_sub(&req->pending, 1);
+
+	assert(left >= 1);	/* no more completions than request_defer's n */
+	if (left == 1) {
+		MHD_resume_connection(req->conn);
+		/* req may be gone from here on */
+		loop_nudge(ctx->loop);
+		atomic_fetch_sub(&ctx->deferred, 1);
+	}
+}
+
+/* ---- Life cycle ---------------------------------------------------------- */
+
+struct request *
+request_new(struct http_ctx *ctx, struct MHD_Connection *conn,
+    struct conn *cstate, const char *uri)
+{
+	struct request *req = calloc(1, sizeof(*req));
+	const char *q;
+	size_t plen;
+
+	if (req == NULL)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &req->t0);
+	req->ctx = ctx;
+	req->conn = conn;
+	req->cstate = cstate;
+	q = strchr(uri, '?');
+	plen = q ? (size_t)(q - uri) : strlen(uri);
+	if (router_canonical_path(uri, plen, req->path, sizeof(req->path)) != 0) {
+		req->bad_path = true;
+		snprintf(req->path, sizeof(req->path), "%.*s",
+		    (int)(plen > 128 ? 128 : plen), uri);
+	}
+	if (q != NULL) {
+		req->query_len = strlen(q + 1);
+		req->query = strdup(q + 1);
+		if (req->query == NULL) {
+			free(req);
+			return NULL;
+		}
+	}
+	return req;
+}
+
+struct request_framing {
+	unsigned content_length, transfer_encoding, authorization;
+	unsigned bad_name, other_coding;
+};
+
+/*
+ * libmicrohttpd 0.9.75 keeps "Content-Length : 5" as a header named
+ * "Content-Length " and glues a folded line onto the name
+ * ("Content-Length:\r\n 5" becomes "Content-Length5"), then frames by
+ * neither: such names are counted as bad.
+ */
+static bool
+request_bad_name(const char *key)
+{
+	return strpbrk(key, " \t") != NULL ||
+	    strncasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH,
+	    strlen(MHD_HTTP_HEADER_CONTENT_LENGTH)) == 0 ||
+	    strncasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING,
+	    strlen(MHD_HTTP_HEADER_TRANSFER_ENCODING)) == 0;
+}
+
+static enum MHD_Result
+request_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct request_framing *f = cls;
+
+	(void)kind;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		f->content_length++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+		f->transfer_encoding++;
+		/* any other coding: libmicrohttpd reads until the close */
+		if (value == NULL || strcasecmp(value, "chunked") != 0)
+			f->other_coding++;
+	} else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
+		f->authorization++;
+	else if (request_bad_name(key))
+		f->bad_name++;
+	return MHD_YES;
+}
+
+/*
+ * More than one Content-Length, Content-Length together with
+ * Transfer-Encoding, more than one Transfer-Encoding or Authorization:
+ * libmicrohttpd would use the first header and carry on; a framing header
+ * it does not see as one (blanks before the colon, a folded line) or a
+ * coding other than chunked: it frames the body otherwise than a lenient
+ * proxy may. We answer 400 before reading any body, and the response
+ * closes the connection, so nothing after the headers is ever parsed as a
+ * request.
+ */
+void
+request_check_framing(struct request *req)
+{
+	struct request_framing f = { 0, 0, 0, 0, 0 };
+	const char *why = NULL;
+
+	(void)MHD_get_connection_values(req->conn, MHD_HEADER_KIND,
+	    request_count_header, &f);
+	if (f.content_length > 1)
+		why = "more than one Content-Length header";
+	else if (f.content_length > 0 && f.transfer_encoding > 0)
+		why = "both Content-Length and Transfer-Encoding";
+	else if (f.transfer_encoding > 1)
+		why = "more than one Transfer-Encoding header";
+	else if (f.authorization > 1)
+		why = "more than one Authorization header";
+	else if (f.bad_name > 0)
+		why = "a header name with blanks or a folded line";
+	else if (f.other_coding > 0)
+		why = "a Transfer-Encoding other than chunked";
+	if (why == NULL)
+		return;
+	atomic_fetch_add(&req->ctx->requests_refused, 1);
+	req->bad_path = true;	/* never routed */
+	request_reply(req, 400, json_pack("{s:s+}", "error",
+	    "Malformed request: ", why), MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+bool
+request_from_web_page(const struct request *req)
+{
+	const char *site = request_header(req, "Sec-Fetch-Site");
+
+	return request_header(req, "Origin") != NULL ||
+	    (site != NULL && strcasecmp(site, "none") != 0);
+}
+
+void
+request_run(struct request *req, void (*dispatch)(struct request *req))
+{
+	switch (req->phase) {
+	case REQ_NEW:
+		dispatch(req);
+		break;
+	case REQ_DEFERRED:
+		/* resumed only by the last completion */
+		assert(atomic_load(&req->pending) == 0);
+		req->phase = REQ_NEW;
+		req->finish(req);
+		break;
+	case REQ_ANSWERED:
+		break;
+	}
+	/*
+	 * A handler (or finish function) that neither answered nor deferred is
+	 * a bug; answer 500 rather than leave the client hanging.
+	 */
+	if (req->phase == REQ_NEW) {
+		struct zerr err;
+
+		zerr_set(&err, ZERR_INTERNAL, "internal: handler did not answer");
+		request_reply_error(req, &err);
+	}
+}
+
+/* The access log line; nothing is formatted when its level is off. */
+void
+request_log(const struct request *req, bool aborted)
+{
+	enum zlog_level level = req->status >= 500 ? ZLOG_WARN : ZLOG_INFO;
+	const char *user = req->claims ? req->claims->sub : NULL;
+	const struct conn *c = req->cstate;
+	char qpath[320], quser[600], who[96], qname[160];
+	struct timespec now;
+	long long us;
+
+	if (!zlog_enabled(level))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	us = (now.tv_sec - req->t0.tv_sec) * 1000000LL +
+	    (now.tv_nsec - req->t0.tv_nsec) / 1000;
+	/* the identity: token sub, peer uid/pid (and name once known), or
+	 * the TCP address */
+	who[0] = qname[0] = '\0';
+	if (c != NULL) {
+		who[0] = ' ';
+		peer_format(&c->peer, who + 1, sizeof(who) - 1);
+		if (c->who != NULL && c->who->id.user[0] != '\0') {
+			memcpy(qname, " name=", 7);
+			zlog_quote(qname + 6, sizeof(qname) - 6, c->who->id.user);
+		}
+	}
+	zlog(level, "request", "method=%s path=%s status=%u dur_us=%lld%s%s"
+	    "%s%s%s",
+	    req->method[0] ? req->method : "?",
+	    zlog_quote(qpath, sizeof(qpath), req->path), req->status, us,
+	    user ? " user=" : "",
+	    user ? zlog_quote(quser, sizeof(quser), user) : "", who, qname,
+	    aborted ? " aborted=true" : "");
+}
+
+void
+request_free(struct request *req)
+{
+	if (req->hctx_free != NULL)
+		req->hctx_free(req->hctx);
+	free(req->query);
+	free(req);
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * server.h - the HTTP side of zeusd: one libmicrohttpd daemon in epoll mode,
+ * accepting on the fd that listen.c opened. Its thread is libmicrohttpd's
+ * own, or, when the wiring gave it a loop (ctx.loop, common/loop.h) on which
+ * descriptors are watched (the device channels of a split daemon's shared
+ * readers, whose replies are best read where the requests they answer are
+ * resumed), that loop's, with the server as its driver (server.c).
+ */
+#ifndef ZEUS_SERVER_H
+#define ZEUS_SERVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "http/ctx.h"
+#include "http/stats.h"
+
+struct MHD_Daemon;
+struct peer_limit;
+struct deadlines;
+
+/*
+ * What the wiring (zeusd/) hooks into the server's shutdown: `quiesce`
+ * once it stops accepting (the streams end: they never end by themselves,
+ * and suspended ones must be resumed), `stopping` before the loop stops
+ * (whoever nudges the loop from another thread lets go of it). Either may
+ * be NULL.
+ */
+struct server_hooks {
+	void (*quiesce)(void *ctx);
+	void (*stopping)(void *ctx);
+	void *ctx;
+};
+
+struct server {
+	/*
+	 * What a request may reach (ctx.h). The wiring fills cfg, node, key,
+	 * policy, leases, streams and loop before server_start.
+	 */
+	struct http_ctx ctx;
+	struct server_hooks hooks;	/* the wiring's, optional */
+	struct MHD_Daemon *mhd;
+	int listen_fd;
+	atomic_uint active;		/* requests between start and end */
+	struct stats stats;		/* for /metrics */
+	struct peer_limit *peers;	/* NULL: no per-peer cap */
+	struct deadlines *deadlines;	/* whole-request deadline */
+	unsigned max_per_peer;		/* 0: no cap */
+	unsigned idle_s, request_s;	/* timeouts, docs/configuration.md */
+	bool configured;		/* server_configure ran */
+	bool own_loop;			/* driving ctx.loop (server_start) */
+	atomic_uint conns;		/* open, root's and the probe's aside */
+	atomic_ulong conns_refused;	/* over a connection limit */
+	atomic_ulong loop_beats;	/* connection events, for the watchdog */
+	struct timespec started;
+	atomic_int loop_probe_fd;	/* server_loop_alive's, or -1 */
+	atomic_bool loop_quiesced;
+};
+
+/*
+ * Reads and checks the HTTP side's environment knobs (timeouts, per-peer
+ * cap) into `srv`, so a bad value stops startup before anything is opened.
+ */
+int server_configure(struct server *srv, struct zerr *err);
+
+/*
+ * Starts serving on `listen_fd` (the server owns it from then on); runs
+ * server_configure first if the caller has not. With a loop in ctx.loop on
+ * which something is watched, libmicrohttpd runs in external epoll mode
+ * with the server as the loop's driver, and the loop's thread is started
+ * here (and stopped by server_stop); otherwise libmicrohttpd runs its own
+ * thread.
+ */
+int server_start(struct server *srv, int listen_fd, struct zerr *err);
+
+/*
+ * Stops accepting, waits up to `grace_ms` for in-flight requests, then stops
+ * the HTTP daemon and closes every connection. A request still waiting on a
+ * device command keeps its connection suspended, and libmicrohttpd cannot
+ * stop with suspended connections, so those are waited for up to
+ * `stuck_ms` more; returns -1 (the HTTP daemon left running) if a device
+ * command is still stuck then, 0 otherwise.
+ */
+int server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms);
+
+/*
+ * The watchdog's proof that the HTTP loop still turns (watchdog.c): hands
+ * libmicrohttpd one end of a socketpair (MHD_add_connection) and closes the
+ * other. Only the loop's own thread can see that connection open and close
+ * again, and it counts both events in `loop_beats`; returns true once the
+ * count has grown by two (any real connection's events count as well),
+ * false when `timeout_ms` passes first.
+ */
+bool server_loop_alive(struct server *srv, unsigned timeout_ms);
+
+#endif

@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node.c - opening this node's devices for the daemon (see node.h).
+ *
+ * GPU: `--simulate` loads the NVML simulator (built next to zeusd, or
+ * installed), `--nvml-library` a given library, otherwise the driver's NVML;
+ * `--gpu-backend amdsmi` ROCm's AMD SMI (docs/amd.md), or with `--simulate`
+ * the AMD SMI simulator of one ABI; `--gpu-backend auto`
+ * takes whichever of NVML and AMD SMI reports GPUs, NVML first, and a node
+ * with neither simply has zero GPUs. The
+ * backend is wrapped by the command overrides when they are configured.
+ * CPU: simulated packages with `--simulate`, else the powercap tree
+ * (`--rapl-dir`, or /zeus_sys/... when present, or /sys/...).
+ * Devices of a disabled API group are not opened at all.
+ *
+ * Queue bounds: each device worker takes ZEUSD_DEVICE_QUEUE_MAX reads and
+ * as many writes; a shared reader serves every GPU (or package), so its
+ * bound is that times their number: a burst that each device's own queue
+ * would take is never refused there.
+ */
+#include "node/node.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/identity.h"
+#include "common/procstat.h"
+#include "devices/amdsmi.h"
+#include "devices/cpu_cmd.h"
+#include "devices/gpu_cmd.h"
+#include "devices/nvml.h"
+#include "overrides/overrides.h"
+#include "devices/rapl.h"
+#include "devices/rapl_sim.h"
+#include "devices/worker.h"
+#include "privsep/chan.h"
+#include "privsep/remote_gpu.h"
+#include "privsep/remote_rapl.h"
+#include "common/env.h"
+
+#ifndef ZEUS_SIM_INSTALLED
+#define ZEUS_SIM_INSTALLED "/usr/local/lib/zeus/libnvml-sim.so"
+#endif
+/* Where the simulators are installed (meson: <libdir>/zeus). */
+#ifndef ZEUS_SIM_DIR
+#define ZEUS_SIM_DIR "/usr/local/lib/zeus"
+#endif
+#define NODE_SIM_NAME "libnvml-sim.so"
+/*
+ * The simulated AMD GPUs' start-up energy check: their power is constant,
+ * so a tenth of a second shows what the real check's half second would,
+ * and a test suite that starts hundreds of daemons does not wait for it.
+ */
+#define NODE_AMD_SIM_CHECK_MS 100u
+
+/* The simulator `name` next to the running binary (the build tree), or NULL. */
+static const char *
+node_sim_beside_exe(const char *name, char *buf, size_t size)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t len = strlen(name) + 1;
+	char *slash;
+
+	if (n > 0) {
+		exe[n] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL &&
+		    (size_t)(slash - exe) + len + 1 < size) {
+			memcpy(buf, exe, (size_t)(slash - exe) + 1);
+			memcpy(buf + (slash - exe) + 1, name, len);
+			if (access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	return NULL;
+}
+
+/* The NVML simulator next to the running binary, or installed. */
+static const char *
+node_sim_library(char *buf, size_t size)
+{
+	const char *p = node_sim_beside_exe(NODE_SIM_NAME, buf, size);
+
+	return p != NULL ? p : ZEUS_SIM_INSTALLED;
+}
+
+/*
+ * `--simulate --gpu-backend amdsmi`: the AMD SMI simulator built for the
+ * ABI that ZEUS_AMDSMI_SIM_ABI names (24, 25 or 26; default 26, the
+ * newest), next to the binary or installed. Its file name does not say
+ * the ABI the way a soname does, so the backend is told.
+ */
+static int
+node_open_amd_sim(struct node *node, struct zerr *err)
+{
+	const char *s = getenv("ZEUS_AMDSMI_SIM_ABI");
+	char name[32], buf[PATH_MAX];
+	const char *path;
+	unsigned abi = AMD_ABI_NEWEST;
+
+	if (s != NULL && *s != '\0') {
+		if (strcmp(s, "24") == 0)
+			abi = 24;
+		else if (strcmp(s, "25") == 0)
+			abi = 25;
+		else if (strcmp(s, "26") == 0)
+			abi = 26;
+		else
+			return zerr_set(err, ZERR_INVALID, "ZEUS_AMDSMI_SIM_ABI "
+			    "must be 24, 25 or 26, not '%.32s'", s);
+	}
+	snprintf(name, sizeof(name), "libamdsmi-sim%u.so", abi);
+	if ((path = node_sim_beside_exe(name, buf, sizeof(buf))) == NULL) {
+		snprintf(buf, sizeof(buf), "%s/%s", ZEUS_SIM_DIR, name);
+		path = buf;
+	}
+	return amd_backend_open_lib(path, abi, NODE_AMD_SIM_CHECK_MS,
+	    &node->gpu, err);
+}
+
+/* No GPUs with `--gpu-backend auto`: logged, not an error. */
+static int
+node_no_gpus(struct node *node, struct zerr *err)
+{
+	char q[ZERR_MSG_MAX + 8];
+
+	zlog(ZLOG_INFO, "no_gpus", "reason=%s",
+	    zlog_quote(q, sizeof(q), err->msg));
+	node->gpu.ops = NULL;
+	zerr_clear(err);
+	return 0;
+}
+
+/*
+ * `--gpu-backend auto` without --simulate or --nvml-library: NVML when it
+ * loads and reports GPUs, else AMD SMI when it does, else no GPUs. A
+ * library that loads but fails otherwise is still an error: a broken
+ * driver should not read as "no GPUs here".
+ */
+static int
+node_open_auto(struct node *node, struct zerr *err)
+{
+	struct gpu_backend amd;
+
+	if (nvml_backend_open(NULL, &node->gpu, err) == 0) {
+		if (node->gpu.ops->count(&node->gpu) > 0)
+			return 0;
+		node->gpu.ops->destroy(&node->gpu);
+		node->gpu.ops = NULL;
+		zerr_set(err, ZERR_NOT_FOUND, "NVML reports no GPUs");
+	} else if (err->kind != ZERR_NOT_FOUND)
+		return -1;
+	zlog(ZLOG_DEBUG, "gpu_probe", "backend=nvml result=none");
+	if (amd_backend_open(&amd, err) == 0) {
+		if (amd.ops->count(&amd) > 0) {
+			node->gpu = amd;
+			return 0;
+		}
+		amd.ops->destroy(&amd);
+		zerr_set(err, ZERR_NOT_FOUND, "neither NVML nor AMD SMI "
+		    "reports GPUs");
+	} else if (err->kind != ZERR_NOT_FOUND)
+		return -1;
+	return node_no_gpus(node, err);
+}
+
+static int
+node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
+    struct zerr *err)
+{
+	char simbuf[PATH_MAX];
+	const char *lib = cfg->nvml_library;
+
+	if (cfg->gpu_backend == GPU_BACKEND_AMDSMI) {
+		const char *dir = getenv("AMDSMI_LIB_DIR");
+		char why[ZERR_MSG_MAX];
+
+		/*
+		 * With --simulate the simulator, unless AMDSMI_LIB_DIR names
+		 * a library: an explicit library wins, as --nvml-library
+		 * does over the NVML simulator.
+		 */
+		if ((cfg->simulate && (dir == NULL || *dir == '\0') ?
+		    node_open_amd_sim(node, err) :
+		    amd_backend_open(&node->gpu, err)) == 0)
+			return 0;
+		/* explicit: fail fast, whatever the reason */
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return zerr_set(err, err->kind == ZERR_NOT_FOUND ?
+		    ZERR_INVALID : err->kind, "--gpu-backend amdsmi: %s", why);
+	}
+	if (cfg->gpu_backend == GPU_BACKEND_AUTO && lib == NULL &&
+	    !cfg->simulate)
+		return node_open_auto(node, err);
+	if (lib == NULL && cfg->simulate)
+		lib = node_sim_library(simbuf, sizeof(simbuf));
+	return nvml_backend_open(lib, &node->gpu, err);
+}
+
+static int
+node_wrap_overrides(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	struct gpu_backend wrapped;
+
+	if (ov == NULL)
+		return 0;
+	node->overrides = overrides_count(ov);
+	if (overrides_wrap(ov, node->gpu, &wrapped) != 0) {
+		overrides_free(ov);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	node->gpu = wrapped;
+	return 0;
+}
+
+static int
+node_open_gpus(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	if (node_open_gpu_backend(node, cfg, err) != 0) {
+		overrides_free(ov);
+		return -1;
+	}
+	if (node_wrap_overrides(node, cfg, ov, err) != 0)
+		return -1;
+	if (node->gpu.ops == NULL)
+		return 0;
+	node->ngpu = node->gpu.ops->count(&node->gpu);
+	node->gpu_info = calloc(node->ngpu ? node->ngpu : 1,
+	    sizeof(*node->gpu_info));
+	if (node->gpu_info == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	for (unsigned i = 0; i < node->ngpu; i++)
+		if (node->gpu.ops->info(&node->gpu, i, &node->gpu_info[i],
+		    err) != 0)
+			return -1;
+	zlog(ZLOG_INFO, "gpus_opened", "backend=%s count=%u overrides=%u",
+	    node->gpu.ops->name, node->ngpu, node->overrides);
+	return 0;
+}
+
+static int
+node_open_cpus(struct node *node, const struct zeusd_config *cfg,
+    struct zerr *err)
+{
+	const char *root;
+	char q[600];
+
+	if (cfg->simulate && cfg->rapl_dir == NULL) {
+		if (rapl_sim_open(NULL, &node->rapl, err) != 0)
+			return -1;
+		root = "simulated";
+	} else {
+		root = cfg->rapl_dir ? cfg->rapl_dir : rapl_default_root();
+		if (rapl_open(root, &node->rapl, err) != 0)
+			return -1;
+	}
+	node->ncpu = rapl_count(node->rapl);
+	zlog(ZLOG_INFO, "cpus_opened", "root=%s count=%u",
+	    zlog_quote(q, sizeof(q), root), node->ncpu);
+	return 0;
+}
+
+int
+node_open_devices(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	uint64_t max;
+
+	memset(node, 0, sizeof(*node));
+	/* checked before anything is opened, whatever the groups */
+	if (env_uint(NODE_QUEUE_MAX_ENV, 1, NODE_QUEUE_MAX_LIMIT,
+	    NODE_QUEUE_MAX_DEFAULT, &max, err) != 0) {
+		overrides_free(ov);
+		return -1;
+	}
+	node->queue_max = (unsigned)max;
+	if (!(cfg->enabled & (GROUP_BIT(GROUP_GPU_READ) |
+	    GROUP_BIT(GROUP_GPU_CONTROL) | GROUP_BIT(GROUP_METRICS))))
+		overrides_free(ov);
+	else if (node_open_gpus(node, cfg, ov, err) != 0)
+		goto fail;
+	if ((cfg->enabled & GROUP_BIT(GROUP_CPU_READ)) &&
+	    node_open_cpus(node, cfg, err) != 0)
+		goto fail;
+	return 0;
+fail:
+	node_close(node);
+	return -1;
+}
+
+int
+node_start(struct node *node, struct zerr *err)
+{
+	unsigned ng = node->ngpu ? node->ngpu : 1;
+	unsigned nc = node->ncpu ? node->ncpu : 1;
+	char label[32];
+
+	node->gpu_workers = calloc(ng, sizeof(*node->gpu_workers));
+	node->gpu_counters = calloc(ng, sizeof(*node->gpu_counters));
+	node->cpu_workers = calloc(nc, sizeof(*node->cpu_workers));
+	node->cpu_counters = calloc(nc, sizeof(*node->cpu_counters));
+	if (node->gpu_workers == NULL || node->gpu_counters == NULL ||
+	    node->cpu_workers == NULL || node->cpu_counters == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	for (unsigned i = 0; i < node->ngpu; i++) {
+		snprintf(label, sizeof(label), "gpu%u", i);
+		if (worker_start(label, &node->gpu, node->queue_max,
+		    &node->gpu_workers[i], err) != 0)
+			return -1;
+	}
+	if (node->ngpu > 0 && worker_start("gpu-power", &node->gpu,
+	    node->queue_max * node->ngpu, &node->gpu_power_reader, err) != 0)
+		return -1;
+	if (node->ncpu > 0 && rapl_start_keepalive(node->rapl, 0, err) != 0)
+		return -1;
+	for (unsigned i = 0; i < node->ncpu; i++) {
+		snprintf(label, sizeof(label), "cpu%u",
+		    rapl_package_id(node->rapl, i));
+		if (worker_start(label, node->rapl, node->queue_max,
+		    &node->cpu_workers[i], err) != 0)
+			return -1;
+	}
+	if (node->ncpu > 0 && worker_start("cpu-energy", node->rapl,
+	    node->queue_max * node->ncpu, &node->cpu_energy_reader, err) != 0)
+		return -1;
+	return 0;
+}
+
+int
+node_open(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err)
+{
+	if (node_open_devices(node, cfg, ov, err) != 0)
+		return -1;
+	if (node_start(node, err) != 0) {
+		node_close(node);
+		return -1;
+	}
+	return 0;
+}
+
+int
+node_open_remote(struct node *net, const struct node *dev,
+    struct pschan_pool *pool, struct zerr *err)
+{
+	struct gpu_backend devgpu = dev->gpu;	/* lacks take it non-const */
+	struct rapl_package_desc descs[PSMSG_MAX_PKGS];
+	struct psgpu_lacks *lacks;
+	void *ctx;
+
+	memset(net, 0, sizeof(*net));
+	net->queue_max = dev->queue_max;
+	net->overrides = dev->overrides;
+	net->pool = pool;
+	if (dev->gpu.ops != NULL) {
+		if ((lacks = malloc(sizeof(*lacks))) == NULL)
+			return zerr_set(err, ZERR_INTERNAL, "out of memory");
+		psgpu_lacks_of(&devgpu, lacks);
+		if (psgpu_create(pool, dev->ngpu, dev->gpu_info, lacks,
+		    &net->gpu, err) != 0) {
+			free(lacks);
+			return -1;
+		}
+		free(lacks);
+		for (unsigned i = 0; i < dev->ngpu; i++)
+			psgpu_set_lost(&net->gpu, i,
+			    devgpu.ops->lost(&devgpu, i));
+		net->ngpu = dev->ngpu;
+		net->gpu_info = calloc(net->ngpu ? net->ngpu : 1,
+		    sizeof(*net->gpu_info));
+		if (net->gpu_info == NULL)
+			goto oom;
+		memcpy(net->gpu_info, dev->gpu_info,
+		    net->ngpu * sizeof(*net->gpu_info));
+	}
+	if (dev->rapl != NULL) {
+		if (dev->ncpu > PSMSG_MAX_PKGS) {
+			node_close(net);
+			return zerr_set(err, ZERR_INTERNAL, "%u RAPL packages: "
+			    "privilege separation handles at most %d (try "
+			    "--no-privsep)", dev->ncpu, PSMSG_MAX_PKGS);
+		}
+		for (unsigned i = 0; i < dev->ncpu; i++)
+			rapl_describe(dev->rapl, i, &descs[i]);
+		if ((ctx = psrapl_create(pool, dev->rapl)) == NULL)
+			goto oom;
+		/* rapl_open_source destroys ctx when it fails */
+		if (rapl_open_source(&psrapl_ops, ctx, descs, dev->ncpu,
+		    &net->rapl, err) != 0) {
+			node_close(net);
+			return -1;
+		}
+		net->ncpu = dev->ncpu;
+	}
+	if (node_start(net, err) != 0) {
+		node_close(net);
+		return -1;
+	}
+	return 0;
+oom:
+	node_close(net);
+	return zerr_set(err, ZERR_INTERNAL, "out of memory");
+}
+
+/* ---- Stream samples ------------------------------------------------------ */
+
+/* One request to the device process for every device of the tick. */
+struct node_fetch {
+	struct node *node;
+	const unsigned *gpus, *pkgs;
+	unsigned ngpus, npkgs;
+	struct node_sample *out;
+	struct psmsg_reply rep;
+};
+
+static int
+node_fetch_remote(void *arg, struct rapl_raw_sample *raw)
+{
+	struct node_fetch *f = arg;
+	struct psmsg_request req;
+
+	psmsg_request_init(&req, PSMSG_SAMPLE, 0);
+	for (unsigned k = 0; k < f->ngpus; k++)
+		req.gpu_mask |= 1ull << f->gpus[k];
+	for (unsigned k = 0; k < f->npkgs; k++)
+		req.pkg_mask |= 1ull << f->pkgs[k];
+	pschan_call(f->node->pool, &req, &f->rep);
+	for (unsigned k = 0; raw != NULL && k < f->npkgs; k++)
+		psrapl_raw_of(&f->rep, f->pkgs[k], &raw[k]);
+	return 0;
+}
+
+static void
+node_sample_remote(struct node *node, struct node_fetch *f)
+{
+	struct node_sample *out = f->out;
+	struct rapl_raw_sample raw[PSMSG_MAX_PKGS] = { { 0 } };
+	struct rapl_sample rs[PSMSG_MAX_PKGS];
+	int rc[PSMSG_MAX_PKGS];
+
+	if (f->npkgs > 0)
+		(void)rapl_sample_batch(node->rapl, f->pkgs, f->npkgs,
+		    node_fetch_remote, f, raw, rs, rc, &out->cpu_err);
+	else
+		(void)node_fetch_remote(f, NULL);
+	psgpu_note_sample(&node->gpu, &f->rep);
+	for (unsigned k = 0; k < f->ngpus; k++) {
+		unsigned i = f->gpus[k];
+
+		out->gpu_rc[k] = (f->rep.gpu_ok >> i) & 1 ? 0 : -1;
+		out->gpu_mw[k] = f->rep.gpu_mw[i];
+	}
+	if (f->rep.err_gpu_kind != ZERR_NONE)
+		zerr_set(&out->gpu_err, (enum zerr_kind)f->rep.err_gpu_kind,
+		    "%s", f->rep.err_msg);
+	for (unsigned k = 0; k < f->npkgs; k++) {
+		out->cpu_rc[k] = rc[k];
+		out->cpu[k] = rs[k];
+		if (rc[k] != 0 && !raw[k].ok)
+			zerr_set(&out->cpu_err, ZERR_INTERNAL, "RAPL package "
+			    "%u: the device process could not read its "
+			    "counters", rapl_package_id(node->rapl, f->pkgs[k]));
+	}
+}
+
+void
+node_procstat(struct node *node, struct procstat *out, struct procstat *net)
+{
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	if (node->pool == NULL) {
+		procstat_self(out);
+		return;
+	}
+	psmsg_request_init(&req, PSMSG_PROC, 0);
+	pschan_call(node->pool, &req, &rep);
+	psmsg_get_procstat(&rep, out);
+	if (net != NULL && rep.p_net_ok) {
+		net->open_fds = rep.p_net_fds;
+		net->ok |= PROCSTAT_FDS;
+	}
+}
+
+void
+node_identity(struct node *node, uid_t uid, gid_t gid, pid_t pid,
+    struct identity *out)
+{
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	if (node->pool == NULL) {
+		identity_lookup(uid, gid, pid, out);
+		return;
+	}
+	psmsg_request_init(&req, PSMSG_PEER, 0);
+	req.peer_uid = (uint32_t)uid;
+	req.peer_gid = (uint32_t)gid;
+	req.peer_pid = pid > 0 ? (uint32_t)pid : 0;
+	pschan_call(node->pool, &req, &rep);
+	psmsg_get_identity(&rep, out);
+}
+
+void
+node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
+    const unsigned *pkgs, unsigned npkgs, struct node_sample *out)
+{
+	zerr_clear(&out->gpu_err);
+	zerr_clear(&out->cpu_err);
+	if (node->pool != NULL) {
+		struct node_fetch f = { .node = node, .gpus = gpus,
+		    .ngpus = ngpus, .pkgs = pkgs, .npkgs = npkgs, .out = out };
+
+		node_sample_remote(node, &f);
+		return;
+	}
+	for (unsigned k = 0; k < ngpus; k++)
+		out->gpu_rc[k] = node->gpu.ops->get_power_mw(&node->gpu,
+		    gpus[k], &out->gpu_mw[k], &out->gpu_err);
+	for (unsigned k = 0; k < npkgs; k++)
+		out->cpu_rc[k] = rapl_sample(node->rapl, pkgs[k], &out->cpu[k],
+		    &out->cpu_err);
+}
+
+/* The 503 message: the queue (a device's, or a shared reader's) and bound. */
+static int
+node_full(const char *kind, const char *reader, unsigned id,
+    const struct worker *wk, struct zerr *err)
+{
+	if (reader != NULL)
+		return zerr_set(err, ZERR_BUSY, "%s %s queue is full (%u "
+		    "queued); retry later", kind, reader, worker_max(wk));
+	return zerr_set(err, ZERR_BUSY, "%s %u command queue is full (%u "
+	    "queued); retry later", kind, id, worker_max(wk));
+}
+
+int
+node_gpu_reserve(struct node *node, struct worker_batch *batch,
+    struct gpu_cmd *cmd, struct zerr *err)
+{
+	bool shared = cmd->op == GPU_CMD_GET_POWER;
+	struct worker *wk;
+
+	/* ids from a request were checked against the node before this */
+	assert(cmd->gpu < node->ngpu);
+	wk = shared ? node->gpu_power_reader : node->gpu_workers[cmd->gpu];
+	cmd->work.counters = &node->gpu_counters[cmd->gpu];
+	if (worker_batch_reserve(batch, wk, &cmd->work) != 0)
+		return node_full("GPU", shared ? "power reader" : NULL,
+		    cmd->gpu, wk, err);
+	return 0;
+}
+
+int
+node_cpu_reserve(struct node *node, struct worker_batch *batch,
+    struct cpu_cmd *cmd, struct zerr *err)
+{
+	bool shared = cmd->op == CPU_CMD_GET_ENERGY;
+	struct worker *wk;
+
+	assert(cmd->pkg < node->ncpu);	/* as for GPUs */
+	wk = shared ? node->cpu_energy_reader : node->cpu_workers[cmd->pkg];
+	cmd->work.counters = &node->cpu_counters[cmd->pkg];
+	if (worker_batch_reserve(batch, wk, &cmd->work) != 0)
+		return node_full("CPU", shared ? "energy reader" : NULL,
+		    rapl_package_id(node->rapl, cmd->pkg), wk, err);
+	return 0;
+}
+
+bool
+node_gpu_lost(const struct node *node, unsigned gpu)
+{
+	struct gpu_backend b = node->gpu;	/* ops take it non-const */
+
+	return b.ops != NULL && gpu < node->ngpu && b.ops->lost(&b, gpu);
+}
+
+void
+node_close(struct node *node)
+{
+	for (unsigned i = 0; node->gpu_workers != NULL && i < node->ngpu; i++)
+		worker_stop(node->gpu_workers[i]);
+	worker_stop(node->gpu_power_reader);
+	worker_stop(node->cpu_energy_reader);
+	for (unsigned i = 0; node->cpu_workers != NULL && i < node->ncpu; i++)
+		worker_stop(node->cpu_workers[i]);
+	if (node->gpu.ops != NULL)
+		node->gpu.ops->destroy(&node->gpu);
+	if (node->rapl != NULL)
+		rapl_close(node->rapl);
+	free(node->gpu_workers);
+	free(node->cpu_workers);
+	free(node->gpu_counters);
+	free(node->cpu_counters);
+	free(node->gpu_info);
+	memset(node, 0, sizeof(*node));
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node.h - the devices of this node as the daemon sees them: the GPU backend
+ * (NVML, possibly wrapped by command overrides) with one worker per GPU, and
+ * the RAPL packages with one worker per package.
+ *
+ * Every queue is bounded (ZEUSD_DEVICE_QUEUE_MAX, default 64: that many
+ * reads and that many writes per device worker; the shared readers, which
+ * serve every device, that many per device they serve).
+ */
+#ifndef ZEUS_NODE_H
+#define ZEUS_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "devices/gpu.h"
+#include "devices/rapl.h"
+#include "node/config.h"
+
+#define NODE_QUEUE_MAX_ENV "ZEUSD_DEVICE_QUEUE_MAX"
+#define NODE_QUEUE_MAX_DEFAULT 64
+#define NODE_QUEUE_MAX_LIMIT 65536
+
+struct worker;
+struct worker_batch;
+struct work_counters;
+struct rapl;
+struct overrides;
+struct gpu_cmd;
+struct cpu_cmd;
+struct pschan_pool;
+
+struct node {
+	struct gpu_backend gpu;		/* ops NULL when there are no GPUs */
+	unsigned ngpu;
+	struct gpu_info *gpu_info;	/* [ngpu] */
+	struct worker **gpu_workers;	/* [ngpu] */
+	/*
+	 * Instantaneous power reads of every GPU: one thread, so a request
+	 * for N GPUs costs one thread hop, and never waits behind a slow
+	 * write queued on a GPU's worker (NVML is thread-safe).
+	 */
+	struct worker *gpu_power_reader;
+	struct rapl *rapl;		/* NULL when there are no packages */
+	unsigned ncpu;
+	struct worker **cpu_workers;	/* [ncpu] */
+	/*
+	 * Cumulative energy reads of every package: one thread, one hop per
+	 * request, and never queued behind a /cpu/get_power that sleeps one
+	 * sampling period on a package's worker.
+	 */
+	struct worker *cpu_energy_reader;
+	/* commands run and failed per device, whatever thread ran them */
+	struct work_counters *gpu_counters;	/* [ngpu] */
+	struct work_counters *cpu_counters;	/* [ncpu] */
+	unsigned overrides;		/* number of overridden operations */
+	/*
+	 * The network process of a split daemon: every device call goes to
+	 * the device process through these channels (gpu is a remote
+	 * backend, rapl a core over a remote source). NULL otherwise.
+	 */
+	struct pschan_pool *pool;
+	unsigned queue_max;		/* ZEUSD_DEVICE_QUEUE_MAX */
+};
+
+/*
+ * Opens the devices the configuration asks for. `ov` (may be NULL) are the
+ * loaded command overrides; the node takes them over in every case.
+ */
+int node_open(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err);
+
+/*
+ * Reserves room for a device command, as part of `batch`, on the queue it
+ * belongs to: instantaneous GPU power on the power reader, RAPL energy on
+ * the energy reader, everything else on the device's own worker. On a full
+ * queue the whole batch is released (nothing of the request will be
+ * queued) and `err` (ZERR_BUSY) names the queue and its bound. Once every
+ * command is reserved, worker_batch_submit(batch) queues them.
+ */
+int node_gpu_reserve(struct node *node, struct worker_batch *batch,
+    struct gpu_cmd *cmd, struct zerr *err);
+int node_cpu_reserve(struct node *node, struct worker_batch *batch,
+    struct cpu_cmd *cmd, struct zerr *err);
+
+/*
+ * True while the driver reports GPU `gpu` lost (/discover, /metrics). Any
+ * thread; asks the backend's flag, not the driver.
+ */
+bool node_gpu_lost(const struct node *node, unsigned gpu);
+
+/*
+ * The two halves of node_open, for the split daemon (docs/design.md, "Two
+ * processes"): node_open_devices opens the backends, wraps the overrides
+ * and reads the GPU facts, and starts no thread, so the process can fork
+ * right after; node_start starts the workers and the RAPL keepalive.
+ */
+int node_open_devices(struct node *node, const struct zeusd_config *cfg,
+    struct overrides *ov, struct zerr *err);
+int node_start(struct node *node, struct zerr *err);
+
+/*
+ * The network process's node: the same GPUs and packages as `dev` (the
+ * device process's node, as copied by fork), reached through `pool`
+ * (not owned), with its own workers started.
+ */
+int node_open_remote(struct node *net, const struct node *dev,
+    struct pschan_pool *pool, struct zerr *err);
+
+/*
+ * One stream tick: the power of GPUs gpus[0..ngpus-1] and a RAPL sample
+ * of packages pkgs[0..npkgs-1] (both ascending), as one request to the
+ * device process when the daemon is split. Results go to the caller's
+ * arrays; gpu_err/cpu_err hold the last failure of each kind.
+ */
+struct node_sample {
+	int *gpu_rc;			/* [ngpus]: 0 or -1 */
+	uint32_t *gpu_mw;		/* [ngpus] */
+	int *cpu_rc;			/* [npkgs] */
+	struct rapl_sample *cpu;	/* [npkgs] */
+	struct zerr gpu_err, cpu_err;
+};
+
+void node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
+    const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
+
+/*
+ * The main process's figures for process_* (common/procstat.h): this
+ * process's, or the device process's when the daemon is split. Then, in
+ * the same round trip, the open descriptors of the network process,
+ * which has no /proc to count them in: set in *net (open_fds and
+ * PROCSTAT_FDS) when `net` is not NULL and the device process could count
+ * them.
+ */
+struct procstat;
+void node_procstat(struct node *node, struct procstat *out,
+    struct procstat *net);
+
+/*
+ * A local peer's user, groups and command name (common/identity.h): looked
+ * up here, or by the device process when the daemon is split (the network
+ * process has no filesystem and no NSS). Blocking.
+ */
+struct identity;
+void node_identity(struct node *node, uid_t uid, gid_t gid, pid_t pid,
+    struct identity *out);
+
+/* Stops the workers (after finishing queued commands) and closes devices. */
+void node_close(struct node *node);
+
+#endif

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cli.c - `zeusd serve` flags (docs/configuration.md's table, with
+ * --nvml-library, --rapl-dir and --simulate), validated here so that a bad
+ * value is one clear line and exit code 2 before anything is opened.
+ */
+#include "zeusd/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "zeusd/listen.h"
+
+void
+config_defaults(struct zeusd_config *cfg)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mode = MODE_UDS;
+	cfg->socket_path = ZEUSD_DEFAULT_SOCKET;
+	cfg->socket_permissions = 0666;
+	cfg->tcp_bind_address = ZEUSD_DEFAULT_TCP;
+	cfg->num_workers = ncpu > 0 ? (unsigned)ncpu : 1;
+	cfg->gpu_power_poll_hz = 20;
+	cfg->cpu_power_poll_hz = 10;
+	cfg->gpu_backend = GPU_BACKEND_AUTO;
+	cfg->enabled = GROUP_DEFAULT_SET;
+	cfg->privsep = true;
+}
+
+void
+cli_print_usage(FILE *out)
+{
+	fputs("Usage: zeusd <command> [options]\n"
+	    "\n"
+	    "zeusd is a small privileged daemon that lets unprivileged jobs\n"
+	    "read and control GPU and CPU energy settings over HTTP.\n"
+	    "\n"
+	    "Commands:\n"
+	    "  serve          run the daemon (zeusd serve --help)\n"
+	    "  token issue    print a signed JWT (zeusd token issue --help)\n"
+	    "  token verify   check a JWT read from stdin and print its claims\n"
+	    "                 (zeusd token verify --help)\n"
+	    "\n"
+	    "Options:\n"
+	    "  -h, --help     show this help\n"
+	    "  -V, --version  show the version\n", out);
+}
+
+void
+cli_print_serve_usage(FILE *out)
+{
+	fputs("Usage: zeusd serve [options]\n"
+	    "\n"
+	    "Transport:\n"
+	    "  --mode uds|tcp                 transport (default uds)\n"
+	    "  --socket-path PATH             UDS path (default " ZEUSD_DEFAULT_SOCKET ")\n"
+	    "  --socket-permissions OCTAL     socket file mode (default 666)\n"
+	    "  --socket-uid USER, --socket-gid GROUP\n"
+	    "                                 owner of the socket file (a name\n"
+	    "                                 or a number)\n"
+	    "  --tcp-bind-address HOST:PORT   TCP address (default " ZEUSD_DEFAULT_TCP ";\n"
+	    "                                 IPv6 as [::1]:4938)\n"
+	    "  --num-workers N                accepted for compatibility; zeusd\n"
+	    "                                 serves HTTP from one event loop\n"
+	    "\n"
+	    "Devices:\n"
+	    "  --gpu-backend auto|nvml|amdsmi GPU backend (default auto)\n"
+	    "  --nvml-library PATH            load this NVML-compatible library\n"
+	    "                                 instead of the driver's\n"
+	    "  --rapl-dir PATH                RAPL powercap root (default: detect)\n"
+	    "  --simulate                     use simulated GPUs and CPUs (no\n"
+	    "                                 hardware, no root needed)\n"
+	    "  --gpu-power-poll-hz N          GPU stream sampling rate (default 20)\n"
+	    "  --cpu-power-poll-hz N          CPU sampling rate (default 10)\n"
+	    "  --gpu-command-overrides FILE   TOML file of commands replacing\n"
+	    "                                 GPU writes\n"
+	    "\n"
+	    "API and security:\n"
+	    "  --enable LIST                  API groups (default\n"
+	    "                                 gpu-control,gpu-read,cpu-read,\n"
+	    "                                 metrics)\n"
+	    "  --signing-key-path FILE        require HS256 JWTs signed with\n"
+	    "                                 this key\n"
+	    "  --policy-file FILE             per-user scopes and GPUs on the\n"
+	    "                                 Unix socket (shared nodes)\n"
+	    "  --audit-log FILE               append one JSON line per GPU\n"
+	    "                                 setting change\n"
+	    "  --gpu-leases                   a user's GPU changes hold off\n"
+	    "                                 other users and are restored\n"
+	    "                                 when its processes exit\n"
+	    "  --restore-on-shutdown          restore leased GPUs on SIGTERM\n"
+	    "  --user NAME                    user of the network process\n"
+	    "                                 (default: zeusd if it exists,\n"
+	    "                                 else nobody)\n"
+	    "  --no-privsep                   one process, all of it root\n"
+	    "                                 (debugging and benchmarks only)\n"
+	    "  -h, --help                     show this help\n"
+	    "\n"
+	    "Environment: ZEUSD_LOG=debug|info|warn|error sets the log level;\n"
+	    "ZEUSD_IDLE_TIMEOUT_S, ZEUSD_REQUEST_TIMEOUT_S, ZEUSD_MAX_CONNS_PER_PEER,\n"
+	    "ZEUSD_DEVICE_QUEUE_MAX and ZEUSD_SSE_KEEPALIVE_MS tune limits\n"
+	    "(docs/configuration.md).\n",
+	    out);
+}
+
+int
+cli_parse_owner(const char *s, bool user, uint64_t *out, struct zerr *err)
+{
+	const char *what = user ? "--socket-uid" : "--socket-gid";
+	size_t size = 16384;
+	char *buf = NULL;
+	int rc;
+
+	if (s[0] >= '0' && s[0] <= '9')
+		return env_parse_uint(s, 0, UINT32_MAX - 1, out, what, err);
+	if (s[0] == '\0' || strlen(s) > 256)
+		return zerr_set(err, ZERR_INVALID, "invalid %s: expected a %s "
+		    "name or a number", what, user ? "user" : "group");
+	/* the NSS buffer grows on ERANGE, up to 1 MiB (huge group lists) */
+	for (;;) {
+		char *nbuf = realloc(buf, size);
+
+		if (nbuf == NULL) {
+			free(buf);
+			return zerr_set(err, ZERR_INTERNAL, "out of memory");
+		}
+		buf = nbuf;
+		if (user) {
+			struct passwd pw, *res = NULL;
+
+			rc = getpwnam_r(s, &pw, buf, size, &res);
+			if (rc == 0 && res != NULL)
+				*out = res->pw_uid;
+			else if (rc == 0)
+				rc = ENOENT;
+		} else {
+			struct group gr, *res = NULL;
+
+			rc = getgrnam_r(s, &gr, buf, size, &res);
+			if (rc == 0 && res != NULL)
+				*out = res->gr_gid;
+			else if (rc == 0)
+				rc = ENOENT;
+		}
+		if (rc != ERANGE || size >= 1024 * 1024)
+			break;
+		size *= 2;
+	}
+	free(buf);
+	if (rc == ENOENT)
+		return zerr_set(err, ZERR_INVALID, "invalid %s '%.64s': no such "
+		    "%s", what, s, user ? "user" : "group");
+	if (rc != 0)
+		return zerr_set(err, ZERR_INTERNAL, "cannot look up %s '%.64s' "
+		    "for %s: %s", user ? "user" : "group", s, what,
+		    strerror(rc));
+	return 0;
+}
+
+int
+cli_parse_permissions(const char *s, unsigned *out, struct zerr *err)
+{
+	size_t n = strlen(s);
+	unsigned v = 0;
+
+	if (n == 0 || n > 5 || strspn(s, "01234567") != n)
+		goto bad;
+	for (size_t i = 0; i < n; i++)
+		v = v * 8 + (unsigned)(s[i] - '0');
+	/*
+	 * The socket's mode is set through the umask at bind() and a chmod of
+	 * the bound inode (listen.c); setuid, setgid and sticky mean nothing on
+	 * a socket, and a value with them is more likely a typo than a wish.
+	 */
+	if (v > 0777)
+		return zerr_set(err, ZERR_INVALID,
+		    "invalid --socket-permissions '%.32s': setuid, setgid and "
+		    "sticky bits (04000, 02000, 01000) are not allowed on the "
+		    "socket file; expected an octal mode from 0 to 777 "
+		    "(e.g. 666)", s);
+	*out = v;
+	return 0;
+bad:
+	return zerr_set(err, ZERR_INVALID,
+	    "invalid --socket-permissions '%.32s': expected an octal mode "
+	    "from 0 to 777 (e.g. 666)", s);
+}
+
+enum {
+	OPT_MODE = 256, OPT_SOCKET_PATH, OPT_SOCKET_PERMS, OPT_SOCKET_UID,
+	OPT_SOCKET_GID, OPT_TCP_BIND, OPT_NUM_WORKERS, OPT_GPU_HZ, OPT_CPU_HZ,
+	OPT_GPU_BACKEND, OPT_ENABLE, OPT_OVERRIDES, OPT_SIGNING_KEY,
+	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
+	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN, OPT_USER,
+	OPT_NO_PRIVSEP,
+};
+
+static const struct option cli_serve_options[] = {
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "socket-path", required_argument, NULL, OPT_SOCKET_PATH },
+	{ "socket-permissions", required_argument, NULL, OPT_SOCKET_PERMS },
+	{ "socket-uid", required_argument, NULL, OPT_SOCKET_UID },
+	{ "socket-gid", required_argument, NULL, OPT_SOCKET_GID },
+	{ "tcp-bind-address", required_argument, NULL, OPT_TCP_BIND },
+	{ "num-workers", required_argument, NULL, OPT_NUM_WORKERS },
+	{ "gpu-power-poll-hz", required_argument, NULL, OPT_GPU_HZ },
+	{ "cpu-power-poll-hz", required_argument, NULL, OPT_CPU_HZ },
+	{ "gpu-backend", required_argument, NULL, OPT_GPU_BACKEND },
+	{ "enable", required_argument, NULL, OPT_ENABLE },
+	{ "gpu-command-overrides", required_argument, NULL, OPT_OVERRIDES },
+	{ "signing-key-path", required_argument, NULL, OPT_SIGNING_KEY },
+	{ "policy-file", required_argument, NULL, OPT_POLICY },
+	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "gpu-leases", no_argument, NULL, OPT_GPU_LEASES },
+	{ "restore-on-shutdown", no_argument, NULL, OPT_RESTORE_ON_SHUTDOWN },
+	{ "user", required_argument, NULL, OPT_USER },
+	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
+	{ "nvml-library", required_argument, NULL, OPT_NVML_LIBRARY },
+	{ "rapl-dir", required_argument, NULL, OPT_RAPL_DIR },
+	{ "simulate", no_argument, NULL, OPT_SIMULATE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Poll rates above this are refused: sampling faster than the driver
+ * updates only burns CPU. */
+#define CLI_MAX_POLL_HZ 1000
+
+static int
+cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
+{
+	uint64_t v;
+	char bad[80];
+
+	switch (opt) {
+	case OPT_MODE:
+		if (strcmp(arg, "uds") == 0)
+			cfg->mode = MODE_UDS;
+		else if (strcmp(arg, "tcp") == 0)
+			cfg->mode = MODE_TCP;
+		else
+			return zerr_set(err, ZERR_INVALID,
+			    "invalid --mode '%.32s': expected uds or tcp", arg);
+		return 0;
+	case OPT_SOCKET_PATH:
+		if (arg[0] == '\0' || strlen(arg) > 107)
+			return zerr_set(err, ZERR_INVALID,
+			    "invalid --socket-path: must be 1-107 bytes");
+		cfg->socket_path = arg;
+		return 0;
+	case OPT_SOCKET_PERMS:
+		return cli_parse_permissions(arg, &cfg->socket_permissions, err);
+	case OPT_SOCKET_UID:
+	case OPT_SOCKET_GID:
+		if (cli_parse_owner(arg, opt == OPT_SOCKET_UID, &v, err) != 0)
+			return -1;
+		if (opt == OPT_SOCKET_UID) {
+			cfg->socket_uid = (uid_t)v;
+			cfg->has_socket_uid = true;
+		} else {
+			cfg->socket_gid = (gid_t)v;
+			cfg->has_socket_gid = true;
+		}
+		return 0;
+	case OPT_TCP_BIND: {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		if (listen_parse_tcp(arg, &ss, &len, err) != 0)
+			return -1;
+		cfg->tcp_bind_address = arg;
+		return 0;
+	}
+	case OPT_NUM_WORKERS:
+		if (env_parse_uint(arg, 1, 1024, &v, "--num-workers", err) != 0)
+			return -1;
+		cfg->num_workers = (unsigned)v;
+		return 0;
+	case OPT_GPU_HZ:
+	case OPT_CPU_HZ:
+		if (env_parse_uint(arg, 1, CLI_MAX_POLL_HZ, &v, opt == OPT_GPU_HZ ?
+		    "--gpu-power-poll-hz" : "--cpu-power-poll-hz", err) != 0)
+			return -1;
+		*(opt == OPT_GPU_HZ ? &cfg->gpu_power_poll_hz :
+		    &cfg->cpu_power_poll_hz) = (unsigned)v;
+		return 0;
+	case OPT_GPU_BACKEND:
+		if (strcmp(arg, "auto") == 0)
+			cfg->gpu_backend = GPU_BACKEND_AUTO;
+		else if (strcmp(arg, "nvml") == 0)
+			cfg->gpu_backend = GPU_BACKEND_NVML;
+		else if (strcmp(arg, "amdsmi") == 0)
+			cfg->gpu_backend = GPU_BACKEND_AMDSMI;
+		else
+			return zerr_set(err, ZERR_INVALID,
+			    "invalid --gpu-backend '%.32s': expected auto, nvml "
+			    "or amdsmi", arg);
+		return 0;
+	case OPT_ENABLE:
+		if (group_parse_list(arg, &cfg->enabled, bad, sizeof(bad)) != 0)
+			return zerr_set(err, ZERR_INVALID,
+			    "invalid --enable: unknown API group '%s' (known: "
+			    "gpu-control, gpu-read, cpu-read, metrics)", bad);
+		return 0;
+	case OPT_OVERRIDES:
+		cfg->gpu_command_overrides = arg;
+		return 0;
+	case OPT_SIGNING_KEY:
+		cfg->signing_key_path = arg;
+		return 0;
+	case OPT_POLICY:
+		cfg->policy_file = arg;
+		return 0;
+	case OPT_AUDIT_LOG:
+		cfg->audit_log = arg;
+		return 0;
+	case OPT_GPU_LEASES:
+		cfg->gpu_leases = true;
+		return 0;
+	case OPT_RESTORE_ON_SHUTDOWN:
+		cfg->restore_on_shutdown = true;
+		return 0;
+	case OPT_NVML_LIBRARY:
+		cfg->nvml_library = arg;
+		return 0;
+	case OPT_RAPL_DIR:
+		cfg->rapl_dir = arg;
+		return 0;
+	case OPT_USER:
+		if (arg[0] == '\0' || strlen(arg) > 32)
+			return zerr_set(err, ZERR_INVALID,
+			    "invalid --user: must be a user name of 1-32 bytes");
+		cfg->user = arg;
+		return 0;
+	case OPT_NO_PRIVSEP:
+		cfg->privsep = false;
+		return 0;
+	case OPT_SIMULATE:
+		cfg->simulate = true;
+		return 0;
+	}
+	return zerr_set(err, ZERR_INVALID, "internal: unhandled option");
+}
+
+int
+cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg, FILE *out,
+    struct zerr *err)
+{
+	int opt;
+
+	config_defaults(cfg);
+	optind = 0;		/* glibc: full re-initialisation */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", cli_serve_options,
+	    NULL)) != -1) {
+		if (opt == 'h') {
+			cli_print_serve_usage(out);
+			return 1;
+		}
+		if (opt == '?')
+			return zerr_set(err, ZERR_INVALID,
+			    "unknown option '%.64s' (see zeusd serve --help)",
+			    argv[optind - 1]);
+		if (opt == ':')
+			return zerr_set(err, ZERR_INVALID,
+			    "option '%.64s' needs a value", argv[optind - 1]);
+		if (cli_apply(cfg, opt, optarg, err) != 0)
+			return -1;
+	}
+	if (optind < argc)
+		return zerr_set(err, ZERR_INVALID,
+		    "unexpected argument '%.64s' (see zeusd serve --help)",
+		    argv[optind]);
+	if (cfg->restore_on_shutdown && !cfg->gpu_leases)
+		return zerr_set(err, ZERR_INVALID, "--restore-on-shutdown "
+		    "needs --gpu-leases (it restores leased GPUs)");
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cli.h - command-line parsing for `zeusd serve` and value parsers shared
+ * with other subcommands.
+ */
+#ifndef ZEUS_CLI_H
+#define ZEUS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/env.h"	/* env_parse_uint, env_uint */
+#include "common/err.h"
+#include "node/config.h"
+
+/*
+ * Parses `serve` arguments (argv[0] is "serve"). Returns 0 on success, 1 when
+ * help was printed to `out` (exit 0), -1 with `err` on a bad flag or value
+ * (exit 2).
+ */
+int cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg,
+    FILE *out, struct zerr *err);
+
+/* Usage text of `zeusd` and `zeusd serve`. */
+void cli_print_usage(FILE *out);
+void cli_print_serve_usage(FILE *out);
+
+/*
+ * Octal permission bits such as "666" or "0660"; at most 0777 (setuid,
+ * setgid and sticky bits are refused).
+ */
+int cli_parse_permissions(const char *s, unsigned *out, struct zerr *err);
+
+/*
+ * A socket owner: a decimal id, or a user (`user`) or group name looked up
+ * through NSS. Unknown names are refused.
+ */
+int cli_parse_owner(const char *s, bool user, uint64_t *out, struct zerr *err);
+
+#endif
