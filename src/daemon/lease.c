@@ -17,6 +17,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -398,16 +399,25 @@ leases_destroy(struct leases *l)
 	free(l);
 }
 
-/* Adds the peer's pid to the GPU's watch set (lock held). */
+/*
+ * Adds the peer's process to the GPU's watch set (lock held): a duplicate
+ * of the pidfd the connection took at accept time (peer_take_pidfd), never
+ * a pidfd opened from the pid number now, which may name another process.
+ * The caller checked that the process has not exited.
+ */
 static int
-lease_watch_pid(struct leases *l, struct lease_gpu *g, unsigned gpu,
-    pid_t pid, struct zerr *err)
+lease_watch_peer(struct leases *l, struct lease_gpu *g, unsigned gpu,
+    const struct peer *p, struct zerr *err)
 {
 	struct lease_watch *slot = NULL;
 	struct epoll_event ev;
 
 	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++) {
-		if (g->watch[i].fd >= 0 && g->watch[i].pid == pid)
+		/* one number, both alive: the same process (the peer's is
+		 * alive, so a process that held the number before is gone,
+		 * and its pidfd polls as exited) */
+		if (g->watch[i].fd >= 0 && g->watch[i].pid == p->pid &&
+		    !lease_exited(g->watch[i].fd))
 			return 0;
 		if (g->watch[i].fd < 0 && slot == NULL)
 			slot = &g->watch[i];
@@ -415,24 +425,24 @@ lease_watch_pid(struct leases *l, struct lease_gpu *g, unsigned gpu,
 	if (slot == NULL)
 		return zerr_set(err, ZERR_BUSY, "GPU %u: more than %d processes "
 		    "hold its lease", gpu, LEASE_MAX_PIDS);
-	slot->fd = lease_pidfd_open(pid);
+	slot->fd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0);
 	if (slot->fd < 0)
-		return zerr_set(err, ZERR_CONFLICT, "GPU %u: the requesting "
-		    "process (pid %ld) cannot be watched: %s", gpu, (long)pid,
-		    strerror(errno));
+		return zerr_set(err, ZERR_INTERNAL, "GPU %u: the requesting "
+		    "process (pid %ld) cannot be watched: %s", gpu,
+		    (long)p->pid, strerror(errno));
 	slot->l = l;
 	slot->gpu = gpu;
-	slot->pid = pid;
+	slot->pid = p->pid;
 	ev.events = EPOLLIN;
 	ev.data.ptr = slot;
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, slot->fd, &ev) != 0) {
 		close(slot->fd);
 		slot->fd = -1;
 		return zerr_set(err, ZERR_INTERNAL, "GPU %u: cannot watch pid "
-		    "%ld: %s", gpu, (long)pid, strerror(errno));
+		    "%ld: %s", gpu, (long)p->pid, strerror(errno));
 	}
 	g->nwatch++;
-	g->last_pid = pid;
+	g->last_pid = p->pid;
 	return 0;
 }
 
@@ -445,6 +455,18 @@ leases_claim(struct leases *l, const struct peer *p, const char *user,
 
 	if (unix_user && p->uid == 0)
 		return 0;		/* root: never refused, never leases */
+	/*
+	 * The lease would watch the process that opened this connection. If
+	 * it has exited (a child that connected and handed the socket to its
+	 * parent), nothing is left to watch: its pid number may already be
+	 * another process's. Refused before anything is taken.
+	 */
+	if (unix_user && peer_exited(p))
+		return zerr_set(err, ZERR_CONFLICT, "the process that opened "
+		    "this connection (pid %ld) has exited; a GPU lease is "
+		    "bound to that process, so GPU settings may only be "
+		    "changed over a connection whose own process is alive",
+		    (long)p->pid);
 	pthread_mutex_lock(&l->lock);
 	for (unsigned i = 0; i < n && rc == 0; i++) {
 		struct lease_gpu *g;
@@ -480,7 +502,7 @@ leases_claim(struct leases *l, const struct peer *p, const char *user,
 			zlog(ZLOG_INFO, "gpu_lease_taken", "gpu=%u uid=%u "
 			    "pid=%ld", gpus[i], (unsigned)p->uid, (long)p->pid);
 		}
-		rc = lease_watch_pid(l, g, gpus[i], p->pid, err);
+		rc = lease_watch_peer(l, g, gpus[i], p, err);
 		if (rc != 0 && g->nwatch == 0)
 			lease_restore(l, gpus[i], "claim_failed");
 	}

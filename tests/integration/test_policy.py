@@ -813,3 +813,130 @@ def test_restore_on_shutdown_needs_leases(tmp_path):
     from conftest import run_zeusd
     r = run_zeusd("serve", "--simulate", "--restore-on-shutdown")
     assert r.returncode == 2 and "needs --gpu-leases" in r.stderr
+
+
+# ---- a lease is bound to a process, not to its pid number (issue 30) -------
+
+HANDOFF = r"""
+import os, socket, sys
+path = sys.argv[1]
+here, there = socket.socketpair()
+pid = os.fork()
+if pid == 0:
+    # the child connects, makes zeusd identify it, hands the socket over
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(b"GET /auth/whoami HTTP/1.1\r\nHost: z\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    n = int([h.split(b":")[1] for h in head.split(b"\r\n")
+             if h.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        body += s.recv(65536)
+    socket.send_fds(there, [b"x"], [s.fileno()])
+    os._exit(0)
+_, fds, _, _ = socket.recv_fds(here, 1, 1)
+os.waitpid(pid, 0)		# the child is gone, its number free
+conn = socket.socket(fileno=fds[0])
+print(pid, flush=True)
+sys.stdin.readline()		# the test may have given the number away
+conn.sendall(f"POST {sys.argv[2]} HTTP/1.1\r\nHost: z\r\n"
+             f"Connection: close\r\nContent-Length: 0\r\n\r\n".encode())
+data = b""
+while True:
+    b = conn.recv(65536)
+    if not b:
+        break
+    data += b
+head, _, body = data.partition(b"\r\n\r\n")
+print(head.split()[1].decode(), flush=True)
+print(body.decode(), flush=True)
+sys.stdin.readline()
+"""
+
+
+def spawn_with_pid(pid, argv, tries=200):
+    """Starts argv as a process with this very pid number, which must be
+    free: /proc/sys/kernel/ns_last_pid is set just below it before each
+    fork, and other processes forking at that moment make a try miss.
+    None when every try missed."""
+    for _ in range(tries):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        p = subprocess.Popen(argv)
+        if p.pid == pid:
+            return p
+        p.kill()
+        p.wait()
+    return None
+
+
+def test_lease_is_not_bound_to_a_reused_pid(node):
+    """A user's child connects, hands the connected socket to its parent
+    and exits; its pid number goes to another user's long-lived process.
+    A write on the handed-over connection used to take a lease watching
+    that other process (so it held while the other user's process lived,
+    and the holder's own exit restored nothing). It must be refused: the
+    process that connected is gone, and no lease may be left behind."""
+    d = node(args=["--gpu-leases"])
+    before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+        "power_limit_mw"]
+    h = subprocess.Popen(
+        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+         sys.executable, "-c", HANDOFF, d.sock,
+         LIMIT_BLOCK.format(g=0, mw=250000)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    other = None
+    try:
+        child = int(h.stdout.readline())
+        other = spawn_with_pid(child, ["setpriv", "--reuid=4343",
+                                       "--regid=4343", "--clear-groups",
+                                       "sleep", "3600"])
+        assert other is not None, f"pid {child} could not be reused"
+        h.stdin.write("go\n")
+        h.stdin.flush()
+        status = int(h.stdout.readline())
+        body = h.stdout.readline()
+        assert status == 409, body
+        msg = json.loads(body)["error"]
+        assert f"(pid {child}) has exited" in msg, msg
+        # nothing changed, nothing leased: another user may write
+        assert d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+            "power_limit_mw"] == before
+        assert "gpu_lease_taken gpu=0 uid=4242" not in d.logs()
+        st, body = as_user(d, 4444, 4444, "POST",
+                           LIMIT_BLOCK.format(g=0, mw=260000))
+        assert st == 200, body
+    finally:
+        for p in (h, other):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_lease_refused_once_connecting_process_exited(node):
+    """Without any pid reuse: the child that connected has exited (and was
+    reaped) when its parent writes on the connection; refused with the
+    reason, and the GPU is left free."""
+    d = node(args=["--gpu-leases"])
+    h = subprocess.Popen(
+        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+         sys.executable, "-c", HANDOFF, d.sock,
+         LIMIT_BLOCK.format(g=1, mw=250000)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(h.stdout.readline())
+        h.stdin.write("go\n")
+        h.stdin.flush()
+        status = int(h.stdout.readline())
+        body = h.stdout.readline()
+        assert status == 409, body
+        assert f"(pid {child}) has exited" in json.loads(body)["error"]
+        assert "gpu_lease_taken" not in d.logs()
+        assert as_user(d, 4444, 4444, "POST",
+                       LIMIT_BLOCK.format(g=1, mw=260000))[0] == 200
+    finally:
+        h.kill()
+        h.wait()
