@@ -5,8 +5,10 @@
  * that GPU; while any process of that user that changed a setting on it
  * lives, other non-root writers get 409. When the last such process exits
  * the settings the user changed go back to the values in force before the
- * user's first change, through the GPU's own device queue, and the lease
- * ends. See docs/security.md, "Shared nodes".
+ * user's first change, through the GPU's own device queue (room there is
+ * never refused to a restore), and the lease ends once every restore
+ * succeeded: a failed one is retried with a backoff while the lease keeps
+ * refusing others, the 409 naming the failure. See docs/security.md, "Shared nodes".
  *
  * Processes are watched through the pidfd each connection took when it was
  * accepted (peer_take_pidfd: the process that connected, not its pid

@@ -940,3 +940,174 @@ def test_lease_refused_once_connecting_process_exited(node):
     finally:
         h.kill()
         h.wait()
+
+
+# ---- a restore is never skipped (issue 30) ---------------------------------
+
+from simutil import write_control  # noqa: E402
+
+LOCK_300 = ("/gpu/set_gpu_locked_clocks?block=true&gpu_ids={g}"
+            "&min_clock_mhz=300&max_clock_mhz=300")
+RESET_GC = "nvmlDeviceResetGpuLockedClocks"
+
+HOG = r"""
+import socket, sys, time
+path, lock, write = sys.argv[1:4]
+def send(target):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(f"POST {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
+              f"Content-Length: 0\r\n\r\n".encode())
+    return s
+s = send(lock)
+print(s.recv(65536).split()[1].decode(), flush=True)
+sys.stdin.readline()		# the test made the GPU's writes slow
+# blocking writes until the GPU's write queue refuses one
+held = []
+while True:
+    s = send(write)
+    s.settimeout(0.5)
+    try:
+        status = s.recv(65536).split()[1].decode()
+    except socket.timeout:
+        held.append(s)		# running or queued
+        continue
+    if status == "503":
+        break
+print("full", len(held), flush=True)
+time.sleep(3600)
+"""
+
+
+def test_restore_not_skipped_when_holder_filled_the_queue(node):
+    """The holder locks GPU 0's clocks at 300 MHz, fills its write queue
+    with slow blocking writes and is killed. The restore used to be
+    refused ("device queue full"), the lease freed and the clocks left
+    locked. The restore must get room, run after the holder's writes and
+    only then free the lease."""
+    sim = SimLog(node.base / "sim.log")
+    ctl = node.base / "sim.ctl"
+    d = node(args=["--gpu-leases"],
+             env={"ZEUS_SIM_LOG": str(sim.path),
+                  "ZEUS_SIM_CONTROL": str(ctl),
+                  "ZEUSD_DEVICE_QUEUE_MAX": "2"})
+    before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+        "power_limit_mw"]
+    h = subprocess.Popen(
+        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+         sys.executable, "-c", HOG, d.sock, LOCK_300.format(g=0),
+         LIMIT_BLOCK.format(g=0, mw=250000)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert h.stdout.readline().strip() == "200"
+        write_control(ctl, f"delay {SET_PL} 0 1500")
+        h.stdin.write("go\n")
+        h.stdin.flush()
+        line = h.stdout.readline().split()
+        assert line[0] == "full" and int(line[1]) >= 2, line
+        mark = sim.mark()
+        h.kill()
+        h.wait()
+        # the holder's queued writes drain (1.5 s each), then the restore
+        wait_log(d, "event=gpu_lease_released gpu=0", timeout=90)
+    finally:
+        if h.poll() is None:
+            h.kill()
+            h.wait()
+    assert sim.calls(RESET_GC, 0, since=mark), sim.writes(since=mark)
+    logs = d.logs()
+    assert "event=gpu_restored gpu=0 op=reset_gpu_locked_clocks" in logs
+    assert "gpu_restore_failed" not in logs, logs
+    # the power limit, last written by the holder's queued writes, is back
+    pl = sim.calls(SET_PL, 0, since=mark)
+    assert pl and pl[-1].args == [str(before)], pl
+    assert d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+        "power_limit_mw"] == before
+    # and the GPU is free
+    assert as_user(d, 4343, 4343, "POST",
+                   LIMIT_BLOCK.format(g=0, mw=260000))[0] == 200
+
+
+def test_failed_restore_keeps_the_lease_and_says_why(node):
+    """A restore the driver refuses keeps the lease: others get 409 naming
+    the failure, the log and the audit say it, and it is retried until it
+    succeeds; only then is the lease released."""
+    sim = SimLog(node.base / "sim.log")
+    ctl = node.base / "sim.ctl"
+    audit = node.base / "audit.jsonl"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)],
+             env={"ZEUS_SIM_LOG": str(sim.path),
+                  "ZEUS_SIM_CONTROL": str(ctl)})
+    a = holder(d, 4242, LOCK_300.format(g=0))
+    try:
+        write_control(ctl, f"fail {RESET_GC} 0 UNKNOWN")
+        mark = sim.mark()
+        a.kill()
+        a.wait()
+        wait_log(d, "event=gpu_restore_failed gpu=0 "
+                    "op=reset_gpu_locked_clocks", timeout=30)
+        # the lease is not given up (it used to be, at once)
+        st, body = as_user(d, 4343, 4343, "POST",
+                           LIMIT_BLOCK.format(g=0, mw=260000))
+        assert st == 409, body
+        # once the retry is armed the 409 says why
+        wait_log(d, "event=gpu_restore_retry gpu=0", timeout=30)
+        st, body = as_user(d, 4343, 4343, "POST",
+                           LIMIT_BLOCK.format(g=0, mw=260000))
+        assert st == 409, body
+        msg = json.loads(body)["error"]
+        assert "GPU 0 is leased by" in msg and "uid 4242" in msg, msg
+        assert "its restore failed (GPU 0: reset_gpu_locked_clocks " \
+            "failed: " in msg, msg
+        print(msg)
+        # retried, and still failing: the lease holds
+        wait_log(d, "event=gpu_restore_failed gpu=0 "
+                    "op=reset_gpu_locked_clocks uid=4242 attempt=2",
+                 timeout=60)
+        assert "gpu_lease_released gpu=0" not in d.logs()
+        assert as_user(d, 4343, 4343, "POST",
+                       LIMIT_BLOCK.format(g=0, mw=260000))[0] == 409
+        # the driver takes it again: the next retry restores and frees
+        write_control(ctl)
+        wait_log(d, "event=gpu_lease_released gpu=0", timeout=90)
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    resets = sim.calls(RESET_GC, 0, since=mark)
+    assert len(resets) >= 3 and resets[-1].rc == "SUCCESS", resets
+    assert all(c.rc != "SUCCESS" for c in resets[:-1]), resets
+    assert "event=gpu_restored gpu=0 op=reset_gpu_locked_clocks" in d.logs()
+    lines = audit_lines(audit)
+    tries = [x for x in lines if x.get("restore") and x["gpu"] == 0]
+    assert [x["result"] for x in tries][-1] == "ok", tries
+    assert tries[0]["result"] == "error" and tries[0]["error"], tries
+    refused = [x for x in lines if x["result"] == "refused"]
+    assert len(refused) == 3 and all("restore failed" in x["error"]
+                                     for x in refused[1:]), refused
+    assert as_user(d, 4343, 4343, "POST",
+                   LIMIT_BLOCK.format(g=0, mw=260000))[0] == 200
+
+
+def test_failed_restore_at_shutdown_is_given_up_and_said(node):
+    """--restore-on-shutdown with a restore the driver keeps refusing:
+    retried during the shutdown wait, then given up with a log line; the
+    daemon still stops cleanly."""
+    sim = SimLog(node.base / "sim.log")
+    ctl = node.base / "sim.ctl"
+    d = node(args=["--gpu-leases", "--restore-on-shutdown"],
+             env={"ZEUS_SIM_LOG": str(sim.path),
+                  "ZEUS_SIM_CONTROL": str(ctl)})
+    p = holder(d, 4242, LOCK_300.format(g=1))
+    try:
+        write_control(ctl, f"fail {RESET_GC} 1 UNKNOWN")
+        mark = sim.mark()
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(30) == 0, d.logs()
+    finally:
+        p.kill()
+        p.wait()
+    logs = d.logs()
+    assert "event=gpu_restore_timeout" in logs, logs
+    assert "event=gpu_restore_abandoned gpu=1 uid=4242" in logs, logs
+    assert len(sim.calls(RESET_GC, 1, since=mark)) >= 2
