@@ -73,6 +73,14 @@ struct lease_gpu {
 	 * not be queued) stays in `pending` and the lease stays RESTORING,
 	 * refusing others with `why`, until a retry of it succeeds.
 	 */
+	/*
+	 * Writes claimed on the loop thread and not yet queued
+	 * (leases_claim_done). The last watched process exiting in that
+	 * window defers the restore (`restore_due`) until they are queued,
+	 * so it runs after them and cannot miss what they change.
+	 */
+	unsigned claims;
+	bool restore_due;
 	const char *reason;	/* of the restore under way */
 	unsigned pending;	/* bits of lease_ops[] left to (re)try */
 	unsigned attempts;	/* rounds so far */
@@ -316,6 +324,7 @@ lease_restore(struct leases *l, unsigned gpu, const char *reason)
 
 	assert(g->state == LEASE_HELD);
 	g->state = LEASE_RESTORING;
+	g->restore_due = false;
 	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++)
 		if (g->watch[i].fd >= 0) {
 			(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, g->watch[i].fd,
@@ -497,7 +506,11 @@ lease_thread(void *arg)
 				zlog(ZLOG_INFO, "gpu_lease_process_exited",
 				    "gpu=%u uid=%u pid=%ld left=%u", w->gpu,
 				    (unsigned)g->uid, (long)w->pid, g->nwatch);
-				if (g->nwatch == 0 && g->state == LEASE_HELD)
+				if (g->nwatch == 0 && g->state == LEASE_HELD &&
+				    g->claims > 0)
+					g->restore_due = true;
+				else if (g->nwatch == 0 &&
+				    g->state == LEASE_HELD)
 					lease_restore(l, w->gpu,
 					    "process_exit");
 			}
@@ -737,8 +750,37 @@ leases_claim(struct leases *l, const struct peer *p, const char *user,
 		if (rc != 0 && g->nwatch == 0)
 			lease_restore(l, gpus[i], "claim_failed");
 	}
+	for (unsigned i = 0; i < n && rc == 0 && unix_user; i++)
+		if (gpus[i] < l->ngpu)
+			l->gpus[gpus[i]].claims++;
 	pthread_mutex_unlock(&l->lock);
 	return rc;
+}
+
+void
+leases_claim_done(struct leases *l, const struct peer *p,
+    const uint32_t *gpus, unsigned n)
+{
+	if (l == NULL || p == NULL || p->kind != PEER_UNIX || p->uid == 0)
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct lease_gpu *g;
+
+		if (gpus[i] >= l->ngpu)
+			continue;
+		g = &l->gpus[gpus[i]];
+		assert(g->claims > 0);
+		if (g->claims > 0)
+			g->claims--;
+		if (g->claims > 0 || !g->restore_due)
+			continue;
+		g->restore_due = false;
+		/* a process of the user may have joined meanwhile */
+		if (g->state == LEASE_HELD && g->nwatch == 0)
+			lease_restore(l, gpus[i], "process_exit");
+	}
+	pthread_mutex_unlock(&l->lock);
 }
 
 void

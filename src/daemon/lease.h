@@ -53,6 +53,15 @@ int leases_claim(struct leases *l, const struct peer *p, const char *user,
     const uint32_t *gpus, unsigned n, struct zerr *err);
 
 /*
+ * Loop thread, after a successful leases_claim: the write is now queued
+ * (or was refused). Required once per successful claim with the same
+ * arguments: a restore due while the write was between the two is queued
+ * now, behind it.
+ */
+void leases_claim_done(struct leases *l, const struct peer *p,
+    const uint32_t *gpus, unsigned n);
+
+/*
  * Worker thread, after a write ran: records the value it replaced when it
  * is the first change of that setting under the lease (the value to
  * restore). `unix_peer`/`uid`: the writer. `l` may be NULL (no leases).
