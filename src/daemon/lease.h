@@ -8,7 +8,8 @@
  * user's first change, through the GPU's own device queue (room there is
  * never refused to a restore), and the lease ends once every restore
  * succeeded: a failed one is retried with a backoff while the lease keeps
- * refusing others, the 409 naming the failure. See docs/security.md, "Shared nodes".
+ * refusing others, the 409 naming the failure. See docs/security.md,
+ * "Shared nodes".
  *
  * Processes are watched through the pidfd each connection took when it was
  * accepted (peer_take_pidfd: the process that connected, not its pid

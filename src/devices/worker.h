@@ -105,8 +105,9 @@ unsigned worker_max(const struct worker *wk);
 /*
  * Reserves room for `w` (its kind, masks and supersedable flag set) and
  * returns 0, or returns -1 when `max` items of its kind are already queued
- * or reserved (never for an `unbounded` item). A write that would replace a queued one needs no room and is
- * accepted even then. Follow with worker_submit or worker_unreserve.
+ * or reserved (never for an `unbounded` item). A write that would replace
+ * a queued one needs no room and is accepted even then. Follow with
+ * worker_submit or worker_unreserve.
  */
 int worker_reserve(struct worker *wk, struct work *w);
 void worker_unreserve(struct worker *wk, struct work *w);
