@@ -4,9 +4,13 @@
  *
  * One mutex guards every GPU's lease; it is held for table updates only,
  * never across a device call. A lease moves HELD -> RESTORING when its last
- * watched process exits (or at shutdown) and back to FREE when the last
- * restore command completed; while RESTORING it still refuses other users,
- * so nobody's write lands between the death and the restore.
+ * watched process exits (or at shutdown) and back to FREE when every
+ * restore command succeeded; while RESTORING it still refuses other users,
+ * so nobody's write lands between the death and the restore. A restore
+ * command is never refused for a full queue (work.unbounded), and one that
+ * fails is retried by the watcher thread after a backoff (its epoll_wait
+ * timeout), the lease held and refusing others with the failure meanwhile:
+ * a restore cannot be skipped.
  *
  * The watcher thread owns the epoll set: claims add pidfds to it from the
  * loop thread (epoll_ctl is thread-safe), the thread removes and closes
@@ -17,6 +21,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -39,6 +44,8 @@
 #include "access/peer.h"
 
 #define LEASE_MAX_PIDS 64	/* watched processes per GPU */
+#define LEASE_RETRY_FIRST_MS 1000	/* a failed restore: retried after */
+#define LEASE_RETRY_MAX_MS 30000	/* doubling up to this */
 
 enum lease_state { LEASE_FREE, LEASE_HELD, LEASE_RESTORING };
 
@@ -61,6 +68,25 @@ struct lease_gpu {
 	uint32_t limit_mw;
 	bool persist;
 	unsigned restores_left;
+	/*
+	 * A restore is never skipped: an op whose command failed (or could
+	 * not be queued) stays in `pending` and the lease stays RESTORING,
+	 * refusing others with `why`, until a retry of it succeeds.
+	 */
+	/*
+	 * Writes claimed on the loop thread and not yet queued
+	 * (leases_claim_done). The last watched process exiting in that
+	 * window defers the restore (`restore_due`) until they are queued,
+	 * so it runs after them and cannot miss what they change.
+	 */
+	unsigned claims;
+	bool restore_due;
+	const char *reason;	/* of the restore under way */
+	unsigned pending;	/* bits of lease_ops[] left to (re)try */
+	unsigned attempts;	/* rounds so far */
+	bool retry_armed;
+	struct timespec retry_at;	/* CLOCK_MONOTONIC */
+	char why[ZERR_MSG_MAX + 48];	/* the last failure, "" for none */
 };
 
 struct leases {
@@ -70,9 +96,27 @@ struct leases {
 	struct lease_gpu *gpus;
 	unsigned ngpu;
 	int epfd, stopfd;
+	int kickfd;		/* a retry was armed: recompute the timeout */
 	pthread_t thread;
 	bool started;
+	bool stopping;		/* leases_stop: no retry is armed after */
 };
+
+/* What a restore writes, one command each; bit i of `pending` is [i]. */
+static const enum gpu_write_op lease_ops[] = { GPU_SET_POWER_LIMIT,
+    GPU_SET_PERSISTENCE_MODE, GPU_RESET_GPU_LOCKED_CLOCKS,
+    GPU_RESET_MEM_LOCKED_CLOCKS };
+#define LEASE_NOPS (sizeof(lease_ops) / sizeof(lease_ops[0]))
+#define LEASE_ALL_OPS ((1u << LEASE_NOPS) - 1)
+
+static unsigned
+lease_op_bit(enum gpu_write_op op)
+{
+	for (unsigned i = 0; i < LEASE_NOPS; i++)
+		if (lease_ops[i] == op)
+			return 1u << i;
+	return 0;
+}
 
 /*
  * One restore command. It is queued for every setting at once, but decides
@@ -86,6 +130,7 @@ struct lease_restore {
 	int (*exec)(struct work *w, void *device);	/* gpu_cmd's */
 	struct audit_who who;
 	const char *reason;
+	unsigned attempt;	/* the round it belongs to, from 1 */
 	bool skipped;		/* the user never changed this setting */
 	struct timespec t0;
 };
@@ -150,12 +195,15 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	if (r == NULL) {
 		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s "
 		    "error=\"out of memory\"", gpu, gpu_write_op_name(op));
+		snprintf(g->why, sizeof(g->why), "%s: out of memory",
+		    gpu_write_op_name(op));
 		return -1;
 	}
 	memset(&w, 0, sizeof(w));
 	w.op = op;
 	r->l = l;
 	r->reason = reason;
+	r->attempt = g->attempts;
 	r->who.unix_peer = true;
 	r->who.uid = g->uid;
 	r->who.pid = g->last_pid;
@@ -166,12 +214,20 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	r->cmd.want_before = audit_enabled();
 	r->exec = r->cmd.work.exec;
 	r->cmd.work.exec = lease_restore_exec;
+	/* never refused for a full queue (filled by the holder, say): at
+	 * most one restore command per setting per GPU is out at a time */
+	r->cmd.work.unbounded = true;
 	worker_batch_init(&wb);
 	if (node_gpu_reserve(l->node, &wb, &r->cmd, &err) != 0) {
-		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s "
-		    "error=\"device queue full\"", gpu, gpu_write_op_name(op));
+		char q[ZERR_MSG_MAX + 64];
+
+		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s error=%s",
+		    gpu, gpu_write_op_name(op), zlog_quote(q, sizeof(q),
+		    err.msg));
 		audit_write(&r->who, gpu, gpu_write_op_name(op), NULL, NULL,
-		    "device queue full", reason);
+		    err.msg, reason);
+		snprintf(g->why, sizeof(g->why), "%s: %s",
+		    gpu_write_op_name(op), err.msg);
 		free(r);
 		return -1;
 	}
@@ -188,20 +244,87 @@ lease_free_gpu(struct leases *l, struct lease_gpu *g, unsigned gpu)
 	g->state = LEASE_FREE;
 	g->has_limit = g->has_persist = g->gpu_clocks = g->mem_clocks = false;
 	g->restores_left = 0;
+	g->pending = 0;
+	g->attempts = 0;
+	g->retry_armed = false;
+	g->why[0] = '\0';
 	pthread_cond_broadcast(&l->idle);
+}
+
+/* Queues the restore of every op in `pending` (lock held). */
+static void
+lease_restore_round(struct leases *l, unsigned gpu);
+
+/*
+ * The last restore command of a round is done (lock held): the lease ends
+ * when nothing is left to restore; otherwise a retry of what failed is
+ * armed, later each time, and the lease keeps refusing others. It is never
+ * freed with a setting unrestored.
+ */
+static void
+lease_settle(struct leases *l, unsigned gpu)
+{
+	struct lease_gpu *g = &l->gpus[gpu];
+	char q[sizeof(g->why) + 16];
+	unsigned ms = LEASE_RETRY_FIRST_MS;
+	uint64_t one = 1;
+
+	if (g->pending == 0) {
+		lease_free_gpu(l, g, gpu);
+		return;
+	}
+	if (l->stopping) {
+		zlog(ZLOG_ERROR, "gpu_restore_abandoned", "gpu=%u uid=%u "
+		    "attempts=%u error=%s msg=\"zeusd is stopping; the settings "
+		    "stay as they are\"", gpu, (unsigned)g->uid, g->attempts,
+		    zlog_quote(q, sizeof(q), g->why));
+		return;
+	}
+	for (unsigned i = 1; i < g->attempts && ms < LEASE_RETRY_MAX_MS; i++)
+		ms *= 2;
+	if (ms > LEASE_RETRY_MAX_MS)
+		ms = LEASE_RETRY_MAX_MS;
+	clock_gettime(CLOCK_MONOTONIC, &g->retry_at);
+	g->retry_at.tv_sec += ms / 1000;
+	g->retry_at.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (g->retry_at.tv_nsec >= 1000000000L) {
+		g->retry_at.tv_sec++;
+		g->retry_at.tv_nsec -= 1000000000L;
+	}
+	g->retry_armed = true;
+	zlog(ZLOG_WARN, "gpu_restore_retry", "gpu=%u uid=%u attempt=%u "
+	    "in_ms=%u error=%s msg=\"the lease holds until the restore "
+	    "succeeds\"", gpu, (unsigned)g->uid, g->attempts + 1, ms,
+	    zlog_quote(q, sizeof(q), g->why));
+	/* the watcher sleeps with the timeout of the retries it knew */
+	if (write(l->kickfd, &one, sizeof(one)) != sizeof(one))
+		zlog(ZLOG_WARN, "lease_watcher_kick_failed", "error=\"%s\"",
+		    strerror(errno));
+}
+
+static void
+lease_restore_round(struct leases *l, unsigned gpu)
+{
+	struct lease_gpu *g = &l->gpus[gpu];
+
+	g->attempts++;
+	for (unsigned i = 0; i < LEASE_NOPS; i++)
+		if ((g->pending & (1u << i)) &&
+		    lease_queue(l, gpu, lease_ops[i], g->reason) == 0)
+			g->pending &= ~(1u << i);
+	if (g->restores_left == 0)
+		lease_settle(l, gpu);
 }
 
 /* HELD -> RESTORING: queues the restore of every setting (lock held). */
 static void
 lease_restore(struct leases *l, unsigned gpu, const char *reason)
 {
-	static const enum gpu_write_op ops[] = { GPU_SET_POWER_LIMIT,
-	    GPU_SET_PERSISTENCE_MODE, GPU_RESET_GPU_LOCKED_CLOCKS,
-	    GPU_RESET_MEM_LOCKED_CLOCKS };
 	struct lease_gpu *g = &l->gpus[gpu];
 
 	assert(g->state == LEASE_HELD);
 	g->state = LEASE_RESTORING;
+	g->restore_due = false;
 	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++)
 		if (g->watch[i].fd >= 0) {
 			(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, g->watch[i].fd,
@@ -212,10 +335,11 @@ lease_restore(struct leases *l, unsigned gpu, const char *reason)
 	g->nwatch = 0;
 	zlog(ZLOG_INFO, "gpu_restore_started", "gpu=%u uid=%u reason=%s", gpu,
 	    (unsigned)g->uid, reason);
-	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		(void)lease_queue(l, gpu, ops[i], reason);
-	if (g->restores_left == 0)
-		lease_free_gpu(l, g, gpu);
+	g->reason = reason;
+	g->pending = LEASE_ALL_OPS;
+	g->attempts = 0;
+	g->why[0] = '\0';
+	lease_restore_round(l, gpu);
 }
 
 static void
@@ -231,9 +355,9 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 		goto out;
 	if (cmd->rc != 0)
 		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s uid=%u "
-		    "error=%s", cmd->gpu, gpu_cmd_name(cmd),
-		    (unsigned)r->who.uid, zlog_quote(q, sizeof(q),
-		    cmd->err.msg));
+		    "attempt=%u error=%s", cmd->gpu, gpu_cmd_name(cmd),
+		    (unsigned)r->who.uid, r->attempt, zlog_quote(q,
+		    sizeof(q), cmd->err.msg));
 	else
 		zlog(ZLOG_INFO, "gpu_restored", "gpu=%u op=%s uid=%u reason=%s",
 		    cmd->gpu, gpu_cmd_name(cmd), (unsigned)r->who.uid,
@@ -258,10 +382,15 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 	    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL, r->reason);
 out:
 	pthread_mutex_lock(&l->lock);
-	/* the lease stays RESTORING until its last restore is done */
+	/* the lease stays RESTORING until its last restore succeeded */
 	assert(g->state == LEASE_RESTORING && g->restores_left > 0);
+	if (!r->skipped && cmd->rc != 0) {
+		g->pending |= lease_op_bit(cmd->write.op);
+		/* the driver's error names the GPU and the operation */
+		snprintf(g->why, sizeof(g->why), "%s", cmd->err.msg);
+	}
 	if (g->restores_left > 0 && --g->restores_left == 0)
-		lease_free_gpu(l, g, cmd->gpu);
+		lease_settle(l, cmd->gpu);
 	pthread_mutex_unlock(&l->lock);
 	free(r);
 }
@@ -275,6 +404,61 @@ lease_exited(int fd)
 	return poll(&pf, 1, 0) == 1;
 }
 
+/* Whether g's armed retry is due: 0, else > 0. */
+static long long
+lease_retry_timeout_one(const struct lease_gpu *g)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec != g->retry_at.tv_sec)
+		return now.tv_sec < g->retry_at.tv_sec ? 1 : 0;
+	return now.tv_nsec < g->retry_at.tv_nsec ? 1 : 0;
+}
+
+/*
+ * Milliseconds until the first armed retry is due (0: one is), -1 for
+ * none (lock held).
+ */
+static int
+lease_retry_timeout(struct leases *l)
+{
+	struct timespec now;
+	long long best = -1;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (unsigned i = 0; i < l->ngpu; i++) {
+		const struct lease_gpu *g = &l->gpus[i];
+		long long ms;
+
+		if (!g->retry_armed)
+			continue;
+		ms = (long long)(g->retry_at.tv_sec - now.tv_sec) * 1000 +
+		    (g->retry_at.tv_nsec - now.tv_nsec + 999999) / 1000000;
+		if (ms < 0)
+			ms = 0;
+		if (best < 0 || ms < best)
+			best = ms;
+	}
+	return best > 60000 ? 60000 : (int)best;
+}
+
+/* Starts the retries that are due (lock held). */
+static void
+lease_retry_due(struct leases *l)
+{
+	for (unsigned i = 0; i < l->ngpu; i++) {
+		struct lease_gpu *g = &l->gpus[i];
+
+		if (!g->retry_armed || lease_retry_timeout_one(g) > 0)
+			continue;
+		g->retry_armed = false;
+		zlog(ZLOG_INFO, "gpu_restore_retrying", "gpu=%u uid=%u "
+		    "attempt=%u", i, (unsigned)g->uid, g->attempts + 1);
+		lease_restore_round(l, i);
+	}
+}
+
 static void *
 lease_thread(void *arg)
 {
@@ -282,8 +466,12 @@ lease_thread(void *arg)
 	struct epoll_event ev[16];
 
 	for (;;) {
-		int n = epoll_wait(l->epfd, ev, 16, -1);
+		int n, timeout;
 
+		pthread_mutex_lock(&l->lock);
+		timeout = lease_retry_timeout(l);
+		pthread_mutex_unlock(&l->lock);
+		n = epoll_wait(l->epfd, ev, 16, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -297,6 +485,16 @@ lease_thread(void *arg)
 
 			if (w == NULL)
 				return NULL;	/* the stop eventfd */
+			if (w == (struct lease_watch *)&l->kickfd) {
+				uint64_t v;
+
+				if (read(l->kickfd, &v, sizeof(v)) < 0 &&
+				    errno != EAGAIN)
+					zlog(ZLOG_WARN, "lease_watcher_kick_"
+					    "failed", "error=\"%s\"",
+					    strerror(errno));
+				continue;
+			}
 			pthread_mutex_lock(&l->lock);
 			g = &l->gpus[w->gpu];
 			if (w->fd >= 0 && lease_exited(w->fd)) {
@@ -308,12 +506,19 @@ lease_thread(void *arg)
 				zlog(ZLOG_INFO, "gpu_lease_process_exited",
 				    "gpu=%u uid=%u pid=%ld left=%u", w->gpu,
 				    (unsigned)g->uid, (long)w->pid, g->nwatch);
-				if (g->nwatch == 0 && g->state == LEASE_HELD)
+				if (g->nwatch == 0 && g->state == LEASE_HELD &&
+				    g->claims > 0)
+					g->restore_due = true;
+				else if (g->nwatch == 0 &&
+				    g->state == LEASE_HELD)
 					lease_restore(l, w->gpu,
 					    "process_exit");
 			}
 			pthread_mutex_unlock(&l->lock);
 		}
+		pthread_mutex_lock(&l->lock);
+		lease_retry_due(l);
+		pthread_mutex_unlock(&l->lock);
 	}
 }
 
@@ -327,7 +532,7 @@ leases_create(struct node *node, struct leases **out, struct zerr *err)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	l->node = node;
 	l->ngpu = node->ngpu;
-	l->epfd = l->stopfd = -1;
+	l->epfd = l->stopfd = l->kickfd = -1;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->idle, NULL);
 	if ((l->gpus = calloc(l->ngpu ? l->ngpu : 1, sizeof(*l->gpus))) ==
@@ -338,7 +543,11 @@ leases_create(struct node *node, struct leases **out, struct zerr *err)
 			l->gpus[i].watch[j].fd = -1;
 	if ((l->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 	    (l->stopfd = eventfd(0, EFD_CLOEXEC)) < 0 ||
+	    (l->kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stopfd, &ev) != 0)
+		goto fail;
+	ev.data.ptr = &l->kickfd;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->kickfd, &ev) != 0)
 		goto fail;
 	/* a kernel without pidfd_open (before 5.3) cannot watch */
 	{
@@ -372,10 +581,28 @@ leases_stop(struct leases *l)
 
 	if (l == NULL || !l->started)
 		return;
+	pthread_mutex_lock(&l->lock);
+	l->stopping = true;
+	pthread_mutex_unlock(&l->lock);
 	if (write(l->stopfd, &one, sizeof(one)) != sizeof(one))
 		zlog(ZLOG_WARN, "lease_watcher_stop_failed", NULL);
 	pthread_join(l->thread, NULL);
 	l->started = false;
+	/* retries that were waiting for their time: none will run now */
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < l->ngpu; i++) {
+		struct lease_gpu *g = &l->gpus[i];
+		char q[sizeof(g->why) + 16];
+
+		if (!g->retry_armed)
+			continue;
+		g->retry_armed = false;
+		zlog(ZLOG_ERROR, "gpu_restore_abandoned", "gpu=%u uid=%u "
+		    "attempts=%u error=%s msg=\"zeusd is stopping; the settings "
+		    "stay as they are\"", i, (unsigned)g->uid, g->attempts,
+		    zlog_quote(q, sizeof(q), g->why));
+	}
+	pthread_mutex_unlock(&l->lock);
 }
 
 void
@@ -392,22 +619,33 @@ leases_destroy(struct leases *l)
 		close(l->epfd);
 	if (l->stopfd >= 0)
 		close(l->stopfd);
+	if (l->kickfd >= 0)
+		close(l->kickfd);
 	pthread_cond_destroy(&l->idle);
 	pthread_mutex_destroy(&l->lock);
 	free(l->gpus);
 	free(l);
 }
 
-/* Adds the peer's pid to the GPU's watch set (lock held). */
+/*
+ * Adds the peer's process to the GPU's watch set (lock held): a duplicate
+ * of the pidfd the connection took at accept time (peer_take_pidfd), never
+ * a pidfd opened from the pid number now, which may name another process.
+ * The caller checked that the process has not exited.
+ */
 static int
-lease_watch_pid(struct leases *l, struct lease_gpu *g, unsigned gpu,
-    pid_t pid, struct zerr *err)
+lease_watch_peer(struct leases *l, struct lease_gpu *g, unsigned gpu,
+    const struct peer *p, struct zerr *err)
 {
 	struct lease_watch *slot = NULL;
 	struct epoll_event ev;
 
 	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++) {
-		if (g->watch[i].fd >= 0 && g->watch[i].pid == pid)
+		/* one number, both alive: the same process (the peer's is
+		 * alive, so a process that held the number before is gone,
+		 * and its pidfd polls as exited) */
+		if (g->watch[i].fd >= 0 && g->watch[i].pid == p->pid &&
+		    !lease_exited(g->watch[i].fd))
 			return 0;
 		if (g->watch[i].fd < 0 && slot == NULL)
 			slot = &g->watch[i];
@@ -415,24 +653,24 @@ lease_watch_pid(struct leases *l, struct lease_gpu *g, unsigned gpu,
 	if (slot == NULL)
 		return zerr_set(err, ZERR_BUSY, "GPU %u: more than %d processes "
 		    "hold its lease", gpu, LEASE_MAX_PIDS);
-	slot->fd = lease_pidfd_open(pid);
+	slot->fd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0);
 	if (slot->fd < 0)
-		return zerr_set(err, ZERR_CONFLICT, "GPU %u: the requesting "
-		    "process (pid %ld) cannot be watched: %s", gpu, (long)pid,
-		    strerror(errno));
+		return zerr_set(err, ZERR_INTERNAL, "GPU %u: the requesting "
+		    "process (pid %ld) cannot be watched: %s", gpu,
+		    (long)p->pid, strerror(errno));
 	slot->l = l;
 	slot->gpu = gpu;
-	slot->pid = pid;
+	slot->pid = p->pid;
 	ev.events = EPOLLIN;
 	ev.data.ptr = slot;
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, slot->fd, &ev) != 0) {
 		close(slot->fd);
 		slot->fd = -1;
 		return zerr_set(err, ZERR_INTERNAL, "GPU %u: cannot watch pid "
-		    "%ld: %s", gpu, (long)pid, strerror(errno));
+		    "%ld: %s", gpu, (long)p->pid, strerror(errno));
 	}
 	g->nwatch++;
-	g->last_pid = pid;
+	g->last_pid = p->pid;
 	return 0;
 }
 
@@ -445,6 +683,18 @@ leases_claim(struct leases *l, const struct peer *p, const char *user,
 
 	if (unix_user && p->uid == 0)
 		return 0;		/* root: never refused, never leases */
+	/*
+	 * The lease would watch the process that opened this connection. If
+	 * it has exited (a child that connected and handed the socket to its
+	 * parent), nothing is left to watch: its pid number may already be
+	 * another process's. Refused before anything is taken.
+	 */
+	if (unix_user && peer_exited(p))
+		return zerr_set(err, ZERR_CONFLICT, "the process that opened "
+		    "this connection (pid %ld) has exited; a GPU lease is "
+		    "bound to that process, so GPU settings may only be "
+		    "changed over a connection whose own process is alive",
+		    (long)p->pid);
 	pthread_mutex_lock(&l->lock);
 	for (unsigned i = 0; i < n && rc == 0; i++) {
 		struct lease_gpu *g;
@@ -452,7 +702,23 @@ leases_claim(struct leases *l, const struct peer *p, const char *user,
 		if (gpus[i] >= l->ngpu)
 			continue;
 		g = &l->gpus[gpus[i]];
-		if (g->state != LEASE_FREE && (!unix_user || g->uid != p->uid))
+		if (g->state == LEASE_RESTORING && g->why[0] != '\0' &&
+		    (!unix_user || g->uid != p->uid))
+			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by "
+			    "user %s%s (uid %u, pid %ld) and being restored, but "
+			    "its restore failed (%s); it stays refused to other "
+			    "users until a retry succeeds (attempts so far: %u; "
+			    "retried at least every %u s)", gpus[i],
+			    g->user[0] ? g->user : "", g->user[0] ? "" : "?",
+			    (unsigned)g->uid, (long)g->last_pid, g->why,
+			    g->attempts, LEASE_RETRY_MAX_MS / 1000);
+		else if (g->state == LEASE_RESTORING && g->why[0] != '\0')
+			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u: restoring "
+			    "your previous settings failed (%s); it is retried "
+			    "(attempts so far: %u), and the GPU is refused "
+			    "until it succeeds", gpus[i], g->why, g->attempts);
+		else if (g->state != LEASE_FREE &&
+		    (!unix_user || g->uid != p->uid))
 			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by "
 			    "user %s%s (uid %u, pid %ld)%s; its settings are "
 			    "restored and the lease ends when that user's "
@@ -480,12 +746,41 @@ leases_claim(struct leases *l, const struct peer *p, const char *user,
 			zlog(ZLOG_INFO, "gpu_lease_taken", "gpu=%u uid=%u "
 			    "pid=%ld", gpus[i], (unsigned)p->uid, (long)p->pid);
 		}
-		rc = lease_watch_pid(l, g, gpus[i], p->pid, err);
+		rc = lease_watch_peer(l, g, gpus[i], p, err);
 		if (rc != 0 && g->nwatch == 0)
 			lease_restore(l, gpus[i], "claim_failed");
 	}
+	for (unsigned i = 0; i < n && rc == 0 && unix_user; i++)
+		if (gpus[i] < l->ngpu)
+			l->gpus[gpus[i]].claims++;
 	pthread_mutex_unlock(&l->lock);
 	return rc;
+}
+
+void
+leases_claim_done(struct leases *l, const struct peer *p,
+    const uint32_t *gpus, unsigned n)
+{
+	if (l == NULL || p == NULL || p->kind != PEER_UNIX || p->uid == 0)
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct lease_gpu *g;
+
+		if (gpus[i] >= l->ngpu)
+			continue;
+		g = &l->gpus[gpus[i]];
+		assert(g->claims > 0);
+		if (g->claims > 0)
+			g->claims--;
+		if (g->claims > 0 || !g->restore_due)
+			continue;
+		g->restore_due = false;
+		/* a process of the user may have joined meanwhile */
+		if (g->state == LEASE_HELD && g->nwatch == 0)
+			lease_restore(l, gpus[i], "process_exit");
+	}
+	pthread_mutex_unlock(&l->lock);
 }
 
 void

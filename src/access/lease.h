@@ -5,11 +5,16 @@
  * that GPU; while any process of that user that changed a setting on it
  * lives, other non-root writers get 409. When the last such process exits
  * the settings the user changed go back to the values in force before the
- * user's first change, through the GPU's own device queue, and the lease
- * ends. See docs/security.md, "Shared nodes".
+ * user's first change, through the GPU's own device queue (room there is
+ * never refused to a restore), and the lease ends once every restore
+ * succeeded: a failed one is retried with a backoff while the lease keeps
+ * refusing others, the 409 naming the failure. See docs/security.md,
+ * "Shared nodes".
  *
- * Processes are watched with pidfd_open(2) on one small thread that sleeps
- * in epoll_wait: no polling. TCP peers have no process to watch: they never
+ * Processes are watched through the pidfd each connection took when it was
+ * accepted (peer_take_pidfd: the process that connected, not its pid
+ * number, which may be reused), on one small thread that sleeps in
+ * epoll_wait: no polling. TCP peers have no process to watch: they never
  * take a lease (but are refused on a leased GPU like any non-root writer).
  */
 #ifndef ZEUS_LEASE_H
@@ -40,11 +45,22 @@ void leases_destroy(struct leases *l);
  * Loop thread, before a write is queued: for a writer that is not root on
  * the Unix socket, refuses (ZERR_CONFLICT, 409) when another user holds a
  * lease on one of `gpus`; for a non-root Unix peer, then takes or extends
- * its user's lease with the peer's pid. Root is never refused and never
- * takes a lease. Returns 0 or -1 with err.
+ * its user's lease with the peer's process (p->pidfd). A non-root Unix
+ * peer whose process has exited (or was gone at accept time: no pidfd) is
+ * refused (ZERR_CONFLICT) before anything is taken. Root is never refused
+ * and never takes a lease. Returns 0 or -1 with err.
  */
 int leases_claim(struct leases *l, const struct peer *p, const char *user,
     const uint32_t *gpus, unsigned n, struct zerr *err);
+
+/*
+ * Loop thread, after a successful leases_claim: the write is now queued
+ * (or was refused). Required once per successful claim with the same
+ * arguments: a restore due while the write was between the two is queued
+ * now, behind it.
+ */
+void leases_claim_done(struct leases *l, const struct peer *p,
+    const uint32_t *gpus, unsigned n);
 
 /*
  * Worker thread, after a write ran: records the value it replaced when it

@@ -5,9 +5,17 @@
 #include "access/peer.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77		/* Linux 6.5; older headers lack it */
+#endif
 
 static const uint8_t peer_v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0xff, 0xff };
@@ -20,6 +28,7 @@ peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
 	socklen_t len = sizeof(ss);
 
 	memset(p, 0, sizeof(*p));
+	p->pidfd = -1;
 	if (sa == NULL || salen == 0) {
 		if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
 			return -1;
@@ -60,6 +69,57 @@ peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
 		return 0;
 	}
 	return -1;
+}
+
+int
+peer_take_pidfd(int fd, struct peer *p)
+{
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+
+	if (p->kind != PEER_UNIX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (p->pidfd >= 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 &&
+	    len == sizeof(pidfd) && pidfd >= 0) {
+		p->pidfd = pidfd;
+		return 0;
+	}
+	if (errno != ENOPROTOOPT)
+		return -1;	/* the process it pinned is gone (6.5 to 6.8) */
+	/* before Linux 6.5: the number, right after accept (peer.h) */
+	pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (pidfd < 0)
+		return -1;
+	p->pidfd = pidfd;
+	return 0;
+}
+
+bool
+peer_exited(const struct peer *p)
+{
+	struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+	int n;
+
+	if (p->pidfd < 0)
+		return true;
+	/* a pidfd polls readable once its process has exited */
+	do
+		n = poll(&pf, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n != 0;
+}
+
+void
+peer_release(struct peer *p)
+{
+	if (p->pidfd >= 0) {
+		(void)close(p->pidfd);
+		p->pidfd = -1;
+	}
 }
 
 bool

@@ -24,6 +24,14 @@ struct peer {
 	uid_t uid;		/* PEER_UNIX */
 	gid_t gid;
 	pid_t pid;
+	/*
+	 * PEER_UNIX, taken by peer_take_pidfd (only where leases need it):
+	 * the connecting process itself, which a pid number is not (a number
+	 * is reused once its process is reaped). Owned by the connection
+	 * (struct conn), closed by peer_release; a copy of the struct (the
+	 * per-peer table's) does not own it. -1: none.
+	 */
+	int pidfd;
 	uint8_t addr[16];	/* PEER_INET4: 4 bytes, PEER_INET6: 16 */
 };
 
@@ -34,6 +42,24 @@ struct peer {
  */
 int peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
     struct peer *p);
+
+/*
+ * A Unix peer: takes a pidfd of the process that connected, into
+ * p->pidfd: SO_PEERPIDFD (Linux 6.5: the kernel pinned that process at
+ * connect(2), so the pidfd is for it even after its pid number is reused),
+ * else pidfd_open(2) of the SO_PEERCRED pid right after accept (a kernel
+ * before 6.5: a process that exits and whose pid number is reused between
+ * its connect and this call is mistaken for the new holder of the number;
+ * docs/security.md, "Leases"). Returns 0, or -1 with errno (the peer had
+ * already exited: ESRCH, EINVAL) and p->pidfd -1.
+ */
+int peer_take_pidfd(int fd, struct peer *p);
+
+/* Whether the process of p->pidfd has exited (true when there is none). */
+bool peer_exited(const struct peer *p);
+
+/* Closes p->pidfd, if any. */
+void peer_release(struct peer *p);
 
 /* Same peer for counting purposes (kind and uid, or kind and address). */
 bool peer_same(const struct peer *a, const struct peer *b);

@@ -314,6 +314,8 @@ handle_gpu_write(struct request *req)
 	const enum gpu_write_op op = (enum gpu_write_op)req->route->op;
 	const struct query_spec *spec = gpu_write_specs[op];
 	struct node *node = request_node(req);
+	struct leases *leases = request_leases(req);
+	const struct peer *peer = request_peer(req);
 	struct query_values qv;
 	struct gpu_write w;
 	struct id_list ids;
@@ -334,9 +336,8 @@ handle_gpu_write(struct request *req)
 		w.min_clock_mhz = qv.v[2].u32;
 		w.max_clock_mhz = qv.v[3].u32;
 	}
-	if (request_leases(req) != NULL && leases_claim(request_leases(req),
-	    request_peer(req), gate_user_name(req), ids.ids, ids.n,
-	    &err) != 0) {
+	if (leases != NULL && leases_claim(leases, peer,
+	    gate_user_name(req), ids.ids, ids.n, &err) != 0) {
 		gate_audit_refusal(req, ids.ids, ids.n, err.msg);
 		request_reply_error(req, &err);
 		return;
@@ -345,6 +346,10 @@ handle_gpu_write(struct request *req)
 		gpu_batch_submit(req, &ids, GPU_CMD_WRITE, &w, gpu_write_finish);
 	else
 		gpu_write_nonblocking(req, &ids, &w);
+	/* queued (or refused): a restore that came due meanwhile goes after;
+	 * the connection's peer outlives the request's answer */
+	if (leases != NULL)
+		leases_claim_done(leases, peer, ids.ids, ids.n);
 }
 
 void

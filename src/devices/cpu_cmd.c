@@ -129,6 +129,7 @@ cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
 	cmd->work.exec_many = op == CPU_CMD_GET_ENERGY ? cpu_cmd_energy_many :
 	    NULL;
 	cmd->work.complete = cpu_cmd_complete;
+	cmd->work.unbounded = false;
 	cmd->work.what = op == CPU_CMD_GET_ENERGY ? "get_cumulative_energy" :
 	    "get_power";
 	cmd->work.kind = WORK_READ;

@@ -116,6 +116,7 @@ gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 	cmd->work.exec_many = op == GPU_CMD_GET_POWER ? gpu_cmd_power_many :
 	    NULL;
 	cmd->work.complete = gpu_cmd_complete;
+	cmd->work.unbounded = false;
 	cmd->work.what = op == GPU_CMD_WRITE ? "write" :
 	    gpu_cmd_read_names[op];
 	if (op == GPU_CMD_WRITE) {

@@ -392,7 +392,7 @@ worker_reserve(struct worker *wk, struct work *w)
 	/* one reservation at a time: submit or unreserve clears it */
 	assert(w->reservation == WORKER_RES_NONE && w->reserved_on == NULL);
 	pthread_mutex_lock(&wk->lock);
-	if (wk->held[w->kind] < wk->max) {
+	if (wk->held[w->kind] < wk->max || w->unbounded) {
 		wk->held[w->kind]++;
 		w->reservation = WORKER_RES_ROOM;
 	} else if (worker_replaceable(wk, w) != NULL) {

@@ -66,6 +66,14 @@ struct work {
 	bool supersedable;
 	void (*drop)(struct work *w);
 	/*
+	 * Room is never refused (worker_reserve), whatever is queued: for
+	 * the few items that must not be skippable and that the daemon
+	 * bounds itself (a lease's restore, lease.c: at most one per setting
+	 * per GPU at a time), never for a client's request. Counted like any
+	 * other item while queued, so clients find the queue fuller.
+	 */
+	bool unbounded;
+	/*
 	 * Both run on the worker thread: `exec` does the device operation
 	 * and returns 0 or -1 (timed and counted); `complete` then hands the
 	 * result back and may free the item.
@@ -97,8 +105,9 @@ unsigned worker_max(const struct worker *wk);
 /*
  * Reserves room for `w` (its kind, masks and supersedable flag set) and
  * returns 0, or returns -1 when `max` items of its kind are already queued
- * or reserved. A write that would replace a queued one needs no room and is
- * accepted even then. Follow with worker_submit or worker_unreserve.
+ * or reserved (never for an `unbounded` item). A write that would replace
+ * a queued one needs no room and is accepted even then. Follow with
+ * worker_submit or worker_unreserve.
  */
 int worker_reserve(struct worker *wk, struct work *w);
 void worker_unreserve(struct worker *wk, struct work *w);

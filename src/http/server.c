@@ -187,6 +187,14 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 		}
 		c->in_table = true;
 		atomic_fetch_add(&srv->conns, 1);
+		/*
+		 * A lease is bound to the process that connected, not to its
+		 * pid number (lease.h): taken now, while that process is
+		 * likely alive; when this fails the process is gone, and its
+		 * writes are refused (leases_claim).
+		 */
+		if (srv->ctx.leases != NULL && c->peer.kind == PEER_UNIX)
+			(void)peer_take_pidfd(fd, &c->peer);
 	}
 	deadline_init(&c->deadline, fd, peer_format(&c->peer, who,
 	    sizeof(who)));
@@ -214,6 +222,7 @@ server_conn_notify(void *cls, struct MHD_Connection *mc,
 		peer_limit_release(srv->peers, &c->peer);
 	if (c->in_table)
 		atomic_fetch_sub(&srv->conns, 1);
+	peer_release(&c->peer);
 	free(c->who);
 	free(c->lookup);
 	free(c);

@@ -892,3 +892,301 @@ def test_slow_user_lookup_stalls_no_one_else(node, tmp_path, args):
         assert t < SLOW_MS / 1000 / 2, (uid, t, usual)
     print(f"usual {max(t for _, t in usual):.4f}s, during the slow look-up "
           f"{max(t for _, (_, t) in others):.4f}s, slow {secs:.2f}s")
+
+
+# ---- a lease is bound to a process, not to its pid number (issue 30) -------
+
+HANDOFF = r"""
+import os, socket, sys
+path = sys.argv[1]
+here, there = socket.socketpair()
+pid = os.fork()
+if pid == 0:
+    # the child connects, makes zeusd identify it, hands the socket over
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(b"GET /auth/whoami HTTP/1.1\r\nHost: z\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    n = int([h.split(b":")[1] for h in head.split(b"\r\n")
+             if h.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        body += s.recv(65536)
+    socket.send_fds(there, [b"x"], [s.fileno()])
+    os._exit(0)
+_, fds, _, _ = socket.recv_fds(here, 1, 1)
+os.waitpid(pid, 0)		# the child is gone, its number free
+conn = socket.socket(fileno=fds[0])
+print(pid, flush=True)
+sys.stdin.readline()		# the test may have given the number away
+conn.sendall(f"POST {sys.argv[2]} HTTP/1.1\r\nHost: z\r\n"
+             f"Connection: close\r\nContent-Length: 0\r\n\r\n".encode())
+data = b""
+while True:
+    b = conn.recv(65536)
+    if not b:
+        break
+    data += b
+head, _, body = data.partition(b"\r\n\r\n")
+print(head.split()[1].decode(), flush=True)
+print(body.decode(), flush=True)
+sys.stdin.readline()
+"""
+
+
+def spawn_with_pid(pid, argv, tries=200):
+    """Starts argv as a process with this very pid number, which must be
+    free: /proc/sys/kernel/ns_last_pid is set just below it before each
+    fork, and other processes forking at that moment make a try miss.
+    None when every try missed."""
+    for _ in range(tries):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        p = subprocess.Popen(argv)
+        if p.pid == pid:
+            return p
+        p.kill()
+        p.wait()
+    return None
+
+
+def test_lease_is_not_bound_to_a_reused_pid(node):
+    """A user's child connects, hands the connected socket to its parent
+    and exits; its pid number goes to another user's long-lived process.
+    A write on the handed-over connection used to take a lease watching
+    that other process (so it held while the other user's process lived,
+    and the holder's own exit restored nothing). It must be refused: the
+    process that connected is gone, and no lease may be left behind."""
+    d = node(args=["--gpu-leases"])
+    before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+        "power_limit_mw"]
+    h = subprocess.Popen(
+        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+         sys.executable, "-c", HANDOFF, d.sock,
+         LIMIT_BLOCK.format(g=0, mw=250000)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    other = None
+    try:
+        child = int(h.stdout.readline())
+        other = spawn_with_pid(child, ["setpriv", "--reuid=4343",
+                                       "--regid=4343", "--clear-groups",
+                                       "sleep", "3600"])
+        assert other is not None, f"pid {child} could not be reused"
+        h.stdin.write("go\n")
+        h.stdin.flush()
+        status = int(h.stdout.readline())
+        body = h.stdout.readline()
+        assert status == 409, body
+        msg = json.loads(body)["error"]
+        assert f"(pid {child}) has exited" in msg, msg
+        # nothing changed, nothing leased: another user may write
+        assert d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+            "power_limit_mw"] == before
+        assert "gpu_lease_taken gpu=0 uid=4242" not in d.logs()
+        st, body = as_user(d, 4444, 4444, "POST",
+                           LIMIT_BLOCK.format(g=0, mw=260000))
+        assert st == 200, body
+    finally:
+        for p in (h, other):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_lease_refused_once_connecting_process_exited(node):
+    """Without any pid reuse: the child that connected has exited (and was
+    reaped) when its parent writes on the connection; refused with the
+    reason, and the GPU is left free."""
+    d = node(args=["--gpu-leases"])
+    h = subprocess.Popen(
+        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+         sys.executable, "-c", HANDOFF, d.sock,
+         LIMIT_BLOCK.format(g=1, mw=250000)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(h.stdout.readline())
+        h.stdin.write("go\n")
+        h.stdin.flush()
+        status = int(h.stdout.readline())
+        body = h.stdout.readline()
+        assert status == 409, body
+        assert f"(pid {child}) has exited" in json.loads(body)["error"]
+        assert "gpu_lease_taken" not in d.logs()
+        assert as_user(d, 4444, 4444, "POST",
+                       LIMIT_BLOCK.format(g=1, mw=260000))[0] == 200
+    finally:
+        h.kill()
+        h.wait()
+
+
+# ---- a restore is never skipped (issue 30) ---------------------------------
+
+from simutil import write_control  # noqa: E402
+
+LOCK_300 = ("/gpu/set_gpu_locked_clocks?block=true&gpu_ids={g}"
+            "&min_clock_mhz=300&max_clock_mhz=300")
+RESET_GC = "nvmlDeviceResetGpuLockedClocks"
+
+HOG = r"""
+import socket, sys, time
+path, lock, write = sys.argv[1:4]
+def send(target):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(f"POST {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
+              f"Content-Length: 0\r\n\r\n".encode())
+    return s
+s = send(lock)
+print(s.recv(65536).split()[1].decode(), flush=True)
+sys.stdin.readline()		# the test made the GPU's writes slow
+# blocking writes until the GPU's write queue refuses one
+held = []
+while True:
+    s = send(write)
+    s.settimeout(0.5)
+    try:
+        status = s.recv(65536).split()[1].decode()
+    except socket.timeout:
+        held.append(s)		# running or queued
+        continue
+    if status == "503":
+        break
+print("full", len(held), flush=True)
+time.sleep(3600)
+"""
+
+
+def test_restore_not_skipped_when_holder_filled_the_queue(node):
+    """The holder locks GPU 0's clocks at 300 MHz, fills its write queue
+    with slow blocking writes and is killed. The restore used to be
+    refused ("device queue full"), the lease freed and the clocks left
+    locked. The restore must get room, run after the holder's writes and
+    only then free the lease."""
+    sim = SimLog(node.base / "sim.log")
+    ctl = node.base / "sim.ctl"
+    d = node(args=["--gpu-leases"],
+             env={"ZEUS_SIM_LOG": str(sim.path),
+                  "ZEUS_SIM_CONTROL": str(ctl),
+                  "ZEUSD_DEVICE_QUEUE_MAX": "2"})
+    before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+        "power_limit_mw"]
+    h = subprocess.Popen(
+        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+         sys.executable, "-c", HOG, d.sock, LOCK_300.format(g=0),
+         LIMIT_BLOCK.format(g=0, mw=250000)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert h.stdout.readline().strip() == "200"
+        write_control(ctl, f"delay {SET_PL} 0 1500")
+        h.stdin.write("go\n")
+        h.stdin.flush()
+        line = h.stdout.readline().split()
+        assert line[0] == "full" and int(line[1]) >= 2, line
+        mark = sim.mark()
+        h.kill()
+        h.wait()
+        # the holder's queued writes drain (1.5 s each), then the restore
+        wait_log(d, "event=gpu_lease_released gpu=0", timeout=90)
+    finally:
+        if h.poll() is None:
+            h.kill()
+            h.wait()
+    assert sim.calls(RESET_GC, 0, since=mark), sim.writes(since=mark)
+    logs = d.logs()
+    assert "event=gpu_restored gpu=0 op=reset_gpu_locked_clocks" in logs
+    assert "gpu_restore_failed" not in logs, logs
+    # the power limit, last written by the holder's queued writes, is back
+    pl = sim.calls(SET_PL, 0, since=mark)
+    assert pl and pl[-1].args == [str(before)], pl
+    assert d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
+        "power_limit_mw"] == before
+    # and the GPU is free
+    assert as_user(d, 4343, 4343, "POST",
+                   LIMIT_BLOCK.format(g=0, mw=260000))[0] == 200
+
+
+def test_failed_restore_keeps_the_lease_and_says_why(node):
+    """A restore the driver refuses keeps the lease: others get 409 naming
+    the failure, the log and the audit say it, and it is retried until it
+    succeeds; only then is the lease released."""
+    sim = SimLog(node.base / "sim.log")
+    ctl = node.base / "sim.ctl"
+    audit = node.base / "audit.jsonl"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)],
+             env={"ZEUS_SIM_LOG": str(sim.path),
+                  "ZEUS_SIM_CONTROL": str(ctl)})
+    a = holder(d, 4242, LOCK_300.format(g=0))
+    try:
+        write_control(ctl, f"fail {RESET_GC} 0 UNKNOWN")
+        mark = sim.mark()
+        a.kill()
+        a.wait()
+        wait_log(d, "event=gpu_restore_failed gpu=0 "
+                    "op=reset_gpu_locked_clocks", timeout=30)
+        # the lease is not given up (it used to be, at once)
+        st, body = as_user(d, 4343, 4343, "POST",
+                           LIMIT_BLOCK.format(g=0, mw=260000))
+        assert st == 409, body
+        # once the retry is armed the 409 says why
+        wait_log(d, "event=gpu_restore_retry gpu=0", timeout=30)
+        st, body = as_user(d, 4343, 4343, "POST",
+                           LIMIT_BLOCK.format(g=0, mw=260000))
+        assert st == 409, body
+        msg = json.loads(body)["error"]
+        assert "GPU 0 is leased by" in msg and "uid 4242" in msg, msg
+        assert "its restore failed (GPU 0: reset_gpu_locked_clocks " \
+            "failed: " in msg, msg
+        print(msg)
+        # retried, and still failing: the lease holds
+        wait_log(d, "event=gpu_restore_failed gpu=0 "
+                    "op=reset_gpu_locked_clocks uid=4242 attempt=2",
+                 timeout=60)
+        assert "gpu_lease_released gpu=0" not in d.logs()
+        assert as_user(d, 4343, 4343, "POST",
+                       LIMIT_BLOCK.format(g=0, mw=260000))[0] == 409
+        # the driver takes it again: the next retry restores and frees
+        write_control(ctl)
+        wait_log(d, "event=gpu_lease_released gpu=0", timeout=90)
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    resets = sim.calls(RESET_GC, 0, since=mark)
+    assert len(resets) >= 3 and resets[-1].rc == "SUCCESS", resets
+    assert all(c.rc != "SUCCESS" for c in resets[:-1]), resets
+    assert "event=gpu_restored gpu=0 op=reset_gpu_locked_clocks" in d.logs()
+    lines = audit_lines(audit)
+    tries = [x for x in lines if x.get("restore") and x["gpu"] == 0]
+    assert [x["result"] for x in tries][-1] == "ok", tries
+    assert tries[0]["result"] == "error" and tries[0]["error"], tries
+    refused = [x for x in lines if x["result"] == "refused"]
+    assert len(refused) == 3 and all("restore failed" in x["error"]
+                                     for x in refused[1:]), refused
+    assert as_user(d, 4343, 4343, "POST",
+                   LIMIT_BLOCK.format(g=0, mw=260000))[0] == 200
+
+
+def test_failed_restore_at_shutdown_is_given_up_and_said(node):
+    """--restore-on-shutdown with a restore the driver keeps refusing:
+    retried during the shutdown wait, then given up with a log line; the
+    daemon still stops cleanly."""
+    sim = SimLog(node.base / "sim.log")
+    ctl = node.base / "sim.ctl"
+    d = node(args=["--gpu-leases", "--restore-on-shutdown"],
+             env={"ZEUS_SIM_LOG": str(sim.path),
+                  "ZEUS_SIM_CONTROL": str(ctl)})
+    p = holder(d, 4242, LOCK_300.format(g=1))
+    try:
+        write_control(ctl, f"fail {RESET_GC} 1 UNKNOWN")
+        mark = sim.mark()
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(30) == 0, d.logs()
+    finally:
+        p.kill()
+        p.wait()
+    logs = d.logs()
+    assert "event=gpu_restore_timeout" in logs, logs
+    assert "event=gpu_restore_abandoned gpu=1 uid=4242" in logs, logs
+    assert len(sim.calls(RESET_GC, 1, since=mark)) >= 2

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +62,77 @@ test_identify_unix(void **state)
 	assert_int_equal(peer_is_root(&p), geteuid() == 0);
 	peer_format(&p, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "uid="));
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* The pidfd is the connecting process's: it polls as exited once that
+ * process is gone, whatever its pid number is then given to. */
+static void
+test_pidfd_follows_the_process(void **state)
+{
+	int sv[2], st;
+	struct peer p, q;
+	pid_t child;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(peer_identify(sv[0], NULL, 0, &p), 0);
+	assert_int_equal(p.pidfd, -1);
+	assert_true(peer_exited(&p));		/* none taken: exited */
+	assert_int_equal(peer_take_pidfd(sv[0], &p), 0);
+	assert_true(p.pidfd >= 0);
+	assert_false(peer_exited(&p));		/* this process */
+	peer_release(&p);
+	assert_int_equal(p.pidfd, -1);
+	peer_release(&p);			/* twice: harmless */
+	close(sv[0]);
+	close(sv[1]);
+
+	/* a child makes a pair, hands one end over and exits: the end's
+	 * peer is the child (SO_PEERCRED names the pair's creator) */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		int pair[2];
+		char c = 0, cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0)
+			_exit(1);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pair[0], sizeof(int));
+		if (sendmsg(sv[1], &mh, 0) != 1)
+			_exit(1);
+		/* until the parent took the pidfd */
+		_exit(read(sv[1], &c, 1) == 1 ? 0 : 1);
+	}
+	{
+		char c, cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		int end;
+
+		assert_int_equal(recvmsg(sv[0], &mh, 0), 1);
+		memcpy(&end, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
+		assert_int_equal(peer_identify(end, NULL, 0, &q), 0);
+		assert_int_equal(q.pid, child);
+		assert_int_equal(peer_take_pidfd(end, &q), 0);
+		assert_false(peer_exited(&q));
+		assert_int_equal(write(sv[0], "x", 1), 1);
+		assert_int_equal(waitpid(child, &st, 0), child);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		/* reaped: the number is free, the pidfd still knows */
+		assert_true(peer_exited(&q));
+		peer_release(&q);
+		close(end);
+	}
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -263,6 +335,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identify_unix),
+		cmocka_unit_test(test_pidfd_follows_the_process),
 		cmocka_unit_test(test_identify_v4_mapped),
 		cmocka_unit_test(test_same_ignores_pid),
 		cmocka_unit_test(test_limit_counts_per_peer),

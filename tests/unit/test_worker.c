@@ -395,6 +395,29 @@ test_bound_per_kind(void **state)
 	FINISH(wk, &r, 5, 1, 6, 8);
 }
 
+/* A lease's restore: room even in a full queue, queued after what is there,
+ * and counted while queued (a client then finds no room) */
+static void
+test_unbounded_never_refused(void **state)
+{
+	struct rec r;
+	struct item g, it[6];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 1, rd(&g, &r, 0, 0));
+	put(wk, wr(&it[1], &r, 1, P, false));
+	assert_int_equal(worker_reserve(wk, &wr(&it[2], &r, 2, G, false)->work),
+	    -1);
+	wr(&it[3], &r, 3, G, false)->work.unbounded = true;
+	put(wk, &it[3]);
+	wr(&it[4], &r, 4, P, false)->work.unbounded = true;
+	put(wk, &it[4]);
+	assert_int_equal(worker_reserve(wk, &wr(&it[5], &r, 5, M, false)->work),
+	    -1);
+	FINISH(wk, &r, 1, 3, 4);
+}
+
 static void
 test_room_comes_back(void **state)
 {
@@ -705,6 +728,7 @@ main(void)
 		cmocka_unit_test_setup(test_supersede_past_unrelated_items,
 		    setup),
 		cmocka_unit_test_setup(test_bound_per_kind, setup),
+		cmocka_unit_test_setup(test_unbounded_never_refused, setup),
 		cmocka_unit_test_setup(test_room_comes_back, setup),
 		cmocka_unit_test_setup(test_room_freed_when_item_starts, setup),
 		cmocka_unit_test_setup(test_batch_all_or_nothing, setup),
