@@ -10,11 +10,18 @@
 # the figures that mean something are the ratios measured side by side.
 # Also measures zeusd's RSS (idle and after load), its CPU time while idle,
 # and the cost of info-level request logging. Ends with a markdown table
-# (docs/performance.md explains it).
+# (docs/performance.md explains it), printed by bench/run_report.py.
+#
+# zeusd's figures (CPU per request, RSS, idle CPU and wake-ups) are sums
+# over all of its processes: the main pid (the device process) and its
+# descendants (the network process, which answers /time and, in a split
+# daemon, most reads alone, and the socket janitor), as
+# bench/privsep_bench.sh does.
 #
 # Environment: BENCH_ROUNDS (3), BENCH_DURATION seconds per run (1.5),
 # BENCH_IDLE_S (10), BENCH_BUILD (build-bench), BENCH_KEEP=1 keeps the
 # temporary directory (raw results, logs).
+# shellcheck disable=SC2086 # the z*p lists of pids are split on purpose
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,30 +90,55 @@ start_zeusd() {
 	echo $!
 }
 
-# CPU ticks (utime+stime) of a process; field positions after the last ')'.
-cpu_ticks() {
-	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+# procs PID: the pid and all its descendants (for zeusd: the device
+# process, the network process and, with a socket file, the janitor).
+procs() {
+	local all=$1 todo=$1 p kids
+	while [ -n "$todo" ]; do
+		kids=
+		for p in $todo; do
+			kids="$kids $(cat /proc/"$p"/task/*/children 2>/dev/null || true)"
+		done
+		todo=$(echo "$kids" | xargs)
+		if [ -n "$todo" ]; then all="$all $todo"; fi
+	done
+	echo "$all"
 }
 
-rss_kib() {
-	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+# The figures below are sums over the processes given.
+# CPU ticks (utime+stime); field positions after the last ')'.
+cpu_ticks() {
+	local p
+	for p in "$@"; do sed 's/.*) //' "/proc/$p/stat"; done |
+	    awk '{ s += $12 + $13 } END { printf "%.0f\n", s }'
 }
+sum_status() {	# FIELD PIDS...: a kB field of /proc/PID/status
+	local f=$1 p
+	shift
+	for p in "$@"; do awk -v f="$f:" '$1 == f { print $2 }' "/proc/$p/status"; done |
+	    awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+rss_kib() { sum_status VmRSS "$@"; }
 # Of that RSS: anonymous memory (the daemon's own) and the proportional
 # set size (shared library pages divided among the processes mapping them).
-anon_kib() {
-	awk '/^RssAnon:/ { print $2 }' "/proc/$1/status"
-}
+anon_kib() { sum_status RssAnon "$@"; }
 pss_kib() {
-	awk '/^Pss:/ { print $2 }' "/proc/$1/smaps_rollup"
+	local p
+	for p in "$@"; do awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup"; done |
+	    awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 # Nanoseconds on CPU and voluntary context switches summed over all
 # threads: finer than clock ticks, and the switches show who wakes up.
 sched_ns() {
-	cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { print s }'
+	local p
+	for p in "$@"; do cat /proc/"$p"/task/*/schedstat; done |
+	    awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 wakeups() {
-	cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }'
+	local p
+	for p in "$@"; do cat /proc/"$p"/task/*/status; done |
+	    awk '/^voluntary_ctxt_switches/ { s += $2 } END { printf "%.0f\n", s }'
 }
 
 hz=$(getconf CLK_TCK)
@@ -127,23 +159,33 @@ pids+=("$zt")
 wait_ready -u "$tmp/zeusd.sock"
 wait_ready -u "$tmp/zeusd-gpu.sock"
 wait_ready -t "127.0.0.1:$tcp_z"
+# every process of each daemon, once it answers (the split is done by then)
+zup=$(procs "$zu")
+zgp=$(procs "$zg")
+ztp=$(procs "$zt")
+n_procs() { echo $#; }
+{
+	echo "procs_uds=$(n_procs $zup)"
+	echo "procs_gpuonly=$(n_procs $zgp)"
+	echo "procs_tcp=$(n_procs $ztp)"
+} >>"$facts"
 
 # --- idle: RSS after startup, CPU over idle_s seconds ----------------------------
 sleep 1
 {
-	echo "rss_idle_kib=$(rss_kib "$zu")"
-	echo "anon_idle_kib=$(anon_kib "$zu")"
-	echo "pss_idle_kib=$(pss_kib "$zu")"
+	echo "rss_idle_kib=$(rss_kib $zup)"
+	echo "anon_idle_kib=$(anon_kib $zup)"
+	echo "pss_idle_kib=$(pss_kib $zup)"
 } >>"$facts"
-echo "rss_idle_gpuonly_kib=$(rss_kib "$zg")" >>"$facts"
+echo "rss_idle_gpuonly_kib=$(rss_kib $zgp)" >>"$facts"
 echo "bench: measuring ${idle_s} s of idleness" >&2
-t0u=$(cpu_ticks "$zu"); t0g=$(cpu_ticks "$zg")
-n0u=$(sched_ns "$zu"); n0g=$(sched_ns "$zg")
-w0u=$(wakeups "$zu"); w0g=$(wakeups "$zg")
+t0u=$(cpu_ticks $zup); t0g=$(cpu_ticks $zgp)
+n0u=$(sched_ns $zup); n0g=$(sched_ns $zgp)
+w0u=$(wakeups $zup); w0g=$(wakeups $zgp)
 sleep "$idle_s"
-t1u=$(cpu_ticks "$zu"); t1g=$(cpu_ticks "$zg")
-n1u=$(sched_ns "$zu"); n1g=$(sched_ns "$zg")
-w1u=$(wakeups "$zu"); w1g=$(wakeups "$zg")
+t1u=$(cpu_ticks $zup); t1g=$(cpu_ticks $zgp)
+n1u=$(sched_ns $zup); n1g=$(sched_ns $zgp)
+w1u=$(wakeups $zup); w1g=$(wakeups $zgp)
 {
 	echo "idle_s=$idle_s"
 	echo "idle_ticks_ms=$(( (t1u - t0u) * 1000 / hz ))"
@@ -221,18 +263,25 @@ ncpu=$(nproc)
 pin_cpu=$(( ncpu - 1 ))
 all_cpus=0-$pin_cpu
 
-# run LABEL PID ADDR_FLAG ADDR CONNS METHOD PATH NAME [unpinned]
+# run LABEL PIDS ADDR_FLAG ADDR CONNS METHOD PATH NAME [unpinned]
+# PIDS: the server's processes, one word (space-separated); the load
+# generator sums their CPU time, and pinning pins them all.
 run() {
-	local label=$1 pid=$2 af=$3 addr=$4 conns=$5 method=$6 path=$7 name=$8
-	local pin=() line
+	local label=$1 spids=$2 af=$3 addr=$4 conns=$5 method=$6 path=$7 name=$8
+	local pin=() line p P=()
+	for p in $spids; do P+=(-P "$p"); done
 	if [ "$conns" = 1 ] && [ "${9:-}" != unpinned ]; then
-		taskset -a -p -c "$pin_cpu" "$pid" >/dev/null
+		for p in $spids; do
+			taskset -a -p -c "$pin_cpu" "$p" >/dev/null
+		done
 		pin=(taskset -c "$pin_cpu")
 	fi
 	line=$("${pin[@]}" "$lg" "$af" "$addr" -c "$conns" -d "$dur" -w "$warm" \
-	    -m "$method" -p "$path" -P "$pid" -l "$label")
+	    -m "$method" -p "$path" "${P[@]}" -l "$label")
 	if [ ${#pin[@]} -gt 0 ]; then
-		taskset -a -p -c "$all_cpus" "$pid" >/dev/null
+		for p in $spids; do
+			taskset -a -p -c "$all_cpus" "$p" >/dev/null
+		done
 	fi
 	echo "$line endpoint=$name" >>"$results"
 }
@@ -241,16 +290,17 @@ run() {
 zi=$(start_zeusd zeusd-info info --socket-path "$tmp/zeusd-info.sock")
 pids+=("$zi")
 wait_ready -u "$tmp/zeusd-info.sock"
+zip_=$(procs "$zi")
 
 endpoints="time power setpl energy"
 for r in $(seq "$rounds"); do
 	echo "bench: round $r of $rounds" >&2
 	for tr in uds tcp; do
 		if [ "$tr" = uds ]; then
-			zaf=-u; zaddr=$tmp/zeusd.sock; zpid=$zu
+			zaf=-u; zaddr=$tmp/zeusd.sock; zpid=$zup
 			naf=-u; naddr=$tmp/nginx.sock
 		else
-			zaf=-t; zaddr=127.0.0.1:$tcp_z; zpid=$zt
+			zaf=-t; zaddr=127.0.0.1:$tcp_z; zpid=$ztp
 			naf=-t; naddr=127.0.0.1:$tcp_n
 		fi
 		for c in 1 50; do
@@ -269,161 +319,23 @@ for r in $(seq "$rounds"); do
 	done
 	for e in time power; do
 		[ $e = time ] && p=$path_time || p=$path_power
-		run zeusd "$zu" -u "$tmp/zeusd.sock" 1 GET "$p" "$e-unpinned" unpinned
+		run zeusd "$zup" -u "$tmp/zeusd.sock" 1 GET "$p" "$e-unpinned" unpinned
 		run nginx "$ng" -u "$tmp/nginx.sock" 1 GET "$p" "$e-unpinned" unpinned
 	done
 	for c in 1 50; do
-		run zeusd-info "$zi" -u "$tmp/zeusd-info.sock" "$c" GET "$path_time" time
-		run zeusd "$zu" -u "$tmp/zeusd.sock" "$c" GET "$path_time" time-paired
+		run zeusd-info "$zip_" -u "$tmp/zeusd-info.sock" "$c" GET "$path_time" time
+		run zeusd "$zup" -u "$tmp/zeusd.sock" "$c" GET "$path_time" time-paired
 	done
 done
 {
-	echo "rss_load_kib=$(rss_kib "$zu")"
-	echo "anon_load_kib=$(anon_kib "$zu")"
-	echo "rss_load_tcp_kib=$(rss_kib "$zt")"
-	echo "rss_load_info_kib=$(rss_kib "$zi")"
+	echo "rss_load_kib=$(rss_kib $zup)"
+	echo "anon_load_kib=$(anon_kib $zup)"
+	echo "rss_load_tcp_kib=$(rss_kib $ztp)"
+	echo "rss_load_info_kib=$(rss_kib $zip_)"
 } >>"$facts"
 
 # --- report ----------------------------------------------------------------------------
-python3 - "$results" "$facts" "$rounds" "$dur" <<'EOF'
-import statistics
-import sys
-
-results, facts, rounds, dur = sys.argv[1:5]
-runs = []
-for line in open(results):
-    runs.append(dict(kv.split("=", 1) for kv in line.split()))
-fact = dict(l.strip().split("=", 1) for l in open(facts) if "=" in l)
-
-def med(label, endpoint, tr, conns, key):
-    v = [float(r[key]) for r in runs
-         if r["label"] == label and r["endpoint"] == endpoint
-         and r["transport"] == tr and r["conns"] == str(conns) and key in r]
-    return statistics.median(v) if v else float("nan")
-
-names = {"time": "GET /time", "power": "GET /gpu/get_power",
-         "setpl": "POST /gpu/set_power_limit (block=true)",
-         "energy": "GET /cpu/get_cumulative_energy"}
-print()
-print(f"### HTTP requests: zeusd vs nginx, median of {rounds} rounds "
-      f"of {dur} s")
-print()
-print("| request | transport | conns | zeusd req/s | nginx req/s | ratio "
-      "| zeusd p50 / p99 µs | nginx p50 / p99 µs | zeusd CPU µs/req "
-      "| nginx CPU µs/req |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-for e in ("time", "power", "setpl", "energy"):
-    for tr in ("uds", "tcp"):
-        for c in (1, 50):
-            z = lambda k: med("zeusd", e, tr, c, k)
-            n = lambda k: med("nginx", e, tr, c, k)
-            print(f"| {names[e]} | {tr.upper()} | {c} | {z('rps'):,.0f} "
-                  f"| {n('rps'):,.0f} | {z('rps') / n('rps'):.2f}x "
-                  f"| {z('p50_us'):.0f} / {z('p99_us'):.0f} "
-                  f"| {n('p50_us'):.0f} / {n('p99_us'):.0f} "
-                  f"| {z('server_cpu_us_per_req'):.1f} "
-                  f"| {n('server_cpu_us_per_req'):.1f} |")
-
-print()
-print("One-connection rows run pinned to one core (server and load "
-      "generator); unpinned, over UDS:")
-print()
-print("| request | zeusd p50 / p99 µs | nginx p50 / p99 µs | zeusd req/s "
-      "| nginx req/s |")
-print("|---|---:|---:|---:|---:|")
-for e in ("time", "power"):
-    z = lambda k: med("zeusd", e + "-unpinned", "uds", 1, k)
-    n = lambda k: med("nginx", e + "-unpinned", "uds", 1, k)
-    print(f"| {names[e]} | {z('p50_us'):.0f} / {z('p99_us'):.0f} "
-          f"| {n('p50_us'):.0f} / {n('p99_us'):.0f} | {z('rps'):,.0f} "
-          f"| {n('rps'):,.0f} |")
-
-print()
-print("### GET /cpu/get_cumulative_energy against GET /time (zeusd, UDS)")
-print()
-print("| figure | /time | /cpu/get_cumulative_energy | ratio |")
-print("|---|---:|---:|---:|")
-for label, c, k in (("p50 µs, 1 conn", 1, "p50_us"),
-                    ("p99 µs, 1 conn", 1, "p99_us"),
-                    ("req/s, 50 conns", 50, "rps"),
-                    ("CPU µs/req, 50 conns", 50, "server_cpu_us_per_req")):
-    t = med("zeusd", "time", "uds", c, k)
-    en = med("zeusd", "energy", "uds", c, k)
-    f = ",.0f" if k == "rps" else ",.1f"
-    print(f"| {label} | {t:{f}} | {en:{f}} | {en / t:.2f}x |")
-
-print()
-print("### Request logging (GET /time over UDS, info vs warn level)")
-print()
-print("| conns | warn req/s | info req/s | ratio | warn CPU µs/req "
-      "| info CPU µs/req |")
-print("|---:|---:|---:|---:|---:|---:|")
-for c in (1, 50):
-    w = lambda k: med("zeusd", "time-paired", "uds", c, k)
-    i = lambda k: med("zeusd-info", "time", "uds", c, k)
-    print(f"| {c} | {w('rps'):,.0f} | {i('rps'):,.0f} "
-          f"| {i('rps') / w('rps'):.2f}x | {w('server_cpu_us_per_req'):.1f} "
-          f"| {i('server_cpu_us_per_req'):.1f} |")
-
-kib = lambda k: int(fact[k]) / 1024
-idle_s = fact["idle_s"]
-print()
-print(f"### Memory and idleness (8 simulated GPUs, 2 RAPL packages)")
-print()
-print("| figure | value |")
-print("|---|---:|")
-print(f"| RSS idle, after startup | {kib('rss_idle_kib'):.1f} MiB |")
-print(f"| of which anonymous / PSS, idle | {kib('anon_idle_kib'):.1f} "
-      f"/ {kib('pss_idle_kib'):.1f} MiB |")
-print(f"| RSS after load (UDS / TCP instance) | {kib('rss_load_kib'):.1f} "
-      f"/ {kib('rss_load_tcp_kib'):.1f} MiB |")
-print(f"| anonymous after load (UDS instance) "
-      f"| {kib('anon_load_kib'):.1f} MiB |")
-print(f"| RSS idle, `--enable gpu-control,gpu-read` "
-      f"| {kib('rss_idle_gpuonly_kib'):.1f} MiB |")
-print(f"| CPU over {idle_s} s idle, all groups (utime+stime / scheduler) "
-      f"| {fact['idle_ticks_ms']} ms / {int(fact['idle_sched_us']) / 1000:.1f}"
-      f" ms, {fact['idle_wakeups']} wake-ups |")
-print(f"| CPU over {idle_s} s idle, `--enable gpu-control,gpu-read` "
-      f"| {fact['idle_gpuonly_ticks_ms']} ms / "
-      f"{int(fact['idle_gpuonly_sched_us']) / 1000:.1f} ms, "
-      f"{fact['idle_gpuonly_wakeups']} wake-ups |")
-
-def verdict(ok):
-    return "met" if ok else "MISSED"
-
-t_rps = med("zeusd", "time", "uds", 50, "rps") / med("nginx", "time", "uds", 50, "rps")
-p_p50 = med("zeusd", "power", "uds", 1, "p50_us") / med("nginx", "time", "uds", 1, "p50_us")
-p_p50u = (med("zeusd", "power-unpinned", "uds", 1, "p50_us") /
-          med("nginx", "time-unpinned", "uds", 1, "p50_us"))
-rss = kib("rss_idle_kib")
-idle_ms = int(fact["idle_sched_us"]) / 1000
-print()
-print("### Targets")
-print()
-print("| target | measured | |")
-print("|---|---:|---|")
-print(f"| /time over UDS, 50 conns: >= 0.8x nginx req/s | {t_rps:.2f}x "
-      f"| {verdict(t_rps >= 0.8)} |")
-print(f"| /gpu/get_power over UDS, 1 conn: p50 <= 1.5x nginx /time p50 "
-      f"| {p_p50:.1f}x pinned, {p_p50u:.1f}x unpinned "
-      f"| {verdict(p_p50 <= 1.5)} |")
-print(f"| idle RSS with 8 GPUs <= 6 MiB | {rss:.1f} MiB "
-      f"| {verdict(rss <= 6)} |")
-gidle_ms = int(fact["idle_gpuonly_sched_us"]) / 1000
-print(f"| no CPU time while idle (all groups; simulated RAPL keepalive) "
-      f"| {idle_ms:.1f} ms, {fact['idle_wakeups']} wake-ups in {idle_s} s "
-      f"| {verdict(int(fact['idle_wakeups']) == 0)} |")
-print(f"| no CPU time while idle (`--enable gpu-control,gpu-read`) "
-      f"| {gidle_ms:.1f} ms, {fact['idle_gpuonly_wakeups']} wake-ups "
-      f"in {idle_s} s | {verdict(int(fact['idle_gpuonly_wakeups']) == 0)} |")
-
-bad = [r for r in runs if int(r["non2xx"]) or int(r["transport_errors"])]
-if bad:
-    print()
-    for r in bad:
-        print(f"ERRORS: {r['label']} {r['transport']} c={r['conns']} "
-              f"{r['method']} {r['target']}: non2xx={r['non2xx']} "
-              f"transport_errors={r['transport_errors']}")
-    sys.exit(1)
-EOF
+if [ "${BENCH_KEEP:-0}" = 1 ]; then
+	echo "bench: the summary again: bench/run_report.py $results $facts $rounds $dur" >&2
+fi
+python3 "$root/bench/run_report.py" "$results" "$facts" "$rounds" "$dur"

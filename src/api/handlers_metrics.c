@@ -220,6 +220,12 @@ metrics_superseded(const struct work_counters *c)
 	return atomic_load(&c->superseded);
 }
 
+static unsigned long
+metrics_merged(const struct work_counters *c)
+{
+	return atomic_load(&c->merged);
+}
+
 /* One counter per device (GPUs shown, then RAPL packages). */
 static void
 metrics_device_series(FILE *out, const struct node *node, const bool *shown,
@@ -249,6 +255,10 @@ metrics_workers(FILE *out, const struct node *node, const bool *shown)
 	    "zeusd_device_commands_superseded_total",
 	    "Queued block=false writes replaced by a newer write before they "
 	    "ran.", metrics_superseded);
+	metrics_device_series(out, node, shown,
+	    "zeusd_device_commands_merged_total",
+	    "Reads answered by a queued read of the same value they joined.",
+	    metrics_merged);
 }
 
 /*

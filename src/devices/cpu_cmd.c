@@ -117,6 +117,33 @@ cpu_cmd_complete(struct work *w)
 	cmd->done(cmd, cmd->arg);	/* may free cmd */
 }
 
+/*
+ * Merging (worker.h): reads of one package by the same operation, and for
+ * power over the same sampling period, ask the same thing.
+ */
+static bool
+cpu_cmd_same(const struct work *queued, const struct work *w)
+{
+	const struct cpu_cmd *q = (const struct cpu_cmd *)queued;
+	const struct cpu_cmd *c = (const struct cpu_cmd *)w;
+
+	return q->op == c->op && q->pkg == c->pkg &&
+	    (c->op == CPU_CMD_GET_ENERGY || q->period_ms == c->period_ms);
+}
+
+static void
+cpu_cmd_share(struct work *w, const struct work *from, int rc)
+{
+	struct cpu_cmd *c = (struct cpu_cmd *)w;
+	const struct cpu_cmd *f = (const struct cpu_cmd *)from;
+
+	c->has_dram = f->has_dram;
+	c->cpu = f->cpu;
+	c->dram = f->dram;
+	c->rc = rc;
+	c->err = f->err;
+}
+
 void
 cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
     void (*done)(struct cpu_cmd *cmd, void *arg), void *arg)
@@ -134,5 +161,7 @@ cpu_cmd_init(struct cpu_cmd *cmd, enum cpu_cmd_op op, unsigned pkg,
 	    "get_power";
 	cmd->work.kind = WORK_READ;
 	cmd->work.depends = 0;
+	cmd->work.same = cpu_cmd_same;
+	cmd->work.share = cpu_cmd_share;
 	zerr_clear(&cmd->err);
 }

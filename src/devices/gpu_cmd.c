@@ -104,6 +104,30 @@ gpu_cmd_drop(struct work *w)
 	cmd->dropped(cmd, cmd->arg);	/* may free cmd */
 }
 
+/*
+ * Merging (worker.h): two reads of one GPU by the same operation ask the
+ * same thing (no read takes arguments beyond the GPU).
+ */
+static bool
+gpu_cmd_same(const struct work *queued, const struct work *w)
+{
+	const struct gpu_cmd *q = (const struct gpu_cmd *)queued;
+	const struct gpu_cmd *c = (const struct gpu_cmd *)w;
+
+	return q->op == c->op && q->gpu == c->gpu;
+}
+
+static void
+gpu_cmd_share(struct work *w, const struct work *from, int rc)
+{
+	struct gpu_cmd *c = (struct gpu_cmd *)w;
+	const struct gpu_cmd *f = (const struct gpu_cmd *)from;
+
+	c->out = f->out;
+	c->rc = rc;
+	c->err = f->err;
+}
+
 void
 gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
     void (*done)(struct gpu_cmd *cmd, void *arg), void *arg)
@@ -125,6 +149,8 @@ gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 	} else {
 		cmd->work.kind = WORK_READ;
 		cmd->work.depends = gpu_cmd_read_depends[op];
+		cmd->work.same = gpu_cmd_same;
+		cmd->work.share = gpu_cmd_share;
 	}
 	zerr_clear(&cmd->err);
 }

@@ -50,6 +50,46 @@ struct worker {
 	struct work *out[WORKER_BATCH_MAX];
 };
 
+/*
+ * The reads that joined `w` (worker.h, `same`), in arrival order, each
+ * given w's outcome; w's list is emptied. Called before w completes.
+ */
+static struct work *
+worker_share(struct work *w, int rc)
+{
+	struct work *list = NULL, *f, *next;
+
+	/* joined newest first: reversed while sharing */
+	for (f = w->joined; f != NULL; f = next) {
+		next = f->next;
+		f->share(f, w, rc);
+		f->next = list;
+		list = f;
+	}
+	w->joined = NULL;
+	return list;
+}
+
+/* Counts, completes and logs the reads that joined one that ran. */
+static void
+worker_finish_joined(struct worker *wk, struct work *list, uint64_t start)
+{
+	struct work *f, *next;
+
+	for (f = list; f != NULL; f = next) {
+		const char *what = f->what;
+		uint64_t queued = f->queued_ns;
+
+		next = f->next;
+		if (f->counters != NULL)
+			atomic_fetch_add(&f->counters->merged, 1);
+		f->complete(f);		/* may free f */
+		zlog(ZLOG_DEBUG, "device_command", "device=%s op=%s "
+		    "queue_us=%lld merged=true", wk->label, what,
+		    (long long)((start - queued) / 1000));
+	}
+}
+
 /* Counts, completes and logs one item that ran (the worker thread). */
 static void
 worker_finish(struct worker *wk, struct work *w, int rc, uint64_t start,
@@ -58,6 +98,7 @@ worker_finish(struct worker *wk, struct work *w, int rc, uint64_t start,
 	const char *what = w->what;
 	uint64_t queued = w->queued_ns;
 	long long exec_us = (long long)((end - start) / 1000);
+	struct work *joined = w->joined != NULL ? worker_share(w, rc) : NULL;
 
 	/* counted before the result is handed back, so an answer never
 	 * reports counters without its own command */
@@ -71,6 +112,8 @@ worker_finish(struct worker *wk, struct work *w, int rc, uint64_t start,
 	    "device=%s op=%s queue_us=%lld exec_us=%lld ok=%s", wk->label,
 	    what, (long long)((start - queued) / 1000), exec_us,
 	    rc == 0 ? "true" : "false");
+	if (joined != NULL)
+		worker_finish_joined(wk, joined, start);
 }
 
 /* Takes the head item, and the batchable ones right behind it; locked. */
@@ -368,20 +411,34 @@ worker_queue_write(struct worker *wk, struct work *w, struct work **dropped)
  * Queues the read `r` after the last queued write it depends on (the head
  * when none) and after the reads that directly follow that point, so reads
  * stay in arrival order unless keeping it would hold one behind a write it
- * does not need. Lock held.
+ * does not need. Or, when a queued read after that write asks the same
+ * (worker.h, `same`), joins the first such read and returns true: `r` is
+ * then not in the queue. Lock held.
  */
-static void
+static bool
 worker_queue_read(struct worker *wk, struct work *r)
 {
-	struct work *after = NULL, *x;
+	struct work *after = NULL, *join = NULL, *x;
 
-	for (x = wk->head; x != NULL; x = x->next)
-		if (x->kind == WORK_WRITE && (x->touches & r->depends) != 0)
+	for (x = wk->head; x != NULL; x = x->next) {
+		if (x->kind == WORK_WRITE && (x->touches & r->depends) != 0) {
 			after = x;
+			join = NULL;	/* r must see this write */
+		} else if (join == NULL && r->same != NULL &&
+		    x->kind == WORK_READ && x->same == r->same &&
+		    r->same(x, r))
+			join = x;
+	}
+	if (join != NULL) {
+		r->next = join->joined;
+		join->joined = r;
+		return true;
+	}
 	for (x = after != NULL ? after->next : wk->head;
 	    x != NULL && x->kind == WORK_READ; x = x->next)
 		after = x;
 	worker_link_after(wk, after, r);
+	return false;
 }
 
 int
@@ -435,8 +492,11 @@ worker_submit_locked(struct worker *wk, struct work *w, struct work **dropped)
 		wk->held[w->kind]++;
 	w->reservation = WORKER_RES_NONE;
 	w->reserved_on = NULL;
+	w->joined = NULL;
 	if (w->kind == WORK_READ) {
-		worker_queue_read(wk, w);
+		/* a read that joined another is not queued: its room is free */
+		if (worker_queue_read(wk, w))
+			wk->held[WORK_READ]--;
 		return;
 	}
 	replaced = worker_queue_write(wk, w, &d);

@@ -21,6 +21,11 @@
  *    settings it covers, when nothing queued after them touches or reads
  *    those settings; only the last value of a setting matters, so a client
  *    that repeats a write cannot build a backlog.
+ *  - A read joins a queued, not yet started read that asks the same thing
+ *    (`same`), when no queued write it depends on lies between: it is not
+ *    run and takes no room, and gets the outcome of the read it joined,
+ *    which is read after both arrived. Many clients polling one value cost
+ *    one device read per round, not one each.
  *
  * The worker knows nothing of GPUs or CPUs: settings are bits of a mask
  * that gpu_cmd.c / cpu_cmd.c choose.
@@ -42,6 +47,7 @@ struct worker;
 struct work_counters {
 	atomic_ulong commands, failures;
 	atomic_ulong superseded;	/* dropped for a newer write */
+	atomic_ulong merged;		/* reads that joined a queued read */
 };
 
 enum work_kind { WORK_READ, WORK_WRITE };
@@ -90,6 +96,21 @@ struct work {
 	int (*exec_many)(struct work **items, unsigned n, void *device,
 	    int *rc);
 	void (*complete)(struct work *w);
+	/*
+	 * Optional, WORK_READ only: merging. A read submitted while a queued,
+	 * not yet started read `q` with the same `same` function answers
+	 * `same(q, w)` (same operation, device and arguments), and no queued
+	 * write that `w` depends on follows `q`, joins `q` instead of being
+	 * queued: it takes no room (its reservation is released) and is not
+	 * run. Once `q` has run, `share(w, q, rc)` copies q's outcome into
+	 * `w` (before q completes: q may then be freed); `w` is counted in
+	 * counters->merged (not in commands or failures) and completed right
+	 * after `q`, on the same thread. Every joined read's value was thus
+	 * read after it arrived. NULL `same`: never merged.
+	 */
+	bool (*same)(const struct work *queued, const struct work *w);
+	void (*share)(struct work *w, const struct work *from, int rc);
+	struct work *joined;		/* worker.c's: the reads that joined */
 };
 
 /*

@@ -48,6 +48,7 @@ TYPES = {
     "zeusd_device_commands_total": "counter",
     "zeusd_device_command_errors_total": "counter",
     "zeusd_device_commands_superseded_total": "counter",
+    "zeusd_device_commands_merged_total": "counter",
     "zeusd_build_info": "gauge",
     "zeusd_uptime_seconds": "gauge",
     "process_start_time_seconds": "gauge",

@@ -2,7 +2,8 @@
 /*
  * test_worker.c - the bounded device queue (src/devices/worker.c): where
  * reads are inserted among writes, when a write supersedes queued ones, the
- * bounds of each kind, reservations and their all-or-nothing batches.
+ * bounds of each kind, reservations and their all-or-nothing batches, and
+ * reads that join a queued read of the same value (merging).
  *
  * Each test holds the worker on a "gate" item that blocks in exec until the
  * test opens it, queues items behind it, then opens the gate and stops the
@@ -22,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "devices/cpu_cmd.h"
+#include "devices/gpu_cmd.h"
 #include "devices/worker.h"
 
 /* settings bits, as gpu_cmd.h would choose them */
@@ -36,8 +39,9 @@ struct rec {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool gate_open, gate_running;
-	int ran[MAXREC], dropped[MAXREC];
-	unsigned nran, ndropped;
+	int ran[MAXREC], dropped[MAXREC], completed[MAXREC];
+	unsigned nran, ndropped, ncompleted;
+	unsigned execs;			/* exec calls begun so far */
 };
 
 struct item {
@@ -45,6 +49,13 @@ struct item {
 	int id;
 	bool gate;
 	struct rec *rec;
+	/* merging: reads with the same nonzero key ask the same thing */
+	int key;
+	bool fail;			/* exec returns -1 */
+	unsigned arrived;		/* rec.execs when it was submitted */
+	unsigned value;			/* which exec it got its answer from */
+	int rc;				/* what it completed with */
+	bool done;
 };
 
 static struct work_counters counters;
@@ -56,6 +67,8 @@ item_exec(struct work *w, void *device)
 	struct rec *r = device;
 
 	pthread_mutex_lock(&r->lock);
+	it->value = ++r->execs;
+	it->rc = it->fail ? -1 : 0;
 	if (it->gate) {
 		r->gate_running = true;
 		pthread_cond_broadcast(&r->cond);
@@ -65,12 +78,35 @@ item_exec(struct work *w, void *device)
 	if (r->nran < MAXREC)
 		r->ran[r->nran++] = it->id;
 	pthread_mutex_unlock(&r->lock);
-	return 0;
+	return it->rc;
 }
 
 static void
 item_complete(struct work *w)
 {
+	struct item *it = (struct item *)w;
+	struct rec *r = it->rec;
+
+	pthread_mutex_lock(&r->lock);
+	it->done = true;
+	if (r->ncompleted < MAXREC)
+		r->completed[r->ncompleted++] = it->id;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static bool
+item_same(const struct work *queued, const struct work *w)
+{
+	return ((const struct item *)queued)->key == ((const struct item *)w)->key;
+}
+
+static void
+item_share(struct work *w, const struct work *from, int rc)
+{
+	struct item *it = (struct item *)w;
+
+	it->value = ((const struct item *)from)->value;
+	it->rc = rc;
 }
 
 static void
@@ -118,9 +154,23 @@ rd(struct item *it, struct rec *r, int id, unsigned depends)
 	return it;
 }
 
+/* A read of `key`: merged with a queued read of the same key. */
+static struct item *
+mrd(struct item *it, struct rec *r, int id, unsigned depends, int key)
+{
+	rd(it, r, id, depends);
+	it->key = key;
+	it->work.same = item_same;
+	it->work.share = item_share;
+	return it;
+}
+
 static void
 put(struct worker *wk, struct item *it)
 {
+	pthread_mutex_lock(&it->rec->lock);
+	it->arrived = it->rec->execs;
+	pthread_mutex_unlock(&it->rec->lock);
 	assert_int_equal(worker_reserve(wk, &it->work), 0);
 	worker_submit(wk, &it->work);
 }
@@ -182,6 +232,9 @@ static int
 setup(void **state)
 {
 	atomic_store(&counters.superseded, 0);
+	atomic_store(&counters.merged, 0);
+	atomic_store(&counters.commands, 0);
+	atomic_store(&counters.failures, 0);
 	return 0;
 }
 
@@ -520,6 +573,225 @@ test_batch_release(void **state)
 }
 
 
+/* --- merging reads --------------------------------------------------------- */
+
+/*
+ * Every item that completed got its answer from an exec that began after
+ * it was submitted (a joined read too), with that exec's rc.
+ */
+static void
+check_fresh(struct item *it, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		assert_true(it[i].done);
+		assert_true(it[i].value > it[i].arrived);
+	}
+}
+
+static void
+test_reads_merge(void **state)
+{
+	struct rec r;
+	struct item g, it[5];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, mrd(&it[1], &r, 1, 0, 10));
+	put(wk, mrd(&it[2], &r, 2, 0, 10));	/* joins 1 */
+	put(wk, mrd(&it[3], &r, 3, 0, 20));
+	put(wk, mrd(&it[4], &r, 4, 0, 10));	/* joins 1 */
+	FINISH(wk, &r, 1, 3);			/* 2 and 4 never ran */
+	/* each joined read completed right after the one it joined */
+	assert_int_equal(r.ncompleted, 5);
+	assert_int_equal(r.completed[1], 1);
+	assert_int_equal(r.completed[2], 2);
+	assert_int_equal(r.completed[3], 4);
+	assert_int_equal(r.completed[4], 3);
+	assert_int_equal(it[2].value, it[1].value);
+	assert_int_equal(it[4].value, it[1].value);
+	assert_int_not_equal(it[3].value, it[1].value);
+	check_fresh(&it[1], 4);
+	assert_int_equal(atomic_load(&counters.merged), 2);
+	/* the joined reads are not commands run */
+	assert_int_equal(atomic_load(&counters.commands), 3);
+}
+
+/* A running read is not joined: its value may predate the new read. */
+static void
+test_running_read_not_joined(void **state)
+{
+	struct rec r;
+	struct item g, it[2];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, mrd(&g, &r, 0, 0, 10));
+	put(wk, mrd(&it[1], &r, 1, 0, 10));
+	FINISH(wk, &r, 1);
+	assert_int_not_equal(it[1].value, g.value);
+	check_fresh(&it[1], 1);
+	assert_int_equal(atomic_load(&counters.merged), 0);
+}
+
+/* Read-after-write: a read never joins one queued before its write. */
+static void
+test_merge_not_across_dependent_write(void **state)
+{
+	struct rec r;
+	struct item g, it[6];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, mrd(&it[1], &r, 1, P, 10));
+	put(wk, wr(&it[2], &r, 2, P, false));
+	put(wk, mrd(&it[3], &r, 3, P, 10));	/* must see 2: queued */
+	put(wk, mrd(&it[4], &r, 4, P, 10));	/* joins 3, not 1 */
+	put(wk, wr(&it[5], &r, 5, S, false));
+	put(wk, mrd(&it[0], &r, 6, P, 10));	/* 5 is not its: joins 3 */
+	FINISH(wk, &r, 1, 2, 3, 5);
+	assert_int_equal(it[4].value, it[3].value);
+	assert_int_equal(it[0].value, it[3].value);
+	assert_int_not_equal(it[3].value, it[1].value);
+	check_fresh(&it[0], 5);
+	assert_int_equal(atomic_load(&counters.merged), 2);
+}
+
+/* A read that needs no write joins a read queued ahead of writes. */
+static void
+test_merge_ahead_of_unrelated_write(void **state)
+{
+	struct rec r;
+	struct item g, it[3];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, mrd(&it[1], &r, 1, 0, 10));
+	put(wk, wr(&it[2], &r, 2, P, false));
+	put(wk, mrd(&it[0], &r, 3, 0, 10));	/* joins 1 */
+	FINISH(wk, &r, 1, 2);
+	assert_int_equal(it[0].value, it[1].value);
+	check_fresh(&it[0], 3);
+	assert_int_equal(atomic_load(&counters.merged), 1);
+}
+
+/* A joined read gives its room back; reads without `same` never merge. */
+static void
+test_merged_read_takes_no_room(void **state)
+{
+	struct rec r;
+	struct item g, it[6];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 2, rd(&g, &r, 0, 0));
+	put(wk, mrd(&it[1], &r, 1, 0, 10));
+	put(wk, mrd(&it[2], &r, 2, 0, 10));	/* joins: 1 read queued */
+	put(wk, mrd(&it[3], &r, 3, 0, 20));	/* room for it */
+	/* full now, and a read that would merge needs room to be reserved */
+	assert_int_equal(worker_reserve(wk, &mrd(&it[4], &r, 4, 0, 30)->work),
+	    -1);
+	FINISH(wk, &r, 1, 3);
+	assert_int_equal(atomic_load(&counters.merged), 1);
+
+	/* without `same` two reads of one value both run */
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	put(wk, rd(&it[4], &r, 4, 0));
+	put(wk, rd(&it[5], &r, 5, 0));
+	FINISH(wk, &r, 4, 5);
+	assert_int_equal(atomic_load(&counters.merged), 1);
+}
+
+/* A failure is shared too, and counted once, as the one read that ran. */
+static void
+test_merged_failure(void **state)
+{
+	struct rec r;
+	struct item g, it[3];
+	struct worker *wk;
+
+	rec_init(&r);
+	wk = start_gated(&r, 16, rd(&g, &r, 0, 0));
+	mrd(&it[1], &r, 1, 0, 10)->fail = true;
+	put(wk, &it[1]);
+	put(wk, mrd(&it[2], &r, 2, 0, 10));
+	FINISH(wk, &r, 1);
+	assert_int_equal(it[1].rc, -1);
+	assert_int_equal(it[2].rc, -1);
+	assert_int_equal(it[2].value, it[1].value);
+	assert_int_equal(atomic_load(&counters.failures), 1);
+	assert_int_equal(atomic_load(&counters.commands), 2);
+	assert_int_equal(atomic_load(&counters.merged), 1);
+}
+
+static void
+nop_gpu_done(struct gpu_cmd *cmd, void *arg)
+{
+}
+
+static void
+nop_cpu_done(struct cpu_cmd *cmd, void *arg)
+{
+}
+
+/* Which GPU and CPU commands ask the same thing, and what they share. */
+static void
+test_device_commands_same(void **state)
+{
+	struct gpu_cmd g[5];
+	struct cpu_cmd c[5];
+	struct gpu_write w = { .op = GPU_SET_POWER_LIMIT };
+
+	memset(g, 0, sizeof(g));
+	gpu_cmd_init(&g[0], GPU_CMD_GET_POWER, 0, nop_gpu_done, NULL);
+	gpu_cmd_init(&g[1], GPU_CMD_GET_POWER, 0, nop_gpu_done, NULL);
+	gpu_cmd_init(&g[2], GPU_CMD_GET_POWER, 1, nop_gpu_done, NULL);
+	gpu_cmd_init(&g[3], GPU_CMD_GET_ENERGY, 0, nop_gpu_done, NULL);
+	gpu_cmd_init(&g[4], GPU_CMD_WRITE, 0, nop_gpu_done, NULL);
+	gpu_cmd_set_write(&g[4], &w, NULL);
+	assert_non_null(g[0].work.same);
+	assert_true(g[0].work.same(&g[0].work, &g[1].work));
+	assert_false(g[0].work.same(&g[0].work, &g[2].work));	/* GPU */
+	assert_ptr_equal(g[3].work.same, g[0].work.same);
+	assert_false(g[0].work.same(&g[0].work, &g[3].work));	/* op */
+	assert_null(g[4].work.same);			/* writes never */
+	/* the outcome, value or error, is copied */
+	g[0].out.power_mw = 123456;
+	g[0].rc = 0;
+	g[0].work.share(&g[1].work, &g[0].work, 0);
+	assert_int_equal(g[1].out.power_mw, 123456);
+	assert_int_equal(g[1].rc, 0);
+	g[2].rc = zerr_set(&g[2].err, ZERR_UNAVAILABLE, "GPU 1: lost");
+	g[0].work.share(&g[0].work, &g[2].work, -1);
+	assert_int_equal(g[0].rc, -1);
+	assert_int_equal(g[0].err.kind, ZERR_UNAVAILABLE);
+	assert_string_equal(g[0].err.msg, "GPU 1: lost");
+
+	memset(c, 0, sizeof(c));
+	cpu_cmd_init(&c[0], CPU_CMD_GET_POWER, 0, nop_cpu_done, NULL);
+	cpu_cmd_init(&c[1], CPU_CMD_GET_POWER, 0, nop_cpu_done, NULL);
+	cpu_cmd_init(&c[2], CPU_CMD_GET_POWER, 0, nop_cpu_done, NULL);
+	cpu_cmd_init(&c[3], CPU_CMD_GET_ENERGY, 0, nop_cpu_done, NULL);
+	cpu_cmd_init(&c[4], CPU_CMD_GET_ENERGY, 1, nop_cpu_done, NULL);
+	c[0].period_ms = c[1].period_ms = 100;
+	c[2].period_ms = 500;
+	assert_true(c[0].work.same(&c[0].work, &c[1].work));
+	assert_false(c[0].work.same(&c[0].work, &c[2].work));	/* period */
+	assert_false(c[0].work.same(&c[0].work, &c[3].work));	/* op */
+	assert_false(c[3].work.same(&c[3].work, &c[4].work));	/* package */
+	c[0].cpu = 7;
+	c[0].dram = 9;
+	c[0].has_dram = true;
+	c[0].work.share(&c[1].work, &c[0].work, 0);
+	assert_int_equal(c[1].cpu, 7);
+	assert_int_equal(c[1].dram, 9);
+	assert_true(c[1].has_dram);
+	assert_int_equal(c[1].rc, 0);
+}
+
 /* --- asynchronous batches ------------------------------------------------- */
 
 struct async_rec {
@@ -538,6 +810,8 @@ struct aitem {
 	struct work work;		/* first */
 	int id;
 	struct async_rec *rec;
+	int key;			/* merging, as struct item's */
+	int from;			/* the id of the read that answered */
 };
 
 static int
@@ -614,18 +888,46 @@ async_worker(struct async_rec *r)
 	return wk;
 }
 
+static bool
+aitem_same(const struct work *queued, const struct work *w)
+{
+	return ((const struct aitem *)queued)->key == ((const struct aitem *)w)->key;
+}
+
 static void
-aput(struct worker *wk, struct aitem *it, struct async_rec *r, int id)
+aitem_share(struct work *w, const struct work *from, int rc)
+{
+	((struct aitem *)w)->from = ((const struct aitem *)from)->id;
+}
+
+/* Queues a read; with a nonzero `key`, one that merges (as mrd). */
+static void
+aput_key(struct worker *wk, struct aitem *it, struct async_rec *r, int id,
+    int key)
 {
 	memset(it, 0, sizeof(*it));
 	it->id = id;
+	it->from = id;
 	it->rec = r;
+	it->key = key;
 	it->work.kind = WORK_READ;
 	it->work.what = "read";
 	it->work.exec = aitem_exec;
 	it->work.exec_many = aitem_many;
 	it->work.complete = aitem_complete;
-	put(wk, (struct item *)(void *)it);
+	if (key != 0) {
+		it->work.counters = &counters;
+		it->work.same = aitem_same;
+		it->work.share = aitem_share;
+	}
+	assert_int_equal(worker_reserve(wk, &it->work), 0);
+	worker_submit(wk, &it->work);
+}
+
+static void
+aput(struct worker *wk, struct aitem *it, struct async_rec *r, int id)
+{
+	aput_key(wk, it, r, id, 0);
 }
 
 static void
@@ -706,6 +1008,43 @@ test_async_handed_to_thread(void **state)
 	async_end(wk, &r);
 }
 
+/*
+ * The batch out has started: a read of the same value waits for the next
+ * one, and the reads that join it complete with it, from the batch's
+ * answer (the loop's path in a split daemon).
+ */
+static void
+test_async_merged(void **state)
+{
+	struct async_rec r;
+	struct aitem it[5];
+	struct worker *wk = async_worker(&r);
+	const int ok[4] = { 0, 0, 0, 0 };
+
+	aput_key(wk, &it[1], &r, 1, 10);	/* out at once */
+	aput_key(wk, &it[2], &r, 2, 10);	/* 1 started: queued */
+	aput_key(wk, &it[3], &r, 3, 10);	/* joins 2 */
+	aput_key(wk, &it[4], &r, 4, 10);	/* joins 2 */
+	assert_int_equal(atomic_load(&counters.merged), 0);	/* not yet */
+	worker_async_done(wk, ok);
+	assert_int_equal(r.ncomplete, 1);
+	assert_int_equal(r.nstart, 2);
+	assert_int_equal(r.batch_n[1], 1);	/* 2 alone goes out */
+	assert_int_equal(r.batch_first[1], 2);
+	worker_async_done(wk, ok);
+	assert_int_equal(r.ncomplete, 4);
+	assert_int_equal(r.completed[1], 2);
+	assert_int_equal(r.completed[2], 3);
+	assert_int_equal(r.completed[3], 4);
+	assert_int_equal(it[1].from, 1);
+	assert_int_equal(it[2].from, 2);
+	assert_int_equal(it[3].from, 2);
+	assert_int_equal(it[4].from, 2);
+	assert_int_equal(atomic_load(&counters.merged), 2);
+	assert_int_equal(r.nexec, 0);
+	async_end(wk, &r);
+}
+
 int
 main(void)
 {
@@ -733,6 +1072,16 @@ main(void)
 		cmocka_unit_test_setup(test_room_freed_when_item_starts, setup),
 		cmocka_unit_test_setup(test_batch_all_or_nothing, setup),
 		cmocka_unit_test_setup(test_batch_release, setup),
+		cmocka_unit_test_setup(test_reads_merge, setup),
+		cmocka_unit_test_setup(test_running_read_not_joined, setup),
+		cmocka_unit_test_setup(test_merge_not_across_dependent_write,
+		    setup),
+		cmocka_unit_test_setup(test_merge_ahead_of_unrelated_write,
+		    setup),
+		cmocka_unit_test_setup(test_merged_read_takes_no_room, setup),
+		cmocka_unit_test_setup(test_merged_failure, setup),
+		cmocka_unit_test_setup(test_async_merged, setup),
+		cmocka_unit_test_setup(test_device_commands_same, setup),
 		cmocka_unit_test_setup(test_async_started_by_submitter, setup),
 		cmocka_unit_test_setup(test_async_handed_to_thread, setup),
 	};
