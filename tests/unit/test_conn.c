@@ -101,6 +101,8 @@ test_pidfd_follows_the_process(void **state)
 		    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 
+		/* the padding CMSG_SPACE adds goes out too: valgrind checks it */
+		memset(cbuf, 0, sizeof(cbuf));
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0)
 			_exit(1);
 		cm->cmsg_level = SOL_SOCKET;
