@@ -37,13 +37,14 @@ struct loop {
 	pthread_t thread;
 	atomic_bool running;		/* set before the thread starts */
 	atomic_uint cmds;		/* loop_ask's bits */
+	bool again;			/* loop thread only: a nudge from a turn */
 	struct loop_driver drv;
 	unsigned nwatch;
 	struct loop_watch watch[LOOP_WATCH_MAX];
 };
 
-/* Whether the calling thread is a loop's (which needs no wake-up). */
-static _Thread_local bool loop_current;
+/* The loop whose thread this is, if any (which needs no wake-up). */
+static _Thread_local struct loop *loop_current;
 
 int
 loop_create(struct loop **out, struct zerr *err)
@@ -126,9 +127,16 @@ loop_main(void *arg)
 	struct epoll_event ev[LOOP_WATCH_MAX + 1];
 	unsigned streak = 0;
 
-	loop_current = true;
+	loop_current = l;
 	for (;;) {
 		int ms = l->drv.timeout_ms(l->drv.ctx), n;
+
+		/* a turn that nudged (a resume from inside libmicrohttpd's
+		 * callback, which its timeout does not count) gets another */
+		if (l->again) {
+			l->again = false;
+			ms = 0;
+		}
 
 		if (ms == 0 && streak < LOOP_STREAK) {
 			streak++;
@@ -180,7 +188,7 @@ loop_running(const struct loop *l)
 bool
 loop_on_loop(void)
 {
-	return loop_current;
+	return loop_current != NULL;
 }
 
 void
@@ -188,8 +196,11 @@ loop_nudge(struct loop *l)
 {
 	uint64_t one = 1;
 
-	/* the counter cannot overflow in practice; a failure leaves it set */
-	if (loop_running(l) && !loop_current)
+	if (!loop_running(l))
+		return;
+	if (loop_current == l)
+		l->again = true;
+	else	/* the counter cannot overflow; a failure leaves it set */
 		(void)!write(l->wake, &one, sizeof(one));
 }
 

@@ -68,8 +68,10 @@ bool loop_running(const struct loop *l);
 bool loop_on_loop(void);
 
 /*
- * Wakes the loop for a turn, from another thread (a no-op on the loop
- * itself, which takes a turn anyway, and on a loop not running).
+ * Wakes the loop for a turn, from any thread (a no-op on a loop not
+ * running). On the loop itself it asks for one more turn without waiting:
+ * a connection resumed from inside the driver's turn is not counted in the
+ * driver's timeout.
  */
 void loop_nudge(struct loop *l);
 
