@@ -204,7 +204,8 @@ reply_one(const void *buf, size_t size, uint64_t id, uint32_t op)
 	    (rep.rc == -1 && rep.err_kind != ZERR_NONE));
 	must(rep.id == id && rep.op == op && rep.lost <= 1);
 	must(memchr(rep.i_user, '\0', sizeof(rep.i_user)) != NULL &&
-	    memchr(rep.i_comm, '\0', sizeof(rep.i_comm)) != NULL);
+	    memchr(rep.i_comm, '\0', sizeof(rep.i_comm)) != NULL &&
+	    memchr(rep.i_cgroup, '\0', sizeof(rep.i_cgroup)) != NULL);
 	must(rep.i_ngids <= IDENTITY_MAX_GROUPS);
 }
 

@@ -212,6 +212,32 @@ audit_fail(const char *why)
 		    "\"", why);
 }
 
+/* Encodes `o` (taken) as one line and appends it in one write(2). */
+static void
+audit_append(json_t *o)
+{
+	char *line;
+	size_t len;
+	ssize_t n;
+	int e;
+
+	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (line == NULL) {
+		audit_fail("cannot encode the line");
+		return;
+	}
+	len = strlen(line);
+	line[len] = '\n';	/* json_dumps's NUL becomes the newline */
+	pthread_mutex_lock(&audit_lock);
+	n = audit_fd >= 0 ? write(audit_fd, line, len + 1) : -1;
+	e = errno;
+	pthread_mutex_unlock(&audit_lock);
+	free(line);
+	if (n != (ssize_t)(len + 1))
+		audit_fail(n < 0 ? strerror(e) : "short write");
+}
+
 void
 audit_write(const struct audit_who *w, unsigned gpu, const char *op,
     const char *before, const char *requested, const char *error,
@@ -219,10 +245,6 @@ audit_write(const struct audit_who *w, unsigned gpu, const char *op,
 {
 	struct timespec ts;
 	json_t *o, *who;
-	char *line;
-	size_t len;
-	ssize_t n;
-	int e;
 
 	if (audit_path == NULL)
 		return;
@@ -255,21 +277,37 @@ audit_write(const struct audit_who *w, unsigned gpu, const char *op,
 		json_object_set_new(o, "restore", json_true());
 		json_object_set_new(o, "reason", json_string(reason));
 	}
-	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(o);
-	if (line == NULL) {
-		audit_fail("cannot encode the line");
+	audit_append(o);
+}
+
+void
+audit_write_lease(const struct audit_who *w, unsigned gpu,
+    const struct audit_lease *le)
+{
+	struct timespec ts;
+	json_t *o, *who;
+
+	if (audit_path == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	who = json_pack("{s:I,s:o,s:I,s:o}", "uid", (json_int_t)w->uid,
+	    "user", audit_name(w->user), "pid", (json_int_t)w->pid, "cgroup",
+	    audit_name(le->cgroup));
+	o = json_pack("{s:I,s:o,s:I,s:s,s:s,s:f,s:o,s:o,s:s,s:s}", "time_ms",
+	    (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, "identity",
+	    who, "gpu", (json_int_t)gpu, "operation", "lease_end", "reason",
+	    le->reason, "duration_s", le->duration_s, "energy_j",
+	    le->energy_ok ? json_real(le->energy_j) : json_null(), "avg_w",
+	    le->energy_ok && le->duration_s > 0 ? json_real(le->energy_j /
+	    le->duration_s) : json_null(), "energy", le->energy_ok ? "ok" :
+	    "unavailable", "settings_restored", le->settings);
+	if (o == NULL) {
+		audit_fail("cannot build the line");
 		return;
 	}
-	len = strlen(line);
-	line[len] = '\n';	/* json_dumps's NUL becomes the newline */
-	pthread_mutex_lock(&audit_lock);
-	n = audit_fd >= 0 ? write(audit_fd, line, len + 1) : -1;
-	e = errno;
-	pthread_mutex_unlock(&audit_lock);
-	free(line);
-	if (n != (ssize_t)(len + 1))
-		audit_fail(n < 0 ? strerror(e) : "short write");
+	if (le->label != NULL && le->label[0] != '\0')
+		json_object_set_new(o, "label", audit_name(le->label));
+	audit_append(o);
 }
 
 unsigned long

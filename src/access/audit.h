@@ -64,6 +64,25 @@ void audit_write(const struct audit_who *w, unsigned gpu, const char *op,
     const char *before, const char *requested, const char *error,
     const char *reason);
 
+/* The end of a GPU lease, for the energy ledger (lease.c). */
+struct audit_lease {
+	const char *cgroup;		/* the holder's; "" unknown */
+	const char *label;		/* the client's, or NULL */
+	const char *reason;		/* "process_exit", "release", ... */
+	const char *settings;		/* restored: "power_limit,gpu_clocks" */
+	double duration_s;
+	bool energy_ok;			/* false: the GPU has no counter */
+	double energy_j;
+};
+
+/*
+ * One "lease_end" line: the holder (uid, user, pid, cgroup), the GPU, the
+ * lease's duration, its joules and average watts (null and "energy":
+ * "unavailable" without a counter) and the settings restored.
+ */
+void audit_write_lease(const struct audit_who *w, unsigned gpu,
+    const struct audit_lease *le);
+
 /* Lines that could not be written since start. */
 unsigned long audit_failures(void);
 

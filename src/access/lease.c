@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/identity.h"
 #include "common/log.h"
 #include "devices/gpu_cmd.h"
 #include "devices/worker.h"
@@ -46,6 +47,8 @@
 #define LEASE_MAX_PIDS 64	/* watched processes per GPU */
 #define LEASE_RETRY_FIRST_MS 1000	/* a failed restore: retried after */
 #define LEASE_RETRY_MAX_MS 30000	/* doubling up to this */
+#define LEDGER_MAX_USERS 256	/* users with their own /metrics series */
+#define LEDGER_ENDED 32		/* ended leases GET /gpu/leases keeps */
 
 enum lease_state { LEASE_FREE, LEASE_HELD, LEASE_RESTORING };
 
@@ -81,12 +84,40 @@ struct lease_gpu {
 	 */
 	unsigned claims;
 	bool restore_due;
+	const char *due_reason;		/* of restore_due (static) */
 	const char *reason;	/* of the restore under way */
 	unsigned pending;	/* bits of lease_ops[] left to (re)try */
 	unsigned attempts;	/* rounds so far */
 	bool retry_armed;
 	struct timespec retry_at;	/* CLOCK_MONOTONIC */
 	char why[ZERR_MSG_MAX + 48];	/* the last failure, "" for none */
+	/* the energy ledger (leases_note starts it, lease_free_gpu ends it) */
+	unsigned gen;			/* bumped by every FREE -> HELD */
+	pid_t holder_pid;		/* the process that took it */
+	char cgroup[IDENTITY_CGROUP_MAX];
+	unsigned settings;		/* GPU_SETTING_* changed under it */
+	bool started;			/* its start was read (or tried) */
+	bool start_ok;			/* start_mj is a reading */
+	uint64_t start_mj;
+	bool end_ok;			/* end_mj: read by the last restore */
+	uint64_t end_mj;
+	struct timespec start_rt, start_mono;
+};
+
+/* A GPU's energy charged to nobody (the ledger; CLOCK-free: readings). */
+struct ledger_gpu {
+	bool based;			/* last_mj holds a reading */
+	uint64_t last_mj;		/* the counter at the last boundary */
+	uint64_t unleased_mj;
+	bool seen;			/* seen_mj: the newest reading */
+	uint64_t seen_mj;
+};
+
+/* A user's energy over every lease it held, per GPU; never reset. */
+struct ledger_user {
+	uid_t uid;
+	char user[64];
+	uint64_t *mj;			/* [ngpu] */
 };
 
 struct leases {
@@ -100,6 +131,13 @@ struct leases {
 	pthread_t thread;
 	bool started;
 	bool stopping;		/* leases_stop: no retry is armed after */
+	/* the ledger, under `lock` */
+	struct ledger_gpu *ledger;	/* [ngpu] */
+	struct ledger_user users[LEDGER_MAX_USERS];
+	unsigned nusers;
+	struct lease_record ended[LEDGER_ENDED];	/* a ring */
+	unsigned nended;		/* ever ended; ended[nended % N] next */
+	struct lease_waiter *waiters;	/* leases_release's */
 };
 
 /* What a restore writes, one command each; bit i of `pending` is [i]. */
@@ -236,9 +274,219 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	return 0;
 }
 
+/* ---- The energy ledger (lock held unless said) ---------------------------- */
+
+/*
+ * Reads GPU `gpu`'s cumulative energy counter, on the calling thread (a
+ * device worker's, or the caller's: never with the lock held). -1 for a
+ * GPU without a counter or a failed read.
+ */
+static int
+lease_energy(struct leases *l, unsigned gpu, uint64_t *mj)
+{
+	struct node *n = l->node;
+	struct zerr err;
+
+	if (n->gpu.ops == NULL || n->gpu_info == NULL ||
+	    !n->gpu_info[gpu].energy_available)
+		return -1;
+	return n->gpu.ops->get_energy_mj(&n->gpu, gpu, mj, &err);
+}
+
+/* The counter read `mj` with nobody's lease running: charged to nobody. */
+static void
+ledger_unleased(struct leases *l, unsigned gpu, uint64_t mj)
+{
+	struct ledger_gpu *lg = &l->ledger[gpu];
+
+	/* a counter that went back (a driver reload) starts a new base */
+	if (lg->based && mj >= lg->last_mj)
+		lg->unleased_mj += mj - lg->last_mj;
+	lg->based = true;
+	lg->last_mj = mj;
+}
+
+/*
+ * The user's slot, made at its first lease; past LEDGER_MAX_USERS - 1
+ * users, the last slot sums the rest under "(other)". NULL: no memory.
+ */
+static struct ledger_user *
+ledger_user(struct leases *l, uid_t uid, const char *user)
+{
+	struct ledger_user *u;
+
+	for (unsigned i = 0; i < l->nusers; i++)
+		if (l->users[i].uid == uid)
+			return &l->users[i];
+	if (l->nusers == LEDGER_MAX_USERS)
+		return &l->users[LEDGER_MAX_USERS - 1];
+	u = &l->users[l->nusers];
+	if ((u->mj = calloc(l->ngpu ? l->ngpu : 1, sizeof(*u->mj))) == NULL)
+		return NULL;
+	if (l->nusers == LEDGER_MAX_USERS - 1) {
+		u->uid = (uid_t)-1;
+		snprintf(u->user, sizeof(u->user), "(other)");
+	} else {
+		u->uid = uid;
+		snprintf(u->user, sizeof(u->user), "%s", user);
+	}
+	l->nusers++;
+	return u;
+}
+
+void
+lease_settings_format(unsigned settings, char *buf, size_t size)
+{
+	static const struct { unsigned bit; const char *name; } names[] = {
+		{ GPU_SETTING_POWER_LIMIT, "power_limit" },
+		{ GPU_SETTING_PERSISTENCE, "persistence" },
+		{ GPU_SETTING_GPU_CLOCKS, "gpu_clocks" },
+		{ GPU_SETTING_MEM_CLOCKS, "mem_clocks" },
+	};
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int k;
+
+		if (!(settings & names[i].bit))
+			continue;
+		k = snprintf(buf + len, size - len, "%s%s", len ? "," : "",
+		    names[i].name);
+		if (k < 0 || (size_t)k >= size - len)
+			break;
+		len += (size_t)k;
+	}
+}
+
+static double
+lease_seconds(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+	    (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/*
+ * g's record; `now_mj` (NULL: none) a reading taken while it is open, for
+ * its energy so far.
+ */
+static void
+lease_fill(const struct lease_gpu *g, unsigned gpu, const uint64_t *now_mj,
+    struct lease_record *r)
+{
+	struct timespec now;
+
+	memset(r, 0, sizeof(*r));
+	r->gpu = gpu;
+	r->uid = g->uid;
+	snprintf(r->user, sizeof(r->user), "%s", g->user);
+	r->pid = g->holder_pid;
+	snprintf(r->cgroup, sizeof(r->cgroup), "%s", g->cgroup);
+	r->state = g->state == LEASE_RESTORING ? LEASE_REC_RESTORING :
+	    LEASE_REC_HELD;
+	r->settings = g->settings;
+	if (!g->started)
+		return;
+	r->start = g->start_rt;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	r->duration_s = lease_seconds(&g->start_mono, &now);
+	if (g->start_ok && now_mj != NULL && *now_mj >= g->start_mj) {
+		r->energy_ok = true;
+		r->energy_mj = *now_mj - g->start_mj;
+	}
+}
+
+/*
+ * The lease on `gpu` ends (FREE next): its record goes to the ended ring,
+ * its energy to its user, an audit line and a log line are written, and
+ * whoever waits for it (leases_release) is told.
+ */
+static void
+ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
+{
+	struct lease_record *r = &l->ended[l->nended % LEDGER_ENDED];
+	struct ledger_user *u;
+	struct audit_who who;
+	struct audit_lease le;
+	char settings[80], q[2 * IDENTITY_CGROUP_MAX];
+	struct lease_waiter **wp;
+
+	lease_fill(g, gpu, g->end_ok ? &g->end_mj : NULL, r);
+	r->state = LEASE_REC_ENDED;
+	r->reason = g->reason;
+	clock_gettime(CLOCK_REALTIME, &r->end);
+	l->nended++;
+	if (g->end_ok) {
+		l->ledger[gpu].seen = true;
+		l->ledger[gpu].seen_mj = g->end_mj;
+		if (r->energy_ok) {
+			l->ledger[gpu].based = true;
+			l->ledger[gpu].last_mj = g->end_mj;
+		} else {
+			/* no start reading: nobody's, as before it */
+			ledger_unleased(l, gpu, g->end_mj);
+		}
+	}
+	if (r->energy_ok && (u = ledger_user(l, g->uid, g->user)) != NULL)
+		u->mj[gpu] += r->energy_mj;
+	lease_settings_format(g->settings, settings, sizeof(settings));
+	memset(&who, 0, sizeof(who));
+	who.unix_peer = true;
+	who.uid = g->uid;
+	who.pid = g->holder_pid;
+	snprintf(who.user, sizeof(who.user), "%s", g->user);
+	le = (struct audit_lease){ .cgroup = g->cgroup, .reason = g->reason ?
+	    g->reason : "ended", .settings = settings, .duration_s =
+	    r->duration_s, .energy_ok = r->energy_ok, .energy_j =
+	    (double)r->energy_mj / 1000 };
+	audit_write_lease(&who, gpu, &le);
+	zlog(ZLOG_INFO, "gpu_lease_ended", "gpu=%u uid=%u pid=%ld cgroup=%s "
+	    "reason=%s duration_s=%.3f energy_j=%s%.3f settings=%s", gpu,
+	    (unsigned)g->uid, (long)g->holder_pid, zlog_quote(q, sizeof(q),
+	    g->cgroup), le.reason, r->duration_s, r->energy_ok ? "" : "-",
+	    r->energy_ok ? le.energy_j : 0.0, settings[0] ? settings : "-");
+	for (wp = &l->waiters; *wp != NULL;) {
+		struct lease_waiter *w = *wp;
+
+		if (w->gpu != gpu || w->gen != g->gen) {
+			wp = &w->next;
+			continue;
+		}
+		*wp = w->next;
+		w->ok = true;
+		w->rec = *r;
+		w->done(w->ctx);
+	}
+	g->started = g->start_ok = g->end_ok = false;
+	g->settings = 0;
+}
+
+/* A restore failed (it is retried): whoever waits for g is told why. */
+static void
+ledger_restore_failed(struct leases *l, struct lease_gpu *g, unsigned gpu)
+{
+	struct lease_waiter **wp;
+
+	for (wp = &l->waiters; *wp != NULL;) {
+		struct lease_waiter *w = *wp;
+
+		if (w->gpu != gpu || w->gen != g->gen) {
+			wp = &w->next;
+			continue;
+		}
+		*wp = w->next;
+		w->ok = false;
+		zerr_set(&w->err, ZERR_CONFLICT, "GPU %u: restoring the "
+		    "lease's settings failed (%s); it is retried, and the lease "
+		    "holds until it succeeds", gpu, g->why);
+		w->done(w->ctx);
+	}
+}
+
 static void
 lease_free_gpu(struct leases *l, struct lease_gpu *g, unsigned gpu)
 {
+	ledger_end(l, g, gpu);
 	zlog(ZLOG_INFO, "gpu_lease_released", "gpu=%u uid=%u", gpu,
 	    (unsigned)g->uid);
 	g->state = LEASE_FREE;
@@ -273,6 +521,7 @@ lease_settle(struct leases *l, unsigned gpu)
 		lease_free_gpu(l, g, gpu);
 		return;
 	}
+	ledger_restore_failed(l, g, gpu);
 	if (l->stopping) {
 		zlog(ZLOG_ERROR, "gpu_restore_abandoned", "gpu=%u uid=%u "
 		    "attempts=%u error=%s msg=\"zeusd is stopping; the settings "
@@ -350,7 +599,18 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 	struct lease_gpu *g = &l->gpus[cmd->gpu];
 	char q[ZERR_MSG_MAX + 64], before[64], req[64];
 	const char *rq = NULL;
+	uint64_t end_mj = 0;
+	bool last, end_ok = false;
 
+	/*
+	 * The last restore of a round may end the lease: its energy counter
+	 * is read now, on this worker, before the lock (a device call).
+	 */
+	pthread_mutex_lock(&l->lock);
+	last = g->restores_left == 1;
+	pthread_mutex_unlock(&l->lock);
+	if (last)
+		end_ok = lease_energy(l, cmd->gpu, &end_mj) == 0;
 	if (r->skipped)
 		goto out;
 	if (cmd->rc != 0)
@@ -382,6 +642,10 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 	    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL, r->reason);
 out:
 	pthread_mutex_lock(&l->lock);
+	if (last) {
+		g->end_ok = end_ok;
+		g->end_mj = end_mj;
+	}
 	/* the lease stays RESTORING until its last restore succeeded */
 	assert(g->state == LEASE_RESTORING && g->restores_left > 0);
 	if (!r->skipped && cmd->rc != 0) {
@@ -507,8 +771,10 @@ lease_thread(void *arg)
 				    "gpu=%u uid=%u pid=%ld left=%u", w->gpu,
 				    (unsigned)g->uid, (long)w->pid, g->nwatch);
 				if (g->nwatch == 0 && g->state == LEASE_HELD &&
-				    g->claims > 0)
+				    g->claims > 0) {
 					g->restore_due = true;
+					g->due_reason = "process_exit";
+				}
 				else if (g->nwatch == 0 &&
 				    g->state == LEASE_HELD)
 					lease_restore(l, w->gpu,
@@ -536,7 +802,8 @@ leases_create(struct node *node, struct leases **out, struct zerr *err)
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->idle, NULL);
 	if ((l->gpus = calloc(l->ngpu ? l->ngpu : 1, sizeof(*l->gpus))) ==
-	    NULL)
+	    NULL || (l->ledger = calloc(l->ngpu ? l->ngpu : 1,
+	    sizeof(*l->ledger))) == NULL)
 		goto fail;
 	for (unsigned i = 0; i < l->ngpu; i++)
 		for (unsigned j = 0; j < LEASE_MAX_PIDS; j++)
@@ -623,6 +890,9 @@ leases_destroy(struct leases *l)
 		close(l->kickfd);
 	pthread_cond_destroy(&l->idle);
 	pthread_mutex_destroy(&l->lock);
+	for (unsigned u = 0; u < l->nusers; u++)
+		free(l->users[u].mj);
+	free(l->ledger);
 	free(l->gpus);
 	free(l);
 }
@@ -675,9 +945,11 @@ lease_watch_peer(struct leases *l, struct lease_gpu *g, unsigned gpu,
 }
 
 int
-leases_claim(struct leases *l, const struct peer *p, const char *user,
-    const uint32_t *gpus, unsigned n, struct zerr *err)
+leases_claim(struct leases *l, const struct peer *p,
+    const struct identity *id, const uint32_t *gpus, unsigned n,
+    struct zerr *err)
 {
+	const char *user = id != NULL ? id->user : NULL;
 	bool unix_user = p != NULL && p->kind == PEER_UNIX;
 	int rc = 0;
 
@@ -741,6 +1013,12 @@ leases_claim(struct leases *l, const struct peer *p, const char *user,
 		if (g->state == LEASE_FREE) {
 			g->state = LEASE_HELD;
 			g->uid = p->uid;
+			g->gen++;
+			g->holder_pid = p->pid;
+			g->started = g->start_ok = g->end_ok = false;
+			g->settings = 0;
+			snprintf(g->cgroup, sizeof(g->cgroup), "%s",
+			    id != NULL ? id->cgroup : "");
 			snprintf(g->user, sizeof(g->user), "%s",
 			    user != NULL ? user : "");
 			zlog(ZLOG_INFO, "gpu_lease_taken", "gpu=%u uid=%u "
@@ -776,9 +1054,11 @@ leases_claim_done(struct leases *l, const struct peer *p,
 		if (g->claims > 0 || !g->restore_due)
 			continue;
 		g->restore_due = false;
-		/* a process of the user may have joined meanwhile */
-		if (g->state == LEASE_HELD && g->nwatch == 0)
-			lease_restore(l, gpus[i], "process_exit");
+		/* a process of the user may have joined meanwhile (a
+		 * release is done whatever joined) */
+		if (g->state == LEASE_HELD && (g->nwatch == 0 ||
+		    strcmp(g->due_reason, "release") == 0))
+			lease_restore(l, gpus[i], g->due_reason);
 	}
 	pthread_mutex_unlock(&l->lock);
 }
@@ -788,7 +1068,10 @@ leases_note(struct leases *l, bool unix_peer, uid_t uid,
     const struct gpu_cmd *cmd)
 {
 	struct lease_gpu *g;
-	unsigned t;
+	unsigned t, gen = 0;
+	bool start = false;
+	uint64_t mj = 0;
+	int rc;
 
 	if (l == NULL || !unix_peer || uid == 0 || cmd->gpu >= l->ngpu ||
 	    cmd->rc != 0)
@@ -813,6 +1096,143 @@ leases_note(struct leases *l, bool unix_peer, uid_t uid,
 			g->gpu_clocks = true;
 		if (t & GPU_SETTING_MEM_CLOCKS)
 			g->mem_clocks = true;
+		g->settings |= t;
+		/* the lease's first change: its energy starts here */
+		if (g->state == LEASE_HELD && !g->started) {
+			g->started = true;
+			start = true;
+			gen = g->gen;
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (!start)
+		return;
+	/* this worker runs the GPU's commands: no restore runs meanwhile */
+	rc = lease_energy(l, cmd->gpu, &mj);
+	pthread_mutex_lock(&l->lock);
+	if (g->gen == gen && g->started) {
+		clock_gettime(CLOCK_REALTIME, &g->start_rt);
+		clock_gettime(CLOCK_MONOTONIC, &g->start_mono);
+		g->start_ok = rc == 0;
+		g->start_mj = mj;
+		if (rc == 0) {
+			ledger_unleased(l, cmd->gpu, mj);	/* up to now */
+			l->ledger[cmd->gpu].seen = true;
+			l->ledger[cmd->gpu].seen_mj = mj;
+			(void)ledger_user(l, g->uid, g->user);	/* a series */
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+int
+leases_release(struct leases *l, const struct peer *p,
+    const uint32_t *gpus, unsigned n, struct lease_waiter *w,
+    uint32_t *not_leased, unsigned *nnot, struct zerr *err)
+{
+	bool unix_peer = p != NULL && p->kind == PEER_UNIX;
+	bool root = unix_peer && p->uid == 0;
+	unsigned k = 0;
+
+	*nnot = 0;
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < n; i++) {
+		const struct lease_gpu *g;
+
+		if (gpus[i] >= l->ngpu)
+			continue;
+		g = &l->gpus[gpus[i]];
+		if (g->state != LEASE_FREE && !root &&
+		    (!unix_peer || g->uid != p->uid)) {
+			zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by user "
+			    "%s%s (uid %u, pid %ld); only that user or root can "
+			    "release it", gpus[i], g->user[0] ? g->user : "",
+			    g->user[0] ? "" : "?", (unsigned)g->uid,
+			    (long)g->holder_pid);
+			pthread_mutex_unlock(&l->lock);
+			return -1;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct lease_gpu *g;
+
+		if (gpus[i] >= l->ngpu)
+			continue;
+		g = &l->gpus[gpus[i]];
+		if (g->state == LEASE_FREE) {
+			not_leased[(*nnot)++] = gpus[i];
+			continue;
+		}
+		w[k].gpu = gpus[i];
+		w[k].gen = g->gen;
+		w[k].next = l->waiters;
+		l->waiters = &w[k];
+		k++;
+		zlog(ZLOG_INFO, "gpu_lease_release", "gpu=%u uid=%u by_uid=%u",
+		    gpus[i], (unsigned)g->uid, (unsigned)p->uid);
+		/* a write of the holder between claim and queue: after it */
+		if (g->state == LEASE_HELD && g->claims > 0) {
+			g->restore_due = true;
+			g->due_reason = "release";
+		} else if (g->state == LEASE_HELD)
+			lease_restore(l, gpus[i], "release");
+	}
+	pthread_mutex_unlock(&l->lock);
+	return (int)k;
+}
+
+void
+leases_view(struct leases *l, const uint64_t *mj, const bool *ok,
+    struct lease_view *v)
+{
+	v->ncur = 0;
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < l->ngpu; i++) {
+		struct lease_gpu *g = &l->gpus[i];
+		struct ledger_gpu *lg = &l->ledger[i];
+
+		if (ok[i]) {
+			lg->seen = true;
+			lg->seen_mj = mj[i];
+			/* a GPU nobody's lease runs on: its energy is nobody's */
+			if (g->state == LEASE_FREE || !g->started ||
+			    !g->start_ok)
+				ledger_unleased(l, i, mj[i]);
+		}
+		if (g->state != LEASE_FREE)
+			lease_fill(g, i, ok[i] ? &mj[i] : NULL,
+			    &v->cur[v->ncur++]);
+		v->unleased_ok[i] = lg->based;
+		v->unleased_mj[i] = lg->unleased_mj;
+	}
+	v->nended = 0;
+	for (unsigned k = 0; k < LEDGER_ENDED && k < l->nended; k++)
+		v->ended[v->nended++] = l->ended[(l->nended - 1 - k) %
+		    LEDGER_ENDED];
+	pthread_mutex_unlock(&l->lock);
+}
+
+void
+leases_users(struct leases *l, void (*each)(void *arg, uid_t uid,
+    const char *user, unsigned gpu, uint64_t mj), void *arg)
+{
+	pthread_mutex_lock(&l->lock);
+	for (unsigned u = 0; u < l->nusers; u++) {
+		const struct ledger_user *lu = &l->users[u];
+
+		for (unsigned i = 0; i < l->ngpu; i++) {
+			const struct lease_gpu *g = &l->gpus[i];
+			const struct ledger_gpu *lg = &l->ledger[i];
+			uint64_t mj = lu->mj[i];
+
+			/* an open lease's energy so far, as last read */
+			if (g->state != LEASE_FREE && g->start_ok &&
+			    lg->seen && lg->seen_mj >= g->start_mj &&
+			    (g->uid == lu->uid || (lu->uid == (uid_t)-1 &&
+			    u == LEDGER_MAX_USERS - 1)))
+				mj += lg->seen_mj - g->start_mj;
+			each(arg, lu->uid, lu->user, i, mj);
+		}
 	}
 	pthread_mutex_unlock(&l->lock);
 }

@@ -24,12 +24,70 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <time.h>
+
 #include "common/err.h"
+#include "common/identity.h"
 
 struct leases;
 struct node;
 struct peer;
 struct gpu_cmd;
+
+#define LEASE_LEDGER_ENDED 32	/* ended leases kept for GET /gpu/leases */
+
+/*
+ * One lease on one GPU as the energy ledger sees it: its holder, what it
+ * changed, its span and the GPU energy charged to it (docs/security.md,
+ * "Shared nodes: the energy ledger").
+ */
+enum lease_rec_state { LEASE_REC_HELD, LEASE_REC_RESTORING, LEASE_REC_ENDED };
+
+struct lease_record {
+	unsigned gpu;
+	uid_t uid;
+	char user[64];			/* "" without a passwd entry */
+	pid_t pid;			/* the process that took it */
+	char cgroup[IDENTITY_CGROUP_MAX];	/* "" unknown */
+	enum lease_rec_state state;
+	struct timespec start;		/* CLOCK_REALTIME of its first write */
+	struct timespec end;		/* ... of its end; 0 while open */
+	double duration_s;		/* so far, while open */
+	bool energy_ok;			/* false: the GPU has no counter */
+	uint64_t energy_mj;		/* so far, while open */
+	unsigned settings;		/* GPU_SETTING_* it changed */
+	const char *reason;		/* how it ended (static), or NULL */
+};
+
+/*
+ * A caller waiting for leases to end (leases_release): one per GPU, the
+ * caller's memory until `done` ran. `done(ctx)` runs once, on whatever
+ * thread ended the lease (a device worker), with `rec` filled when `ok`,
+ * or `err` set when the restore failed (it is retried; the lease stays).
+ */
+struct lease_waiter {
+	unsigned gpu;
+	unsigned gen;			/* the lease's, at release */
+	void (*done)(void *ctx);
+	void *ctx;
+	bool ok;
+	struct lease_record rec;
+	struct zerr err;
+	struct lease_waiter *next;	/* the leases' list */
+};
+
+/*
+ * What GET /gpu/leases and /metrics show, taken with fresh counter
+ * readings: `cur` and `unleased_*` are [ngpu] arrays of the caller's.
+ */
+struct lease_view {
+	struct lease_record *cur;	/* the open leases */
+	unsigned ncur;
+	struct lease_record ended[LEASE_LEDGER_ENDED];	/* newest first */
+	unsigned nended;
+	uint64_t *unleased_mj;		/* per GPU, charged to nobody */
+	bool *unleased_ok;		/* false: no counter, or never read */
+};
 
 int leases_create(struct node *node, struct leases **out, struct zerr *err);
 
@@ -45,13 +103,15 @@ void leases_destroy(struct leases *l);
  * Loop thread, before a write is queued: for a writer that is not root on
  * the Unix socket, refuses (ZERR_CONFLICT, 409) when another user holds a
  * lease on one of `gpus`; for a non-root Unix peer, then takes or extends
- * its user's lease with the peer's process (p->pidfd). A non-root Unix
+ * its user's lease with the peer's process (p->pidfd; `id`, when known,
+ * names the user and the process's cgroup for the ledger). A non-root Unix
  * peer whose process has exited (or was gone at accept time: no pidfd) is
  * refused (ZERR_CONFLICT) before anything is taken. Root is never refused
  * and never takes a lease. Returns 0 or -1 with err.
  */
-int leases_claim(struct leases *l, const struct peer *p, const char *user,
-    const uint32_t *gpus, unsigned n, struct zerr *err);
+int leases_claim(struct leases *l, const struct peer *p,
+    const struct identity *id, const uint32_t *gpus, unsigned n,
+    struct zerr *err);
 
 /*
  * Loop thread, after a successful leases_claim: the write is now queued
@@ -69,6 +129,40 @@ void leases_claim_done(struct leases *l, const struct peer *p,
  */
 void leases_note(struct leases *l, bool unix_peer, uid_t uid,
     const struct gpu_cmd *cmd);
+
+/*
+ * Loop thread, POST /gpu/release: ends the caller's leases on `gpus` (any
+ * user's for root on the Unix socket), restoring what they changed. A GPU
+ * leased by another user refuses the whole call (ZERR_CONFLICT, nothing
+ * done); a GPU with no lease is reported in not_leased[] (the caller's
+ * [n]). For every lease ended, w[i] is registered and its `done` runs once
+ * the restore finished; returns how many were registered (in w[0..]), or
+ * -1 with err.
+ */
+int leases_release(struct leases *l, const struct peer *p,
+    const uint32_t *gpus, unsigned n, struct lease_waiter *w,
+    uint32_t *not_leased, unsigned *nnot, struct zerr *err);
+
+/*
+ * The ledger with fresh readings of every GPU's energy counter (mj[i]
+ * valid when ok[i]; taken after the request that asks arrived): advances
+ * each GPU's unleased energy to now and fills `v`. Any thread.
+ */
+void leases_view(struct leases *l, const uint64_t *mj, const bool *ok,
+    struct lease_view *v);
+
+/*
+ * The per-user counters for /metrics: calls `each` for every user that
+ * held a lease since start and every GPU, with its joules (ended leases
+ * and, with the readings of leases_view just before, open ones), in a
+ * stable order. At most 256 users have their own series; later ones are
+ * summed under "(other)".
+ */
+void leases_users(struct leases *l, void (*each)(void *arg, uid_t uid,
+    const char *user, unsigned gpu, uint64_t mj), void *arg);
+
+/* A lease's settings as text: "power_limit,gpu_clocks" ("" for none). */
+void lease_settings_format(unsigned settings, char *buf, size_t size);
 
 /*
  * SIGTERM with --restore-on-shutdown: restores every leased GPU now and

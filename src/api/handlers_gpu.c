@@ -337,7 +337,7 @@ handle_gpu_write(struct request *req)
 		w.max_clock_mhz = qv.v[3].u32;
 	}
 	if (leases != NULL && leases_claim(leases, peer,
-	    gate_user_name(req), ids.ids, ids.n, &err) != 0) {
+	    gate_identity(req), ids.ids, ids.n, &err) != 0) {
 		gate_audit_refusal(req, ids.ids, ids.n, err.msg);
 		request_reply_error(req, &err);
 		return;

@@ -32,6 +32,7 @@
 #include "devices/cpu_cmd.h"
 #include "devices/gpu_cmd.h"
 #include "access/audit.h"
+#include "access/lease.h"
 #include "api/batch.h"
 #include "http/deadline.h"
 #include "http/handlers.h"
@@ -180,6 +181,76 @@ metrics_gpus(FILE *out, const struct node *node,
 			    metrics_gpu_value(s, metrics_gpu_families[f].field));
 		}
 	}
+}
+
+struct metrics_users {
+	FILE *out;
+	const struct metrics_scrape *m;
+};
+
+static void
+metrics_user(void *arg, uid_t uid, const char *user, unsigned gpu,
+    uint64_t mj)
+{
+	struct metrics_users *mu = arg;
+
+	if (!mu->m->shown[gpu])
+		return;
+	fprintf(mu->out, "zeusd_gpu_lease_energy_joules_total{index=\"%u\","
+	    "user=\"", gpu);
+	if (user[0] != '\0')
+		metrics_label(mu->out, user);
+	else
+		fprintf(mu->out, "%u", (unsigned)uid);
+	fprintf(mu->out, "\"} %.3f\n", (double)mj / 1000);
+}
+
+/*
+ * The energy ledger (docs/metrics.md): joules charged to each user's
+ * leases and to nobody, per GPU, with the readings this scrape took.
+ */
+static void
+metrics_ledger(FILE *out, struct leases *l, const struct metrics_scrape *m)
+{
+	struct metrics_users mu = { out, m };
+	struct lease_view v;
+	uint64_t *mj;
+	bool *ok;
+
+	if (l == NULL || m->ngpu == 0)
+		return;
+	mj = calloc(m->ngpu, 2 * sizeof(*mj) + 2 * sizeof(bool));
+	v.cur = calloc(m->ngpu, sizeof(*v.cur));
+	if (mj == NULL || v.cur == NULL) {
+		free(mj);
+		free(v.cur);
+		return;
+	}
+	v.unleased_mj = mj + m->ngpu;
+	ok = (bool *)(v.unleased_mj + m->ngpu);
+	v.unleased_ok = ok + m->ngpu;
+	for (unsigned i = 0; i < m->ngpu; i++) {
+		const struct gpu_snapshot *s = &m->gpu[i].out.snap;
+
+		ok[i] = m->shown[i] && m->gpu[i].rc == 0 &&
+		    (s->ok & GPU_SNAP_ENERGY);
+		mj[i] = ok[i] ? s->energy_mj : 0;
+	}
+	leases_view(l, mj, ok, &v);
+	metrics_head(out, "zeusd_gpu_lease_energy_joules_total", "counter",
+	    "GPU energy charged to a user's leases (--gpu-leases), ended "
+	    "and open.");
+	leases_users(l, metrics_user, &mu);
+	metrics_head(out, "zeusd_gpu_unleased_energy_joules_total", "counter",
+	    "GPU energy while no lease ran on the GPU, since the ledger's "
+	    "first reading.");
+	for (unsigned i = 0; i < m->ngpu; i++)
+		if (m->shown[i] && v.unleased_ok[i])
+			fprintf(out, "zeusd_gpu_unleased_energy_joules_total"
+			    "{index=\"%u\"} %.3f\n", i,
+			    (double)v.unleased_mj[i] / 1000);
+	free(mj);
+	free(v.cur);
 }
 
 static void
@@ -418,6 +489,7 @@ metrics_finish(struct request *req)
 		return;
 	}
 	metrics_gpus(out, srv->ctx.node, m);
+	metrics_ledger(out, srv->ctx.leases, m);
 	metrics_cpus(out, srv->ctx.node, m);
 	metrics_workers(out, srv->ctx.node, m->shown);
 	metrics_daemon(out, srv, m);

@@ -2,7 +2,7 @@
 /*
  * identity.c - a local peer's user, groups and command name (identity.h).
  */
-#include "identity.h"
+#include "common/identity.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -38,6 +38,49 @@ identity_comm(pid_t pid, char *out, size_t size)
 	out[strcspn(out, "\n")] = '\0';
 }
 
+/*
+ * The cgroup v2 path of pid: the "0::PATH" line of /proc/PID/cgroup (on a
+ * v1 or hybrid host without one, the first line's path). A path that does
+ * not fit is left out, not cut.
+ */
+static void
+identity_cgroup(pid_t pid, char *out, size_t size)
+{
+	char path[48], buf[2048];
+	const char *line = NULL, *p;
+	size_t len;
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		return;
+	n = fileio_read_all(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (p = buf; *p != '\0'; p += strcspn(p, "\n"), p += *p == '\n') {
+		if (strncmp(p, "0::", 3) == 0) {
+			line = p + 3;
+			break;
+		}
+		if (line == NULL && (line = strchr(p, ':')) != NULL &&
+		    (line = strchr(line + 1, ':')) != NULL)
+			line++;
+	}
+	if (line == NULL)
+		return;
+	len = strcspn(line, "\n");
+	if (len == 0 || len >= size)
+		return;
+	memcpy(out, line, len);
+	out[len] = '\0';
+}
+
 void
 identity_lookup(uid_t uid, gid_t gid, pid_t pid, struct identity *out)
 {
@@ -49,6 +92,7 @@ identity_lookup(uid_t uid, gid_t gid, pid_t pid, struct identity *out)
 	out->gids[0] = gid;
 	out->ngids = 1;
 	identity_comm(pid, out->comm, sizeof(out->comm));
+	identity_cgroup(pid, out->cgroup, sizeof(out->cgroup));
 	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || res == NULL)
 		return;
 	if (strlen(pw.pw_name) < sizeof(out->user))

@@ -18,6 +18,10 @@ void handle_whoami(struct request *req);
 void handle_gpu_write(struct request *req);
 void handle_gpu_read(struct request *req);
 
+/* the energy ledger: GET /gpu/leases, POST /gpu/release */
+void handle_gpu_leases(struct request *req);
+void handle_gpu_release(struct request *req);
+
 /* handlers_metrics.c */
 void handle_metrics(struct request *req);
 

@@ -85,6 +85,8 @@ psmsg_put_identity(struct psmsg_reply *rep, const struct identity *id)
 	    sizeof(rep->i_user) - 1));
 	memcpy(rep->i_comm, id->comm, strnlen(id->comm,
 	    sizeof(rep->i_comm) - 1));
+	memcpy(rep->i_cgroup, id->cgroup, strnlen(id->cgroup,
+	    sizeof(rep->i_cgroup) - 1));
 	rep->i_ngids = n;
 	for (unsigned i = 0; i < n; i++)
 		rep->i_gids[i] = (uint32_t)id->gids[i];
@@ -101,6 +103,8 @@ psmsg_get_identity(const struct psmsg_reply *rep, struct identity *id)
 	    sizeof(id->user) - 1));
 	memcpy(id->comm, rep->i_comm, strnlen(rep->i_comm,
 	    sizeof(id->comm) - 1));
+	memcpy(id->cgroup, rep->i_cgroup, strnlen(rep->i_cgroup,
+	    sizeof(id->cgroup) - 1));
 	id->ngids = n;
 	for (unsigned i = 0; i < n; i++)
 		id->gids[i] = (gid_t)rep->i_gids[i];
@@ -320,7 +324,8 @@ psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
 		goto bad;
 	}
 	if (memchr(r->i_user, '\0', sizeof(r->i_user)) == NULL ||
-	    memchr(r->i_comm, '\0', sizeof(r->i_comm)) == NULL) {
+	    memchr(r->i_comm, '\0', sizeof(r->i_comm)) == NULL ||
+	    memchr(r->i_cgroup, '\0', sizeof(r->i_cgroup)) == NULL) {
 		refuse(why, whysz, "unterminated peer name");
 		goto bad;
 	}

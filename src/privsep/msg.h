@@ -102,6 +102,7 @@ struct psmsg_reply {
 	uint32_t i_ngids;		/* 1..IDENTITY_MAX_GROUPS; else 0 */
 	uint32_t pad2;			/* 0 */
 	uint32_t i_gids[IDENTITY_MAX_GROUPS];
+	char i_cgroup[IDENTITY_CGROUP_MAX];	/* NUL-terminated */
 };
 
 /*
@@ -119,7 +120,8 @@ _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
 _Static_assert(sizeof(struct psmsg_reply) ==
     2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
     PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 9 * 8 +
-    IDENTITY_USER_MAX + IDENTITY_COMM_MAX + 2 * 4 + IDENTITY_MAX_GROUPS * 4,
+    IDENTITY_USER_MAX + IDENTITY_COMM_MAX + 2 * 4 + IDENTITY_MAX_GROUPS * 4 +
+    IDENTITY_CGROUP_MAX,
     "struct psmsg_reply has padding");
 _Static_assert(sizeof(struct psmsg_reply) % 8 == 0,
     "struct psmsg_reply size not a multiple of 8");
@@ -159,7 +161,7 @@ int psmsg_request_check(const void *buf, size_t len,
 /*
  * The network side's check of a reply to request (id, op): exact size,
  * magic, echoed id and op, rc 0 with ZERR_NONE or -1 with another kind,
- * kinds valid enum zerr_kind values, err_msg, i_user and i_comm
+ * kinds valid enum zerr_kind values, err_msg, i_user, i_comm and i_cgroup
  * NUL-terminated inside their arrays, i_ngids in range for a PEER reply
  * and 0 otherwise, lost 0/1, pads 0. The device process is trusted, so this guards
  * against a crossed channel or a bug rather than an attacker; it is as

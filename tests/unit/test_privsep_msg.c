@@ -982,6 +982,8 @@ test_peer(void **state)
 	assert_int_equal(rep.rc, 0);
 	assert_string_equal(rep.i_user, "root");
 	assert_true(rep.i_comm[0] != '\0');
+	/* our own cgroup, as /proc/self/cgroup says (a path: "/...") */
+	assert_true(rep.i_cgroup[0] == '/');
 	assert_true(rep.i_ngids >= 1 && rep.i_gids[0] == 0);
 	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
 	    &back, why, sizeof(why)), 0);
@@ -1011,6 +1013,11 @@ test_peer(void **state)
 	memset(rep.i_comm, 'x', sizeof(rep.i_comm));
 	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
 	    &back, why, sizeof(why)), -1);
+	rep.i_comm[0] = '\0';
+	memset(rep.i_cgroup, 'x', sizeof(rep.i_cgroup));
+	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
+	    &back, why, sizeof(why)), -1);
+	rep.i_cgroup[0] = '\0';
 	/* groups in a reply to another op */
 	psmsg_request_init(&r, PSMSG_PROC, 12);
 	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
