@@ -81,7 +81,8 @@ test_table_invariants(void **state)
 	assert_true(n <= STATS_MAX_ROUTES);
 	for (size_t i = 0; i < n; i++) {
 		bool write = strncmp(r[i].path, "/gpu/set_", 9) == 0 ||
-		    strncmp(r[i].path, "/gpu/reset_", 11) == 0;
+		    strncmp(r[i].path, "/gpu/reset_", 11) == 0 ||
+		    strcmp(r[i].path, "/gpu/release") == 0;
 
 		assert_ptr_equal(router_lookup(r[i].path), &r[i]);
 		if (write) {
@@ -91,7 +92,8 @@ test_table_invariants(void **state)
 			assert_string_equal(r[i].method, "GET");
 		}
 		if (strncmp(r[i].path, "/gpu/get_", 9) == 0 ||
-		    strcmp(r[i].path, "/gpu/stream_power") == 0)
+		    strcmp(r[i].path, "/gpu/stream_power") == 0 ||
+		    strcmp(r[i].path, "/gpu/leases") == 0)
 			assert_int_equal(r[i].group, GROUP_GPU_READ);
 		if (strncmp(r[i].path, "/cpu/", 5) == 0)
 			assert_int_equal(r[i].group, GROUP_CPU_READ);
