@@ -300,7 +300,8 @@ audit_write_lease(const struct audit_who *w, unsigned gpu,
 	    le->energy_ok ? json_real(le->energy_j) : json_null(), "avg_w",
 	    le->energy_ok && le->duration_s > 0 ? json_real(le->energy_j /
 	    le->duration_s) : json_null(), "energy", le->energy_ok ? "ok" :
-	    "unavailable", "settings_restored", le->settings);
+	    "unavailable", le->left ? "settings_left" : "settings_restored",
+	    le->settings);
 	if (o == NULL) {
 		audit_fail("cannot build the line");
 		return;

@@ -69,7 +69,8 @@ struct audit_lease {
 	const char *cgroup;		/* the holder's; "" unknown */
 	const char *label;		/* the client's, or NULL */
 	const char *reason;		/* "process_exit", "release", ... */
-	const char *settings;		/* restored: "power_limit,gpu_clocks" */
+	const char *settings;		/* changed: "power_limit,gpu_clocks" */
+	bool left;			/* not restored (shutdown without it) */
 	double duration_s;
 	bool energy_ok;			/* false: the GPU has no counter */
 	double energy_j;
@@ -78,7 +79,8 @@ struct audit_lease {
 /*
  * One "lease_end" line: the holder (uid, user, pid, cgroup), the GPU, the
  * lease's duration, its joules and average watts (null and "energy":
- * "unavailable" without a counter) and the settings restored.
+ * "unavailable" without a counter) and the settings restored (or, when
+ * `left`, the settings left as the holder set them).
  */
 void audit_write_lease(const struct audit_who *w, unsigned gpu,
     const struct audit_lease *le);

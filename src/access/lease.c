@@ -101,6 +101,7 @@ struct lease_gpu {
 	uint64_t start_mj;
 	bool end_ok;			/* end_mj: read by the last restore */
 	uint64_t end_mj;
+	bool left;			/* ended with its settings not restored */
 	struct timespec start_rt, start_mono;
 };
 
@@ -436,7 +437,8 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 	who.pid = g->holder_pid;
 	snprintf(who.user, sizeof(who.user), "%s", g->user);
 	le = (struct audit_lease){ .cgroup = g->cgroup, .reason = g->reason ?
-	    g->reason : "ended", .settings = settings, .duration_s =
+	    g->reason : "ended", .settings = settings, .left = g->left,
+	    .duration_s =
 	    r->duration_s, .energy_ok = r->energy_ok, .energy_j =
 	    (double)r->energy_mj / 1000 };
 	audit_write_lease(&who, gpu, &le);
@@ -457,7 +459,7 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 		w->rec = *r;
 		w->done(w->ctx);
 	}
-	g->started = g->start_ok = g->end_ok = false;
+	g->started = g->start_ok = g->end_ok = g->left = false;
 	g->settings = 0;
 }
 
@@ -870,6 +872,34 @@ leases_stop(struct leases *l)
 		    zlog_quote(q, sizeof(q), g->why));
 	}
 	pthread_mutex_unlock(&l->lock);
+}
+
+void
+leases_end_all(struct leases *l)
+{
+	if (l == NULL)
+		return;
+	for (unsigned i = 0; i < l->ngpu; i++) {
+		struct lease_gpu *g = &l->gpus[i];
+		uint64_t mj = 0;
+		bool held, ok;
+
+		pthread_mutex_lock(&l->lock);
+		held = g->state == LEASE_HELD && g->started;
+		pthread_mutex_unlock(&l->lock);
+		if (!held)
+			continue;
+		ok = lease_energy(l, i, &mj) == 0;	/* a device call */
+		pthread_mutex_lock(&l->lock);
+		if (g->state == LEASE_HELD && g->started) {
+			g->end_ok = ok;
+			g->end_mj = mj;
+			g->reason = "shutdown";
+			g->left = true;
+			lease_free_gpu(l, g, i);
+		}
+		pthread_mutex_unlock(&l->lock);
+	}
 }
 
 void

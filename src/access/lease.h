@@ -97,6 +97,13 @@ int leases_create(struct node *node, struct leases **out, struct zerr *err);
  * into `l`), and leases_destroy after they stopped.
  */
 void leases_stop(struct leases *l);
+
+/*
+ * At shutdown, after leases_stop and before the devices close: every lease
+ * still held (no --restore-on-shutdown) ends now with the energy read here,
+ * its settings left as they are; the ledger's audit line says so.
+ */
+void leases_end_all(struct leases *l);
 void leases_destroy(struct leases *l);
 
 /*

@@ -256,6 +256,7 @@ out:
 	if (served && srv.ctx.leases != NULL && cfg.restore_on_shutdown)
 		leases_restore_all(srv.ctx.leases, SHUTDOWN_RESTORE_MS);
 	leases_stop(srv.ctx.leases);
+	leases_end_all(srv.ctx.leases);	/* the ledger's last lines */
 	node_close(&node);
 	remote_read_free(rr);	/* the readers are stopped */
 	leases_destroy(srv.ctx.leases);

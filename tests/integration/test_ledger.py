@@ -234,6 +234,34 @@ def test_killed_holder_restores_and_closes_the_lease(ledger, users):
         "reason"] == "process_exit"
 
 
+@pytest.mark.parametrize("restore", [False, True])
+def test_shutdown_ends_open_leases_in_the_ledger(ledger, users, restore):
+    """A lease still held when zeusd stops ends with it: one lease_end line
+    with the energy so far, saying whether the settings were put back
+    (--restore-on-shutdown) or left as the holder set them."""
+    d, _, audit = ledger(["--restore-on-shutdown"] if restore else [])
+    a = Session(d, users[0])
+    assert a("POST", "/gpu/set_power_limit?gpu_ids=2&power_limit_mw="
+             "200000&block=true")[0] == 200
+    c0 = counter_mj(d, 2)
+    time.sleep(0.2)
+    c1 = counter_mj(d, 2)
+    assert d.stop() == 0
+    a.close()
+    (line,) = [x for x in audit_lines(audit) if x["gpu"] == 2]
+    assert line["reason"] == "shutdown" and line["energy"] == "ok"
+    assert line["identity"]["user"] == users[0]
+    if restore:
+        assert line["settings_restored"] == "power_limit"
+        assert "settings_left" not in line
+    else:
+        assert line["settings_left"] == "power_limit"
+        assert "settings_restored" not in line
+    # the lease spans at least the two readings taken while it was open
+    assert round(line["energy_j"] * 1000) >= c1 - c0 > 0, (line, c0, c1)
+    assert line["duration_s"] >= 0.2
+
+
 def user_series(d, user, gpu=0):
     r = d.get("/metrics")
     assert r.status_code == 200
