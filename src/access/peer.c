@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,6 +17,9 @@
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77		/* Linux 6.5; older headers lack it */
 #endif
+
+/* SO_PEERGROUPS of a process in more groups than this is not read whole */
+#define PEER_GROUPS_MAX_BYTES (65536 * sizeof(gid_t))	/* NGROUPS_MAX */
 
 static const uint8_t peer_v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0xff, 0xff };
@@ -190,4 +194,32 @@ peer_format(const struct peer *p, char *buf, size_t size)
 		break;
 	}
 	return buf;
+}
+
+int
+peer_own_groups(int fd, gid_t gid, struct identity *id)
+{
+	gid_t buf[IDENTITY_MAX_GROUPS], *all = buf;
+	socklen_t len = sizeof(buf);
+	unsigned n, k = 1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, buf, &len) != 0) {
+		/* ERANGE: more than fit; len says how many bytes */
+		if (errno != ERANGE || len == 0 ||
+		    len > PEER_GROUPS_MAX_BYTES || (all = malloc(len)) == NULL)
+			return -1;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, all, &len) != 0) {
+			free(all);
+			return -1;
+		}
+	}
+	n = len / sizeof(gid_t);
+	id->gids[0] = gid;
+	for (unsigned i = 0; i < n && k < IDENTITY_MAX_GROUPS; i++)
+		if (all[i] != gid)
+			id->gids[k++] = all[i];
+	id->ngids = k;
+	if (all != buf)
+		free(all);
+	return 0;
 }

@@ -17,6 +17,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "common/identity.h"
+
 enum peer_kind { PEER_UNKNOWN, PEER_UNIX, PEER_INET4, PEER_INET6 };
 
 struct peer {
@@ -54,6 +56,18 @@ int peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
  * already exited: ESRCH, EINVAL) and p->pidfd -1.
  */
 int peer_take_pidfd(int fd, struct peer *p);
+
+/*
+ * The groups the kernel recorded for the Unix peer on `fd` when it
+ * connected (SO_PEERGROUPS, Linux 4.13), in id->gids: `gid` (its
+ * effective gid, SO_PEERCRED's) first, then its supplementary groups, the
+ * first IDENTITY_MAX_GROUPS in all. They replace the user database's
+ * list: a process that dropped a group is judged without it, and one that
+ * holds a group it is not listed in (newgrp, a setgid program) with it,
+ * as the kernel judges its file access. Returns 0, or -1 with `id` left
+ * as it was when the kernel cannot tell.
+ */
+int peer_own_groups(int fd, gid_t gid, struct identity *id);
 
 /* Whether the process of p->pidfd has exited (true when there is none). */
 bool peer_exited(const struct peer *p);

@@ -99,6 +99,7 @@ gate_conn_who(struct request *req)
 		return &gate_nobody;
 	node_identity(req->ctx->node, c->peer.uid, c->peer.gid, c->peer.pid,
 	    &c->who->id);
+	(void)peer_own_groups(request_socket(req), c->peer.gid, &c->who->id);
 	policy_peer_init(&c->who->pp, c->peer.uid, &c->who->id);
 	c->who->gen = gen;
 	return c->who;
@@ -320,8 +321,19 @@ struct conn_lookup {
 	pid_t pid;
 	unsigned gen;			/* identity_gen when it started */
 	bool failed;			/* the pool's queue was full */
+	bool own_groups;		/* `own` holds the kernel's groups */
+	struct identity own;		/* of the socket, read on the loop */
 	struct identity id;
 };
+
+/* The kernel's groups of the peer, where it has them, replace the user
+ * database's (peer_own_groups). */
+static void
+gate_use_own_groups(struct identity *id, const struct identity *own)
+{
+	memcpy(id->gids, own->gids, own->ngids * sizeof(own->gids[0]));
+	id->ngids = own->ngids;
+}
 
 static void
 gate_lookup_run(struct pool_job *job)
@@ -329,6 +341,8 @@ gate_lookup_run(struct pool_job *job)
 	struct conn_lookup *l = (struct conn_lookup *)job;
 
 	node_identity(l->node, l->uid, l->gid, l->pid, &l->id);
+	if (l->own_groups)
+		gate_use_own_groups(&l->id, &l->own);
 	request_complete_one(l->req);	/* the loop installs it */
 }
 
@@ -399,6 +413,9 @@ gate_lookup_start(struct request *req, void (*again)(struct request *req))
 	l->gid = c->peer.gid;
 	l->pid = c->peer.pid;
 	l->gen = atomic_load(&req->ctx->identity_gen);
+	/* here, while the socket surely is this connection's */
+	l->own_groups = peer_own_groups(request_socket(req), l->gid,
+	    &l->own) == 0;
 	c->lookup = l;
 	/* before submitting: the job may complete before submit returns */
 	request_defer(req, 1, again);

@@ -127,6 +127,9 @@ void request_complete_one(struct request *req);
  * for request target `uri`: keeps the canonical path (or marks it bad) and
  * the raw query. NULL when out of memory.
  */
+/* The connection's socket (loop thread; -1 when libmicrohttpd cannot say). */
+int request_socket(const struct request *req);
+
 struct request *request_new(struct http_ctx *ctx, struct MHD_Connection *conn,
     struct conn *cstate, const char *uri);
 

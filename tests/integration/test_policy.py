@@ -150,33 +150,65 @@ def test_grants_and_refusals(node):
     assert w["uid"] == 0 and w["user"] == "root" and len(w["scopes"]) == 4
 
 
-def member_of_other_group():
-    """(user, uid, gid, group) of a user listed as a supplementary member of
-    a group other than its primary one, or None."""
+def as_user_groups(d, uid, gid, groups, method, target):
+    """as_user, with the process holding exactly `groups` (setpriv
+    --groups; [] clears them, None takes the user database's)."""
+    g = ["--init-groups"] if groups is None else \
+        ["--clear-groups"] if not groups else \
+        [f"--groups={','.join(str(x) for x in groups)}"]
+    out = subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={gid}", *g,
+         sys.executable, "-c", CLIENT, d.sock, method, target],
+        capture_output=True, text=True, timeout=20, check=True).stdout
+    status, _, body = out.partition("\n")
+    return int(status), body.strip()
+
+
+@pytest.fixture(scope="module")
+def grouped_user():
+    """(name, uid, gid, group, group gid): a user made here, listed in a
+    group made here that is not its primary one."""
     import grp
     import pwd
-    for g in grp.getgrall():
-        for name in g.gr_mem:
-            try:
-                pw = pwd.getpwnam(name)
-            except KeyError:
-                continue
-            if pw.pw_gid != g.gr_gid:
-                return name, pw.pw_uid, pw.pw_gid, g.gr_name
-    return None
+    user, group = "zeuspol-member", "zeuspol-grp"
+    made = []
+    try:
+        grp.getgrnam(group)
+    except KeyError:
+        subprocess.run(["groupadd", group], check=True)
+        made.append(["groupdel", group])
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", "--groups", group, user],
+                       check=True)
+        made.insert(0, ["userdel", user])
+    pw = pwd.getpwnam(user)
+    yield user, pw.pw_uid, pw.pw_gid, group, grp.getgrnam(group).gr_gid
+    for cmd in made:
+        subprocess.run(cmd, check=False)
 
 
-@pytest.mark.skipif(member_of_other_group() is None,
-                    reason="no user with a supplementary group here")
-def test_supplementary_group_grant(node):
-    name, uid, gid, group = member_of_other_group()
+def test_group_grant_follows_the_process_groups(node, grouped_user):
+    """A group grant holds for the groups the connecting process holds
+    (SO_PEERGROUPS), not for the user database's list: a member that
+    dropped the group loses it, a process holding the group gets it."""
+    name, uid, gid, group, ggid = grouped_user
     d = node(policy=f'[[grant]]\ngroups = ["{group}"]\nscopes = ["metrics"]\n')
-    # the process itself holds no supplementary group (--clear-groups):
-    # zeusd finds the membership in the group database, by the uid's name
-    st, body = as_user(d, uid, gid, "GET", "/metrics")
+    # the member, with its groups from the user database: granted
+    st, body = as_user_groups(d, uid, gid, None, "GET", "/metrics")
     assert st == 200, body
-    st, body = as_user(d, uid, gid, "GET", "/gpu/get_power")
+    st, body = as_user_groups(d, uid, gid, None, "GET", "/gpu/get_power")
     assert st == 403 and f"({name})" in body
+    # the member that dropped the group (setgroups) is judged without it,
+    # though /etc/group still lists it
+    st, body = as_user_groups(d, uid, gid, [], "GET", "/metrics")
+    assert st == 403 and "lacks scope 'metrics'" in body, body
+    # nobody, not a member, running with the group (as newgrp or a setgid
+    # program leaves a process): the kernel's view, as for file access
+    st, body = as_user_groups(d, 65534, 65534, [ggid], "GET", "/metrics")
+    assert st == 200, body
 
 
 @pytest.mark.parametrize("text,want", [

@@ -66,6 +66,42 @@ test_identify_unix(void **state)
 	close(sv[1]);
 }
 
+/* The kernel's groups of the peer: its gid first, then each of the
+ * groups it held, once; a TCP socket has none. */
+static void
+test_own_groups(void **state)
+{
+	int sv[2], n;
+	unsigned others;
+	gid_t mine[IDENTITY_MAX_GROUPS];
+	struct identity id;
+
+	memset(&id, 0, sizeof(id));
+	id.ngids = 1;
+	n = getgroups(IDENTITY_MAX_GROUPS, mine);
+	assert_true(n >= 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	/* 4242: a gid this process holds no group of */
+	assert_int_equal(peer_own_groups(sv[0], 4242, &id), 0);
+	assert_int_equal(id.gids[0], 4242);
+	assert_int_equal(id.ngids, 1 + (unsigned)n);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(id.gids[1 + i], mine[i]);
+	/* the gid itself is not listed twice */
+	if (n > 0) {
+		others = 0;
+		for (int i = 0; i < n; i++)
+			others += mine[i] != mine[0];
+		assert_int_equal(peer_own_groups(sv[0], mine[0], &id), 0);
+		assert_int_equal(id.gids[0], mine[0]);
+		assert_int_equal(id.ngids, 1 + others);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	assert_int_equal(peer_own_groups(-1, 1, &id), -1);
+	(void)state;
+}
+
 /* The pidfd is the connecting process's: it polls as exited once that
  * process is gone, whatever its pid number is then given to. */
 static void
@@ -338,6 +374,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identify_unix),
 		cmocka_unit_test(test_pidfd_follows_the_process),
+		cmocka_unit_test(test_own_groups),
 		cmocka_unit_test(test_identify_v4_mapped),
 		cmocka_unit_test(test_same_ignores_pid),
 		cmocka_unit_test(test_limit_counts_per_peer),
