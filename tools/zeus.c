@@ -28,21 +28,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "measure_cap.h"
+#include "tool.h"
 #include "zeus/zeus.h"
 
 extern char **environ;
-
-/* Exit statuses besides the measured command's (docs/libzeus.md). */
-#define EXIT_FAIL 1
-#define EXIT_USAGE 2
-#define EXIT_HTTP_4XX 4
 
 static const char measure_usage[] =
     "usage: zeus measure [--gpus LIST] [--cpus LIST] [--json | --csv]\n"
     "                    [--output FILE] [--source auto|direct|zeusd]\n"
     "                    [--socket PATH | --host-port HOST:PORT] [--token T]\n"
     "                    [--pushgateway URL --job NAME [--window NAME]\n"
-    "                     [--instance NAME] [--counter S]] -- COMMAND...\n"
+    "                     [--instance NAME] [--counter S]]\n"
+    "                    [--power-limit WATTS] [--gpu-clocks MIN:MAX]\n"
+    "                    [--mem-clocks MIN:MAX] -- COMMAND...\n"
     "\n"
     "Runs COMMAND and prints the time and the energy of each device on\n"
     "stderr (--output FILE, or - for stdout): as text, as one JSON object\n"
@@ -56,7 +55,15 @@ static const char measure_usage[] =
     "--pushgateway observes the window (default: COMMAND's base name) in\n"
     "the energy histogram and pushes it; --counter S also pushes the\n"
     "cumulative counter every S seconds while COMMAND runs. --instance\n"
-    "defaults to the host name.\n";
+    "defaults to the host name.\n"
+    "--power-limit, --gpu-clocks, --mem-clocks (MHz) set the GPUs of --gpus\n"
+    "through zeusd for COMMAND only: applied before it runs, released\n"
+    "after (a zeusd with --gpu-leases restores them, also when zeus is\n"
+    "killed, and reports the lease's energy, shown beside the measured).\n"
+    "A refused setting stops before COMMAND runs, with zeusd's message,\n"
+    "anything applied given back, and exit status 4 (invalid value),\n"
+    "5 (no permission) or 6 (GPU leased by another user); 1 when zeusd\n"
+    "cannot be reached or a setting could not be restored.\n";
 
 static const char gauge_usage[] =
     "usage: zeus gauge --pushgateway URL --job NAME [--period S]\n"
@@ -92,7 +99,7 @@ static const char main_usage[] =
 /* The subcommand being run, for messages: "zeus measure: ...". */
 static const char *tool_cmd = NULL;
 
-static void
+void
 tool_prefix(FILE *f)
 {
 	fprintf(f, "zeus%s%s: ", tool_cmd != NULL ? " " : "",
@@ -227,11 +234,12 @@ struct opts {
 	unsigned long count;
 	unsigned long mw;
 	bool has_mw;
+	struct cap_settings cap;
 };
 
 enum { O_GPUS = 256, O_CPUS, O_JSON, O_CSV, O_OUTPUT, O_SOURCE, O_PUSH,
 	O_JOB, O_WINDOW, O_INSTANCE, O_PERIOD, O_SOCKET, O_HOSTPORT, O_TOKEN,
-	O_COUNTER, O_COUNT, O_MW };
+	O_COUNTER, O_COUNT, O_MW, O_POWER_LIMIT, O_GPU_CLOCKS, O_MEM_CLOCKS };
 
 /* Which subcommands take an option. */
 #define FOR_MEASURE 1u
@@ -264,6 +272,9 @@ static const struct opt_def opt_defs[] = {
 	{ "counter", required_argument, O_COUNTER, FOR_MEASURE },
 	{ "count", required_argument, O_COUNT, FOR_DAEMON },
 	{ "mw", required_argument, O_MW, FOR_DAEMON },
+	{ "power-limit", required_argument, O_POWER_LIMIT, FOR_MEASURE },
+	{ "gpu-clocks", required_argument, O_GPU_CLOCKS, FOR_MEASURE },
+	{ "mem-clocks", required_argument, O_MEM_CLOCKS, FOR_MEASURE },
 };
 
 #define NOPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -327,6 +338,13 @@ parse_opt(struct opts *o, int c, const char *arg)
 	case O_MW:
 		o->has_mw = true;
 		return parse_ulong(arg, 0xffffffffUL, &o->mw);
+	case O_POWER_LIMIT: return cap_parse_watts(arg, &o->cap);
+	case O_GPU_CLOCKS:
+		o->cap.has_gpu_clocks = true;
+		return cap_parse_clocks(arg, o->cap.gpu_clocks);
+	case O_MEM_CLOCKS:
+		o->cap.has_mem_clocks = true;
+		return cap_parse_clocks(arg, o->cap.mem_clocks);
 	case O_SOURCE:
 		if (strcmp(arg, "auto") == 0)
 			o->source = ZEUS_SOURCE_AUTO;
@@ -478,7 +496,7 @@ warn_if_nothing(struct zeus_monitor *m, const struct opts *o)
  * that reads back as that same double, so 0.505396906 rather than
  * 0.50539690599999998. Not finite: "null" (JSON) or "" (CSV).
  */
-static void
+void
 fmt_num(char *buf, size_t size, double x, int decimals, const char *nan)
 {
 	double scale = pow(10.0, decimals), r;
@@ -499,10 +517,6 @@ fmt_num(char *buf, size_t size, double x, int decimals, const char *nan)
 	}
 }
 
-/* Joules to the µJ (RAPL's unit, finer than NVML's mJ); seconds to ns. */
-#define J_DECIMALS 6
-#define S_DECIMALS 9
-
 static double
 meas_total(const struct zeus_measurement *m)
 {
@@ -517,13 +531,21 @@ meas_total(const struct zeus_measurement *m)
 	return total;
 }
 
+/* With GPU settings (cap), each GPU's average power and the settings'
+ * report too. */
 static void
-print_text(FILE *f, const struct zeus_measurement *m, int status)
+print_text(FILE *f, const struct zeus_measurement *m, int status,
+    const struct cap *cap)
 {
 	fprintf(f, "zeus: time %.3f s\n", m->time_s);
-	for (size_t i = 0; i < m->gpu_count; i++)
-		fprintf(f, "zeus: gpu %u %.3f J\n", m->gpu[i].index,
+	for (size_t i = 0; i < m->gpu_count; i++) {
+		fprintf(f, "zeus: gpu %u %.3f J", m->gpu[i].index,
 		    m->gpu[i].joules);
+		if (cap != NULL && m->time_s > 0)
+			fprintf(f, ", %.1f W average",
+			    m->gpu[i].joules / m->time_s);
+		fputc('\n', f);
+	}
 	for (size_t i = 0; i < m->cpu_count; i++)
 		fprintf(f, "zeus: cpu %u %.3f J\n", m->cpu[i].index,
 		    m->cpu[i].joules);
@@ -532,6 +554,8 @@ print_text(FILE *f, const struct zeus_measurement *m, int status)
 		    m->dram[i].joules);
 	fprintf(f, "zeus: total %.3f J (exit status %d)\n", meas_total(m),
 	    status);
+	if (cap != NULL)
+		cap_print_text(f, cap, m);
 }
 
 static void
@@ -571,7 +595,7 @@ json_str(FILE *f, const char *s)
 
 static void
 print_json(FILE *f, const struct zeus_measurement *m, int status,
-    const char *push_error)
+    const char *push_error, const struct cap *cap)
 {
 	char num[64];
 
@@ -587,6 +611,18 @@ print_json(FILE *f, const struct zeus_measurement *m, int status,
 		json_str(f, push_error);
 	else
 		fputs("null", f);
+	if (cap != NULL) {
+		fputs(",\"gpu_avg_w\":{", f);
+		for (size_t i = 0; i < m->gpu_count; i++) {
+			fmt_num(num, sizeof(num), m->time_s > 0 ?
+			    m->gpu[i].joules / m->time_s : NAN, J_DECIMALS,
+			    "null");
+			fprintf(f, "%s\"%u\":%s", i ? "," : "",
+			    m->gpu[i].index, num);
+		}
+		fputc('}', f);
+		cap_print_json(f, cap, m);
+	}
 	fputs("}\n", f);
 }
 
@@ -626,7 +662,7 @@ csv_energy(FILE *f, const struct zeus_energy *e, size_t n, const char *kind,
 /* The header line, then one row per window (measure has one). */
 static void
 print_csv(FILE *f, const char *window, const struct zeus_measurement *m,
-    int status)
+    int status, const struct cap *cap)
 {
 	char num[64];
 
@@ -634,7 +670,10 @@ print_csv(FILE *f, const char *window, const struct zeus_measurement *m,
 	csv_energy(f, m->gpu, m->gpu_count, "gpu", true);
 	csv_energy(f, m->cpu, m->cpu_count, "cpu", true);
 	csv_energy(f, m->dram, m->dram_count, "dram", true);
-	fputs(",total_j,exit_status\n", f);
+	fputs(",total_j,exit_status", f);
+	if (cap != NULL)
+		cap_print_csv(f, cap, true);
+	fputc('\n', f);
 	csv_str(f, window);
 	fmt_num(num, sizeof(num), m->time_s, S_DECIMALS, "");
 	fprintf(f, ",%s", num);
@@ -642,7 +681,10 @@ print_csv(FILE *f, const char *window, const struct zeus_measurement *m,
 	csv_energy(f, m->cpu, m->cpu_count, "cpu", false);
 	csv_energy(f, m->dram, m->dram_count, "dram", false);
 	fmt_num(num, sizeof(num), meas_total(m), J_DECIMALS, "");
-	fprintf(f, ",%s,%d\n", num, status);
+	fprintf(f, ",%s,%d", num, status);
+	if (cap != NULL)
+		cap_print_csv(f, cap, false);
+	fputc('\n', f);
 }
 
 /* Runs argv; returns its status as a shell would (127: cannot run). */
@@ -708,6 +750,67 @@ push_failed(const struct zeus_error *e, char *first, size_t size)
 	fprintf(stderr, "push failed: %s\n", e->message);
 }
 
+/*
+ * zeusd's id of the monitor's GPU `index`: the index-th entry of
+ * CUDA_VISIBLE_DEVICES, or the index itself when it is unset. The
+ * monitor has already checked the variable (integers, none twice).
+ */
+static int
+zeusd_gpu_id(unsigned index, unsigned *id)
+{
+	const char *s = getenv("CUDA_VISIBLE_DEVICES");
+
+	if (s == NULL) {
+		*id = index;
+		return 0;
+	}
+	for (unsigned i = 0; *s != '\0'; i++) {
+		char *end;
+		unsigned long v;
+
+		s += strspn(s, " \t");
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (end == s || errno != 0 || v > 0xffffffffUL)
+			return -1;
+		if (i == index) {
+			*id = (unsigned)v;
+			return 0;
+		}
+		s = strchr(end, ',');
+		if (s == NULL)
+			break;
+		s++;
+	}
+	return -1;
+}
+
+/* The settings of --power-limit etc. on the monitor's GPUs; 0 or an exit
+ * status (said). */
+static int
+measure_cap_start(const struct opts *o, struct zeus_monitor *m,
+    struct cap **cap)
+{
+	struct zeus_client_options co = { .socket_path = o->socket,
+	    .host_port = o->host_port, .token = o->token };
+	unsigned index[ZEUS_MAX_DEVICES], ids[ZEUS_MAX_DEVICES];
+	size_t n = zeus_monitor_gpus(m, index, ZEUS_MAX_DEVICES);
+
+	if (n == 0) {
+		tool_prefix(stderr);
+		fprintf(stderr, "no GPU to apply the settings to\n");
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (zeusd_gpu_id(index[i], &ids[i]) != 0) {
+			tool_prefix(stderr);
+			fprintf(stderr, "GPU %u: not in CUDA_VISIBLE_DEVICES\n",
+			    index[i]);
+			return EXIT_FAIL;
+		}
+	return cap_start(&o->cap, &co, index, ids, n, cap);
+}
+
 static int
 cmd_measure(int argc, char **argv)
 {
@@ -718,12 +821,14 @@ cmd_measure(int argc, char **argv)
 	struct zeus_counter_options cto = { 0 };
 	struct zeus_energy_counter *ctr = NULL;
 	struct zeus_monitor *m = NULL;
+	struct cap *cap = NULL;
 	static struct zeus_measurement meas;
 	static char push_error[ZEUS_ERR_MSG_MAX];
 	struct zeus_error e;
 	const char *window;
 	struct opts o;
 	int first, status, rc;
+	bool restored = true;
 	FILE *out;
 
 	first = parse_args(argc, argv, &o, FOR_MEASURE, measure_usage, false);
@@ -733,17 +838,32 @@ cmd_measure(int argc, char **argv)
 		return usage_error("needs a command after --");
 	if (o.counter_ms > 0 && o.pushgateway == NULL)
 		return usage_error("--counter needs --pushgateway");
+	if (cap_any(&o.cap) && o.source == ZEUS_SOURCE_DIRECT)
+		return usage_error("GPU settings go through zeusd: not with "
+		    "--source direct");
+	if (cap_any(&o.cap) && !o.gpus.all && o.gpus.n == 0)
+		return usage_error("GPU settings need GPUs: not with --gpus "
+		    "none");
 	window = o.window != NULL ? o.window : base_name(argv[first]);
 	monitor_opts(&o, &mo, &co);
+	if (cap_any(&o.cap))
+		mo.source = ZEUS_SOURCE_ZEUSD;	/* the GPUs zeusd sets */
 	if (zeus_monitor_create(&mo, &m, &e) != 0)
 		return fail(NULL, &e);
 	warn_if_nothing(m, &o);
+	if (cap_any(&o.cap) && (rc = measure_cap_start(&o, m, &cap)) != 0) {
+		zeus_monitor_destroy(m);
+		return rc;
+	}
 	if (o.pushgateway != NULL) {
 		ho.monitor = m;
 		ho.push.url = o.pushgateway;
 		ho.push.job = o.job;
 		ho.push.instance = o.instance;
 		if (zeus_energy_histogram_create(&ho, &h, &e) != 0) {
+			if (cap != NULL)
+				cap_finish(cap);
+			cap_free(cap);
 			zeus_monitor_destroy(m);
 			return fail("histogram", &e);
 		}
@@ -764,10 +884,16 @@ cmd_measure(int argc, char **argv)
 		rc = zeus_monitor_begin_window(m, window, false, &e);
 	}
 	if (rc != 0) {
+		fail(NULL, &e);
+		if (cap != NULL)
+			cap_finish(cap);
+		cap_free(cap);
 		zeus_energy_histogram_destroy(h);
 		zeus_monitor_destroy(m);
-		return fail(NULL, &e);
+		return EXIT_FAIL;
 	}
+	if (cap != NULL)
+		cap_keepalive_start(cap);
 	status = run_command(argv + first);
 	if (ctr != NULL && zeus_energy_counter_end_window(ctr, window, false,
 	    NULL, &e) != 0) {
@@ -782,6 +908,11 @@ cmd_measure(int argc, char **argv)
 		    &e);
 	else
 		rc = zeus_monitor_end_window(m, window, false, &meas, &e);
+	if (cap != NULL) {
+		/* the settings go back whatever the measurement gave */
+		cap_keepalive_stop(cap);
+		restored = cap_finish(cap) == 0;
+	}
 	if (rc != 0 && e.code == ZEUS_ERR_PUSH) {
 		/* The measurement is good; only the push failed. */
 		push_failed(&e, push_error, sizeof(push_error));
@@ -796,19 +927,20 @@ cmd_measure(int argc, char **argv)
 	} else {
 		if (o.format == OUT_JSON)
 			print_json(out, &meas, status, push_error[0] != '\0' ?
-			    push_error : NULL);
+			    push_error : NULL, cap);
 		else if (o.format == OUT_CSV)
-			print_csv(out, window, &meas, status);
+			print_csv(out, window, &meas, status, cap);
 		else
-			print_text(out, &meas, status);
+			print_text(out, &meas, status, cap);
 		if (out != stderr && out != stdout)
 			fclose(out);
 		else
 			fflush(out);
 	}
+	cap_free(cap);
 	zeus_energy_histogram_destroy(h);
 	zeus_monitor_destroy(m);
-	return status;
+	return restored ? status : EXIT_FAIL;
 }
 
 /* A URL without its password (user:pass@ shown as ***@). */

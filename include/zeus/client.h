@@ -2,8 +2,9 @@
 /*
  * client.h - the zeusd client: every read and write of the zeusd HTTP API
  * (docs in docs/api.md terms: discover, time, whoami, GPU reads and
- * writes, CPU reads, and the two power streams), over a Unix socket or TCP,
- * with an optional bearer token. Uses libcurl.
+ * writes, GPU leases and their release, CPU reads, and the two power
+ * streams), over a Unix socket or TCP, with an optional bearer token.
+ * Uses libcurl.
  *
  * A client may be used from several threads: requests on one client are
  * serialised on its kept-alive connection, and each stream opens its own.
@@ -141,6 +142,101 @@ ZEUS_API int zeus_client_gpu_reset_mem_locked_clocks(struct zeus_client *c,
     const unsigned *ids, size_t nids, bool block, struct zeus_error *err);
 ZEUS_API int zeus_client_gpu_reset_locked_clocks(struct zeus_client *c,
     const unsigned *ids, size_t nids, bool block, struct zeus_error *err);
+
+/* ---- GPU leases and the energy ledger (zeusd serve --gpu-leases) --------- */
+
+/*
+ * A non-root client on the Unix socket that changes a GPU setting takes a
+ * lease on that GPU, held while the process that opened the connection
+ * lives; zeusd restores the settings when the lease ends and charges the
+ * GPU's energy over the lease to it (docs/security.md). These two calls
+ * read that ledger and end one's own leases. A zeusd without
+ * --gpu-leases answers 404 (ZEUS_ERR_HTTP, http_status 404).
+ */
+
+/* What a lease changed (struct zeus_lease.settings). */
+#define ZEUS_SETTING_POWER_LIMIT 0x1u
+#define ZEUS_SETTING_PERSISTENCE 0x2u
+#define ZEUS_SETTING_GPU_CLOCKS 0x4u
+#define ZEUS_SETTING_MEM_CLOCKS 0x8u
+
+enum zeus_lease_state {
+	ZEUS_LEASE_HELD,		/* open */
+	ZEUS_LEASE_RESTORING,		/* its holder is gone, restore running */
+	ZEUS_LEASE_ENDED,
+};
+
+enum zeus_lease_energy {
+	ZEUS_LEASE_ENERGY_OK,		/* energy_j is the GPU's over the span */
+	ZEUS_LEASE_ENERGY_UNAVAILABLE,	/* the GPU has no energy counter */
+	ZEUS_LEASE_ENERGY_PENDING,	/* not started: no reading yet */
+};
+
+/* Strings too long for their field are cut to fit (always terminated). */
+struct zeus_lease {
+	unsigned gpu;
+	uint32_t uid;
+	char user[64];			/* "": zeusd sent null */
+	int64_t pid;			/* the process that took it */
+	char cgroup[256];		/* "": unknown */
+	char label[ZEUS_NAME_MAX];	/* "": none */
+	enum zeus_lease_state state;
+	bool has_start, has_end;	/* false: null (not started, open) */
+	double start, end;		/* unix seconds */
+	double duration_s;		/* so far, while open */
+	enum zeus_lease_energy energy;
+	double energy_j;		/* ZEUS_LEASE_ENERGY_OK only, else 0 */
+	bool has_avg_w;
+	double avg_w;			/* energy_j / duration_s */
+	unsigned settings;		/* ZEUS_SETTING_* */
+	char reason[32];		/* how it ended ("release", ...), or "" */
+};
+
+/* Most ended leases zeus_client_gpu_leases keeps (zeusd keeps 32). */
+#define ZEUS_LEASES_ENDED_MAX 64
+
+struct zeus_unleased {
+	unsigned gpu;
+	bool has_energy;		/* false: no counter, or never read */
+	double energy_j;		/* charged to nobody since zeusd started */
+};
+
+/* GET /gpu/leases (needs gpu-read): only GPUs the caller may see. */
+struct zeus_leases {
+	size_t count;			/* open leases */
+	struct zeus_lease leases[ZEUS_MAX_DEVICES];
+	size_t ended_count;		/* newest first; older ones dropped */
+	struct zeus_lease ended[ZEUS_LEASES_ENDED_MAX];
+	size_t unleased_count;
+	struct zeus_unleased unleased[ZEUS_MAX_DEVICES];
+};
+
+ZEUS_API int zeus_client_gpu_leases(struct zeus_client *c,
+    struct zeus_leases *out, struct zeus_error *err);
+
+/* POST /gpu/release: the leases it ended and the GPUs that had none. */
+struct zeus_release {
+	size_t count;
+	struct zeus_lease released[ZEUS_MAX_DEVICES];
+	size_t not_leased_count;
+	unsigned not_leased[ZEUS_MAX_DEVICES];
+};
+
+/*
+ * Ends the caller's leases on `ids` (NULL: every GPU; root: anyone's).
+ * zeusd restores the settings before it answers, so on 0 they are back.
+ * A GPU leased by another user is 409 and ends nothing; a restore that
+ * failed (zeusd retries it) is 409 too, naming the driver's error.
+ * Needs gpu-control. A lease is the user's, not the connection's: any
+ * of the user's connections may end it.
+ */
+ZEUS_API int zeus_client_gpu_release(struct zeus_client *c,
+    const unsigned *ids, size_t nids, struct zeus_release *out,
+    struct zeus_error *err);
+
+/* "held", "restoring", "ended"; "ok", "unavailable", "pending". */
+ZEUS_API const char *zeus_lease_state_name(enum zeus_lease_state s);
+ZEUS_API const char *zeus_lease_energy_name(enum zeus_lease_energy e);
 
 /* ---- CPU reads ---------------------------------------------------------- */
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lease_json.h"
 #include "lib.h"
 #include "sse.h"
 
@@ -551,6 +552,52 @@ zeus_client_gpu_reset_locked_clocks(struct zeus_client *c,
 {
 	return client_write(c, "/gpu/reset_locked_clocks", ids, nids, NULL,
 	    block, err);
+}
+
+/* ---- leases ---------------------------------------------------------------------- */
+
+int
+zeus_client_gpu_leases(struct zeus_client *c, struct zeus_leases *out,
+    struct zeus_error *err)
+{
+	static const char path[] = "/gpu/leases";
+	json_t *j = NULL;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (client_call(c, "GET", path, &j, err) != 0)
+		return -1;
+	if (lease_json_leases(j, out) == 0)
+		rc = 0;
+	else
+		rc = client_bad(path, err);
+	json_decref(j);
+	return rc;
+}
+
+int
+zeus_client_gpu_release(struct zeus_client *c, const unsigned *ids,
+    size_t nids, struct zeus_release *out, struct zeus_error *err)
+{
+	static const char path[] = "/gpu/release";
+	char full[CLIENT_URL_MAX];
+	struct zbuf q;
+	json_t *j = NULL;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	zbuf_init(&q, CLIENT_URL_MAX);
+	if (client_ids(&q, "gpu_ids", ids, nids, err) == 0 &&
+	    client_path(full, sizeof(full), path, &q, err) == 0 &&
+	    client_call(c, "POST", full, &j, err) == 0) {
+		if (lease_json_release(j, out) == 0)
+			rc = 0;
+		else
+			rc = client_bad(path, err);
+	}
+	zbuf_free(&q);
+	json_decref(j);
+	return rc;
 }
 
 /* ---- CPU ------------------------------------------------------------------------- */

@@ -130,6 +130,8 @@ printf '%s\n' "${COMPREPLY[@]}"
     (["zeus", ""], {"measure", "gauge", "daemon"}),
     (["zeus", "daemon", ""], {"discover", "power", "set-power-limit"}),
     (["zeus", "measure", "--source", ""], {"auto", "direct", "zeusd"}),
+    (["zeus", "measure", "--po"], {"--power-limit"}),
+    (["zeus", "measure", "--gpu-c"], {"--gpu-clocks"}),
 ])
 def test_bash_completion(installed, words, want):
     dest, o = installed
