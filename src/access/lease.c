@@ -83,6 +83,13 @@ struct lease_gpu {
 	 * so it runs after them and cannot miss what they change.
 	 */
 	unsigned claims;
+	/*
+	 * Writes claimed and not yet noted (leases_note, success or not): a
+	 * lease under which every write failed ends when the last one is
+	 * noted (lease_drop). A write dropped before it ran is never noted,
+	 * so its lease waits for its holder's exit, as any lease does.
+	 */
+	unsigned inflight;
 	bool restore_due;
 	const char *due_reason;		/* of restore_due (static) */
 	const char *reason;	/* of the restore under way */
@@ -485,20 +492,58 @@ ledger_restore_failed(struct leases *l, struct lease_gpu *g, unsigned gpu)
 	}
 }
 
+/* Stops watching the lease's processes. */
 static void
-lease_free_gpu(struct leases *l, struct lease_gpu *g, unsigned gpu)
+lease_unwatch(struct leases *l, struct lease_gpu *g)
 {
-	ledger_end(l, g, gpu);
-	zlog(ZLOG_INFO, "gpu_lease_released", "gpu=%u uid=%u", gpu,
-	    (unsigned)g->uid);
+	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++)
+		if (g->watch[i].fd >= 0) {
+			(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, g->watch[i].fd,
+			    NULL);
+			close(g->watch[i].fd);
+			g->watch[i].fd = -1;
+		}
+	g->nwatch = 0;
+}
+
+static void
+lease_reset(struct leases *l, struct lease_gpu *g)
+{
 	g->state = LEASE_FREE;
 	g->has_limit = g->has_persist = g->gpu_clocks = g->mem_clocks = false;
 	g->restores_left = 0;
 	g->pending = 0;
 	g->attempts = 0;
 	g->retry_armed = false;
+	g->inflight = 0;
 	g->why[0] = '\0';
 	pthread_cond_broadcast(&l->idle);
+}
+
+static void
+lease_free_gpu(struct leases *l, struct lease_gpu *g, unsigned gpu)
+{
+	ledger_end(l, g, gpu);
+	zlog(ZLOG_INFO, "gpu_lease_released", "gpu=%u uid=%u", gpu,
+	    (unsigned)g->uid);
+	lease_reset(l, g);
+}
+
+/*
+ * A lease under which nothing changed (every write it was taken for
+ * failed: a power limit out of range, say) ends at once: there is nothing
+ * to restore and no energy to charge, and other users are not kept out by
+ * a request that changed nothing. Lock held.
+ */
+static void
+lease_drop(struct leases *l, struct lease_gpu *g, unsigned gpu)
+{
+	lease_unwatch(l, g);
+	zlog(ZLOG_INFO, "gpu_lease_dropped", "gpu=%u uid=%u reason=no_change",
+	    gpu, (unsigned)g->uid);
+	g->started = g->start_ok = g->end_ok = g->left = false;
+	g->settings = 0;
+	lease_reset(l, g);
 }
 
 /* Queues the restore of every op in `pending` (lock held). */
@@ -576,14 +621,7 @@ lease_restore(struct leases *l, unsigned gpu, const char *reason)
 	assert(g->state == LEASE_HELD);
 	g->state = LEASE_RESTORING;
 	g->restore_due = false;
-	for (unsigned i = 0; i < LEASE_MAX_PIDS; i++)
-		if (g->watch[i].fd >= 0) {
-			(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, g->watch[i].fd,
-			    NULL);
-			close(g->watch[i].fd);
-			g->watch[i].fd = -1;
-		}
-	g->nwatch = 0;
+	lease_unwatch(l, g);
 	zlog(ZLOG_INFO, "gpu_restore_started", "gpu=%u uid=%u reason=%s", gpu,
 	    (unsigned)g->uid, reason);
 	g->reason = reason;
@@ -1059,8 +1097,10 @@ leases_claim(struct leases *l, const struct peer *p,
 			lease_restore(l, gpus[i], "claim_failed");
 	}
 	for (unsigned i = 0; i < n && rc == 0 && unix_user; i++)
-		if (gpus[i] < l->ngpu)
+		if (gpus[i] < l->ngpu) {
 			l->gpus[gpus[i]].claims++;
+			l->gpus[gpus[i]].inflight++;
+		}
 	pthread_mutex_unlock(&l->lock);
 	return rc;
 }
@@ -1081,6 +1121,13 @@ leases_claim_done(struct leases *l, const struct peer *p,
 		assert(g->claims > 0);
 		if (g->claims > 0)
 			g->claims--;
+		/* its writes all failed before they were queued here */
+		if (g->claims == 0 && g->inflight == 0 && g->settings == 0 &&
+		    !g->started && !g->restore_due && g->state == LEASE_HELD &&
+		    g->uid == p->uid) {
+			lease_drop(l, g, gpus[i]);
+			continue;
+		}
 		if (g->claims > 0 || !g->restore_due)
 			continue;
 		g->restore_due = false;
@@ -1103,12 +1150,21 @@ leases_note(struct leases *l, bool unix_peer, uid_t uid,
 	uint64_t mj = 0;
 	int rc;
 
-	if (l == NULL || !unix_peer || uid == 0 || cmd->gpu >= l->ngpu ||
-	    cmd->rc != 0)
+	if (l == NULL || !unix_peer || uid == 0 || cmd->gpu >= l->ngpu)
 		return;
 	t = gpu_write_touches(cmd->write.op);
 	pthread_mutex_lock(&l->lock);
 	g = &l->gpus[cmd->gpu];
+	if (g->state != LEASE_FREE && g->uid == uid && g->inflight > 0)
+		g->inflight--;
+	if (cmd->rc != 0) {
+		if (g->state == LEASE_HELD && g->uid == uid &&
+		    g->inflight == 0 && g->claims == 0 && g->settings == 0 &&
+		    !g->started && !g->restore_due)
+			lease_drop(l, g, cmd->gpu);
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
 	/* RESTORING too: a write queued before the death is still noted
 	 * before the restore runs (lease_restore_exec) */
 	if (g->state != LEASE_FREE && g->uid == uid) {

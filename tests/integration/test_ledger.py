@@ -262,6 +262,37 @@ def test_shutdown_ends_open_leases_in_the_ledger(ledger, users, restore):
     assert line["duration_s"] >= 0.2
 
 
+def test_a_write_that_changed_nothing_leaves_no_lease(ledger, users):
+    """A refused write (a power limit out of range) takes no lease: the
+    other user is not kept out while the first one's process lives, and
+    the ledger has nothing to charge."""
+    d, _, audit = ledger()
+    alice, bob = users
+    a = Session(d, alice)
+    status, body = a("POST", "/gpu/set_power_limit?gpu_ids=3&"
+                     "power_limit_mw=5000000&block=true")
+    assert status == 400, body
+    assert not [r for r in leases(d)["leases"] if r["gpu"] == 3]
+    b = Session(d, bob)
+    status, body = b("POST", "/gpu/set_power_limit?gpu_ids=3&"
+                     "power_limit_mw=250000&block=true")
+    assert status == 200, body
+    # now bob holds it, and alice is the one refused
+    status, body = a("POST", "/gpu/set_power_limit?gpu_ids=3&"
+                     "power_limit_mw=260000&block=true")
+    assert status == 409 and bob in body["error"], body
+    b.close()
+    a.close()
+    assert "event=gpu_lease_dropped gpu=3" in d.logs()
+    ended = [x for x in audit_lines(audit) if x["gpu"] == 3]
+    deadline = time.monotonic() + 20
+    while not ended:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        ended = [x for x in audit_lines(audit) if x["gpu"] == 3]
+    assert [x["identity"]["user"] for x in ended] == [bob], ended
+
+
 def user_series(d, user, gpu=0):
     r = d.get("/metrics")
     assert r.status_code == 200
