@@ -14,11 +14,11 @@ import os
 import pwd
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
+from localusers import local_users
 from simutil import SimLog
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -81,17 +81,7 @@ class Session:
 
 @pytest.fixture(scope="module")
 def users():
-    made = []
-    for u in USERS:
-        try:
-            pwd.getpwnam(u)
-        except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell",
-                            "/usr/sbin/nologin", u], check=True)
-            made.append(u)
-    yield USERS
-    for u in made:
-        subprocess.run(["userdel", u], check=False)
+    yield from local_users(USERS)
 
 
 @pytest.fixture

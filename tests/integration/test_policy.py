@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD, Zeusd
+from localusers import local_users
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
@@ -170,24 +171,10 @@ def grouped_user():
     group made here that is not its primary one."""
     import grp
     import pwd
-    user, group = "zeuspol-member", "zeuspol-grp"
-    made = []
-    try:
-        grp.getgrnam(group)
-    except KeyError:
-        subprocess.run(["groupadd", group], check=True)
-        made.append(["groupdel", group])
-    try:
-        pwd.getpwnam(user)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell",
-                        "/usr/sbin/nologin", "--groups", group, user],
-                       check=True)
-        made.insert(0, ["userdel", user])
-    pw = pwd.getpwnam(user)
-    yield user, pw.pw_uid, pw.pw_gid, group, grp.getgrnam(group).gr_gid
-    for cmd in made:
-        subprocess.run(cmd, check=False)
+    for (user,) in local_users(("zeuspol-member",), group="zeuspol-grp"):
+        pw = pwd.getpwnam(user)
+        yield (user, pw.pw_uid, pw.pw_gid, "zeuspol-grp",
+               grp.getgrnam("zeuspol-grp").gr_gid)
 
 
 def test_group_grant_follows_the_process_groups(node, grouped_user):

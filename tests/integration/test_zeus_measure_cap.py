@@ -22,6 +22,7 @@ import time
 import pytest
 
 from conftest import BUILD
+from localusers import local_users
 from test_ledger import Session, audit_lines, leases, limit_mw
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -34,17 +35,7 @@ MAX_W = 400.0               # ... and the most it draws
 
 @pytest.fixture(scope="module")
 def users():
-    made = []
-    for u in USERS:
-        try:
-            pwd.getpwnam(u)
-        except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell",
-                            "/usr/sbin/nologin", u], check=True)
-            made.append(u)
-    yield USERS
-    for u in made:
-        subprocess.run(["userdel", u], check=False)
+    yield from local_users(USERS)
 
 
 class Node:
