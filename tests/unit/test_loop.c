@@ -117,6 +117,57 @@ test_loop_watch_nudge_ask_stop(void **state)
 	close(p[1]);
 }
 
+/* A driver whose first turn nudges its own loop (a connection resumed
+ * from inside libmicrohttpd's turn): it must get another turn at once,
+ * though its timeout says wait for ever. */
+struct self_drv {
+	struct loop *l;
+	atomic_uint turns;
+	int fd;
+};
+
+static void
+self_ready(void *ctx)
+{
+	struct self_drv *d = ctx;
+	char b[16];
+
+	(void)!read(d->fd, b, sizeof(b));	/* or the wait never blocks */
+}
+
+static void
+self_turn(void *ctx)
+{
+	struct self_drv *d = ctx;
+
+	if (atomic_fetch_add(&d->turns, 1) == 0)
+		loop_nudge(d->l);
+}
+
+static void
+test_loop_nudge_from_a_turn(void **state)
+{
+	struct self_drv d = { 0 };
+	struct loop_driver drv = { drv_timeout, self_turn, NULL, &d };
+	struct zerr err;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	d.fd = p[0];
+	assert_int_equal(loop_create(&d.l, &err), 0);
+	assert_int_equal(loop_watch(d.l, p[0], self_ready, &d, &err), 0);
+	assert_int_equal(loop_start(d.l, &drv, &err), 0);
+	/* the first turn follows the first wait: wake it once */
+	assert_int_equal(write(p[1], "x", 1), 1);
+	wait_for(&d.turns, 2);		/* the nudge's turn, with no wake-up */
+	usleep(20000);
+	assert_int_equal(atomic_load(&d.turns), 2);	/* then it waits */
+	loop_free(d.l);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void
 test_loop_watch_bound(void **state)
 {
@@ -219,6 +270,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loop_watch_nudge_ask_stop),
+		cmocka_unit_test(test_loop_nudge_from_a_turn),
 		cmocka_unit_test(test_loop_watch_bound),
 		cmocka_unit_test(test_pool_runs_jobs_at_once_and_bounds),
 		cmocka_unit_test(test_pool_destroy_runs_what_is_queued),
