@@ -450,18 +450,22 @@ test_lists_are_bounded(void **state)
 	struct zeus_client *c = client();
 	struct zeus_error e;
 	char *arr, *body;
+	size_t size;
 
 	(void)state;
 	/* more ended leases than kept: the newest (first) ones stay */
 	arr = records(ZEUS_LEASES_ENDED_MAX + 6, ended);
-	body = malloc(strlen(arr) + 64);
+	size = strlen(arr) + 64;
+	body = malloc(size);
 	assert_non_null(body);
-	sprintf(body, "{\"leases\":[],\"ended\":%s,\"unleased\":[]}", arr);
+	snprintf(body, size, "{\"leases\":[],\"ended\":%s,\"unleased\":[]}",
+	    arr);
 	fake_answer(200, body);
 	assert_int_equal(zeus_client_gpu_leases(c, &l, &e), 0);
 	assert_int_equal(l.ended_count, ZEUS_LEASES_ENDED_MAX);
 	/* more open leases than GPUs a client knows: an error */
-	sprintf(body, "{\"leases\":%s,\"ended\":[],\"unleased\":[]}", arr);
+	snprintf(body, size, "{\"leases\":%s,\"ended\":[],\"unleased\":[]}",
+	    arr);
 	fake_answer(200, body);
 	assert_int_equal(zeus_client_gpu_leases(c, &l, &e), -1);
 	assert_int_equal(e.code, ZEUS_ERR_TRANSPORT);
