@@ -37,6 +37,7 @@ struct zeusd_config {
 	const char *signing_key_path;		/* NULL: auth off */
 	const char *policy_file;		/* NULL: no node policy */
 	const char *audit_log;			/* NULL: no audit log */
+	bool audit_required;			/* --audit-required */
 	bool gpu_leases;			/* --gpu-leases */
 	bool restore_on_shutdown;		/* --restore-on-shutdown */
 	const char *nvml_library;		/* NULL: the driver's */

@@ -93,6 +93,8 @@ cli_print_serve_usage(FILE *out)
 	    "                                 Unix socket (shared nodes)\n"
 	    "  --audit-log FILE               append one JSON line per GPU\n"
 	    "                                 setting change\n"
+	    "  --audit-required               refuse GPU writes (503) while\n"
+	    "                                 the audit log cannot be written\n"
 	    "  --gpu-leases                   a user's GPU changes hold off\n"
 	    "                                 other users and are restored\n"
 	    "                                 when its processes exit\n"
@@ -200,7 +202,7 @@ enum {
 	OPT_GPU_BACKEND, OPT_ENABLE, OPT_OVERRIDES, OPT_SIGNING_KEY,
 	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
 	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN, OPT_USER,
-	OPT_NO_PRIVSEP,
+	OPT_NO_PRIVSEP, OPT_AUDIT_REQUIRED,
 };
 
 static const struct option cli_serve_options[] = {
@@ -219,6 +221,7 @@ static const struct option cli_serve_options[] = {
 	{ "signing-key-path", required_argument, NULL, OPT_SIGNING_KEY },
 	{ "policy-file", required_argument, NULL, OPT_POLICY },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "audit-required", no_argument, NULL, OPT_AUDIT_REQUIRED },
 	{ "gpu-leases", no_argument, NULL, OPT_GPU_LEASES },
 	{ "restore-on-shutdown", no_argument, NULL, OPT_RESTORE_ON_SHUTDOWN },
 	{ "user", required_argument, NULL, OPT_USER },
@@ -322,6 +325,9 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 	case OPT_AUDIT_LOG:
 		cfg->audit_log = arg;
 		return 0;
+	case OPT_AUDIT_REQUIRED:
+		cfg->audit_required = true;
+		return 0;
 	case OPT_GPU_LEASES:
 		cfg->gpu_leases = true;
 		return 0;
@@ -379,6 +385,9 @@ cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg, FILE *out,
 		return zerr_set(err, ZERR_INVALID,
 		    "unexpected argument '%.64s' (see zeusd serve --help)",
 		    argv[optind]);
+	if (cfg->audit_required && cfg->audit_log == NULL)
+		return zerr_set(err, ZERR_INVALID, "--audit-required needs "
+		    "--audit-log (the log whose writing it requires)");
 	if (cfg->restore_on_shutdown && !cfg->gpu_leases)
 		return zerr_set(err, ZERR_INVALID, "--restore-on-shutdown "
 		    "needs --gpu-leases (it restores leased GPUs)");
