@@ -28,6 +28,7 @@ struct zeusd_config {
 	uid_t socket_uid;
 	gid_t socket_gid;
 	const char *tcp_bind_address;
+	const char *tcp_allowed_hosts;	/* --tcp-allowed-hosts; NULL: none */
 	unsigned num_workers;
 	unsigned gpu_power_poll_hz;
 	unsigned cpu_power_poll_hz;
