@@ -779,6 +779,26 @@ def test_lease_conflict_and_restore_on_exit(node):
     assert r["before"] == {"power_limit_mw": 260000}
 
 
+def test_root_change_during_lease_is_overwritten_by_restore(node):
+    """Documented (docs/security.md, issue 30 item 8d): root is never
+    refused and takes no lease, and its change is not noted against the
+    user's lease, so the lease's restore puts back the value from before
+    the user's first change, over root's."""
+    d = node(args=["--gpu-leases"])
+    limit = "/gpu/get_power_limit?gpu_ids=0"
+    before = d.get(limit).json()["0"]["power_limit_mw"]
+    a = holder(d, 4242, LIMIT_BLOCK.format(g=0, mw=250000))
+    try:
+        wait_log(d, "event=gpu_lease_taken gpu=0 uid=4242")
+        assert d.post(LIMIT_BLOCK.format(g=0, mw=300000)).status_code == 200
+        assert d.get(limit).json()["0"]["power_limit_mw"] == 300000
+    finally:
+        a.kill()
+        a.wait()
+    wait_log(d, "event=gpu_lease_released gpu=0")
+    assert d.get(limit).json()["0"]["power_limit_mw"] == before != 300000
+
+
 def test_restore_on_shutdown(node):
     sim = SimLog(node.base / "sim.log")
     audit = node.base / "audit.jsonl"
