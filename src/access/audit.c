@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@ static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
 static int audit_fd = -1;
 static const char *audit_path;
 static atomic_ulong audit_failed;
+static atomic_ulong audit_refused;
+static atomic_bool audit_down;		/* no room for a line (last seen) */
 
 /*
  * Opens the audit file for appending, or returns -1 with the reason in
@@ -212,13 +215,47 @@ audit_fail(const char *why)
 		    "\"", why);
 }
 
-/* Encodes `o` (taken) as one line and appends it in one write(2). */
+/*
+ * Makes sure `len` more bytes can be appended to the file without running
+ * out of space, so that a line is either written whole or not at all: a
+ * short write on a full disk used to leave half a line that the next line
+ * was glued to. fallocate(FALLOC_FL_KEEP_SIZE) at the end of the file
+ * reserves the blocks the append will fill (the file's size does not
+ * change; the reservation stays until it is written or the file is
+ * truncated), so the write(2) that follows finds its room already taken
+ * (ext4, xfs, btrfs, tmpfs). A file system without fallocate (EOPNOTSUPP:
+ * some network file systems) gets the weaker check of fstatfs's free
+ * space, with one block to spare. Called with audit_lock held; 0 or an
+ * errno.
+ */
+static int
+audit_reserve(int fd, size_t len)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return errno;
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t)len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return errno;
+	if (fstatfs(fd, &sf) != 0)
+		return errno;
+	if (sf.f_bsize <= 0 || (unsigned long long)sf.f_bavail <
+	    (len + 2 * (size_t)sf.f_bsize - 1) / (size_t)sf.f_bsize)
+		return ENOSPC;
+	return 0;
+}
+
+/* Encodes `o` (taken) as one line and appends it in one write(2), after
+ * reserving its room (audit_reserve): whole or not at all. */
 static void
 audit_append(json_t *o)
 {
 	char *line;
 	size_t len;
-	ssize_t n;
+	ssize_t n = -1;
 	int e;
 
 	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -230,12 +267,55 @@ audit_append(json_t *o)
 	len = strlen(line);
 	line[len] = '\n';	/* json_dumps's NUL becomes the newline */
 	pthread_mutex_lock(&audit_lock);
-	n = audit_fd >= 0 ? write(audit_fd, line, len + 1) : -1;
-	e = errno;
+	if (audit_fd < 0)
+		e = EBADF;
+	else if ((e = audit_reserve(audit_fd, len + 1)) == 0) {
+		n = write(audit_fd, line, len + 1);
+		e = errno;
+	}
+	/* down until room for a whole next line is there again: the last
+	 * bytes of a full disk may hold this line but not the next */
+	if (n != (ssize_t)(len + 1))
+		atomic_store(&audit_down, true);
+	else if (atomic_load(&audit_down))
+		atomic_store(&audit_down, audit_reserve(audit_fd,
+		    AUDIT_LINE_ROOM) != 0);
 	pthread_mutex_unlock(&audit_lock);
 	free(line);
 	if (n != (ssize_t)(len + 1))
 		audit_fail(n < 0 ? strerror(e) : "short write");
+}
+
+bool
+audit_ready(void)
+{
+	bool ok;
+
+	if (audit_path == NULL)
+		return true;
+	pthread_mutex_lock(&audit_lock);
+	ok = audit_fd >= 0 && audit_reserve(audit_fd, AUDIT_LINE_ROOM) == 0;
+	pthread_mutex_unlock(&audit_lock);
+	atomic_store(&audit_down, !ok);
+	return ok;
+}
+
+bool
+audit_down_now(void)
+{
+	return audit_path != NULL && atomic_load(&audit_down);
+}
+
+void
+audit_count_refused(void)
+{
+	atomic_fetch_add(&audit_refused, 1);
+}
+
+unsigned long
+audit_refused_writes(void)
+{
+	return atomic_load(&audit_refused);
 }
 
 void

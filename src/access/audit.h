@@ -6,10 +6,13 @@
  *
  * The file is opened O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC with mode 0640 and
  * reopened on SIGHUP, so logrotate can move it away and signal. Each line
- * goes out in one write(2) under a lock, so lines never interleave. A
- * failed write is logged (rate-limited) and counted for /metrics
+ * goes out in one write(2) under a lock, so lines never interleave, and
+ * only after its room in the file system is reserved (fallocate with
+ * FALLOC_FL_KEEP_SIZE), so a full disk loses whole lines, never leaves half
+ * of one. A lost line is logged (rate-limited) and counted for /metrics
  * (zeusd_audit_write_failures_total); it never fails the request, which
- * has already run.
+ * has already run. With --audit-required the GPU write handlers ask
+ * audit_ready() first and refuse (503) while no line could be written.
  */
 #ifndef ZEUS_AUDIT_H
 #define ZEUS_AUDIT_H
@@ -84,6 +87,23 @@ struct audit_lease {
  */
 void audit_write_lease(const struct audit_who *w, unsigned gpu,
     const struct audit_lease *le);
+
+/* Room reserved by audit_ready(): more than any line takes. */
+#define AUDIT_LINE_ROOM 4096
+
+/*
+ * Whether a line could be written now (true without an audit log): room
+ * for one (AUDIT_LINE_ROOM) is reserved at the end of the file. A GPU
+ * write under --audit-required asks first.
+ */
+bool audit_ready(void);
+
+/* Whether the last write or audit_ready() failed (for /metrics). */
+bool audit_down_now(void);
+
+/* GPU writes refused by --audit-required (counted by the handler). */
+void audit_count_refused(void);
+unsigned long audit_refused_writes(void);
 
 /* Lines that could not be written since start. */
 unsigned long audit_failures(void);

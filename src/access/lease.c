@@ -1024,6 +1024,20 @@ leases_claim(struct leases *l, const struct peer *p,
 	if (unix_user && p->uid == 0)
 		return 0;		/* root: never refused, never leases */
 	/*
+	 * A process in a pid namespace that zeusd's cannot see (zeusd in a
+	 * container, the client outside or in a sibling one) comes with pid
+	 * 0 from SO_PEERCRED: no number to log, audit or tell apart from
+	 * another such process (lease_watch_peer), no /proc entry for its
+	 * name and cgroup. It cannot hold a lease, so it cannot write.
+	 */
+	if (unix_user && p->pid <= 0)
+		return zerr_set(err, ZERR_FORBIDDEN, "the process that opened "
+		    "this connection is in a pid namespace zeusd cannot see "
+		    "(its pid reads as 0); a GPU lease is bound to a process "
+		    "zeusd can watch, so with --gpu-leases GPU settings can "
+		    "only be changed from zeusd's pid namespace or one below "
+		    "it");
+	/*
 	 * The lease would watch the process that opened this connection. If
 	 * it has exited (a child that connected and handed the socket to its
 	 * parent), nothing is left to watch: its pid number may already be

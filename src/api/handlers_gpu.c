@@ -336,6 +336,17 @@ handle_gpu_write(struct request *req)
 		w.min_clock_mhz = qv.v[2].u32;
 		w.max_clock_mhz = qv.v[3].u32;
 	}
+	if (request_config(req)->audit_required && !audit_ready()) {
+		/* no room for its audit line: nothing runs (--audit-required) */
+		audit_count_refused();
+		zerr_set(&err, ZERR_UNAVAILABLE, "The audit log (--audit-log) "
+		    "cannot be written (file system full or failing) and "
+		    "--audit-required is set: GPU writes are refused until it "
+		    "can be written again");
+		gate_audit_refusal(req, ids.ids, ids.n, err.msg);
+		request_reply_busy(req, &err);
+		return;
+	}
 	if (leases != NULL && leases_claim(leases, peer,
 	    gate_identity(req), ids.ids, ids.n, &err) != 0) {
 		gate_audit_refusal(req, ids.ids, ids.n, err.msg);

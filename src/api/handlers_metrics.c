@@ -461,6 +461,15 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    "Audit log lines (--audit-log) that could not be written.");
 	fprintf(out, "zeusd_audit_write_failures_total %lu\n",
 	    audit_failures());
+	metrics_head(out, "zeusd_audit_writable", "gauge",
+	    "1 while audit lines can be written (or there is no audit "
+	    "log), 0 since a line or its reserved room could not be.");
+	fprintf(out, "zeusd_audit_writable %d\n", audit_down_now() ? 0 : 1);
+	metrics_head(out, "zeusd_audit_required_refusals_total", "counter",
+	    "GPU writes refused (503) by --audit-required because the "
+	    "audit log could not be written.");
+	fprintf(out, "zeusd_audit_required_refusals_total %lu\n",
+	    audit_refused_writes());
 	metrics_head(out, "zeusd_request_deadline_expired_total", "counter",
 	    "Connections closed because no whole request arrived within "
 	    "ZEUSD_REQUEST_TIMEOUT_S.");

@@ -130,6 +130,39 @@ zlog(enum zlog_level level, const char *event, const char *fmt, ...)
 	(void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
+/*
+ * The code point of the UTF-8 character at `s` if it is one a quoted
+ * string must not carry raw, else 0; its length in `n`. Those are the C1
+ * controls (U+0080-U+009F, NEL among them), the line and paragraph
+ * separators (U+2028, U+2029), which some viewers break lines at, and the
+ * bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E,
+ * U+2066-U+2069), with which a client's string (a token's sub, a path)
+ * could make a log line read otherwise than it is (Trojan Source).
+ */
+static unsigned
+zlog_invisible(const char *s, size_t *n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) {
+		*n = 2;
+		return u[1];
+	}
+	if (u[0] == 0xd8 && u[1] == 0x9c) {
+		*n = 2;
+		return 0x061c;
+	}
+	if (u[0] != 0xe2 || u[1] == '\0' || u[2] == '\0')
+		return 0;
+	*n = 3;
+	if (u[1] == 0x80 && (u[2] == 0x8e || u[2] == 0x8f ||
+	    (u[2] >= 0xa8 && u[2] <= 0xae)))
+		return 0x2000 | (u[2] & 0x3f);
+	if (u[1] == 0x81 && u[2] >= 0xa6 && u[2] <= 0xa9)
+		return 0x2040 | (u[2] & 0x3f);
+	return 0;
+}
+
 const char *
 zlog_quote(char *buf, size_t size, const char *s)
 {
@@ -144,8 +177,9 @@ zlog_quote(char *buf, size_t size, const char *s)
 	buf[o++] = '"';
 	for (; s != NULL && *s != '\0'; s++) {
 		unsigned char c = (unsigned char)*s;
-		char tmp[4];
-		size_t k = 0;
+		char tmp[6];
+		size_t k = 0, n, skip = 0;
+		unsigned cp;
 
 		if (c == '"' || c == '\\') {
 			tmp[k++] = '\\';
@@ -155,6 +189,14 @@ zlog_quote(char *buf, size_t size, const char *s)
 			tmp[k++] = 'x';
 			tmp[k++] = hex[c >> 4];
 			tmp[k++] = hex[c & 15];
+		} else if ((cp = zlog_invisible(s, &n)) != 0) {
+			tmp[k++] = '\\';
+			tmp[k++] = 'u';
+			tmp[k++] = hex[cp >> 12];
+			tmp[k++] = hex[(cp >> 8) & 15];
+			tmp[k++] = hex[(cp >> 4) & 15];
+			tmp[k++] = hex[cp & 15];
+			skip = n - 1;
 		} else {
 			tmp[k++] = (char)c;
 		}
@@ -162,6 +204,7 @@ zlog_quote(char *buf, size_t size, const char *s)
 			break;
 		memcpy(buf + o, tmp, k);
 		o += k;
+		s += skip;
 	}
 	buf[o++] = '"';
 	buf[o] = '\0';

@@ -49,8 +49,11 @@ typedef void (*zlog_sink_fn)(enum zlog_level level, const char *event,
 void zlog_set_sink(zlog_sink_fn fn);
 
 /*
- * Writes `s` as a double-quoted value with ", \ and control bytes escaped,
- * truncated to fit `size`. Returns `buf`.
+ * Writes `s` as a double-quoted value with ", \ and control bytes escaped
+ * (\xNN), and the characters that could make a line read otherwise than it
+ * is as \uNNNN: C1 controls (NEL), U+2028/U+2029 and the bidirectional
+ * controls (U+061C, U+200E/F, U+202A-E, U+2066-9). Truncated to fit `size`,
+ * never inside an escape. Returns `buf`.
  */
 const char *zlog_quote(char *buf, size_t size, const char *s);
 

@@ -281,6 +281,7 @@ request_new(struct http_ctx *ctx, struct MHD_Connection *conn,
 struct request_framing {
 	unsigned content_length, transfer_encoding, authorization;
 	unsigned bad_name, other_coding;
+	unsigned origin, fetch_site, host;
 };
 
 /*
@@ -315,6 +316,12 @@ request_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
 			f->other_coding++;
 	} else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
 		f->authorization++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_ORIGIN) == 0)
+		f->origin++;
+	else if (strcasecmp(key, "Sec-Fetch-Site") == 0)
+		f->fetch_site++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		f->host++;
 	else if (request_bad_name(key))
 		f->bad_name++;
 	return MHD_YES;
@@ -323,7 +330,10 @@ request_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
 /*
  * More than one Content-Length, Content-Length together with
  * Transfer-Encoding, more than one Transfer-Encoding or Authorization:
- * libmicrohttpd would use the first header and carry on; a framing header
+ * libmicrohttpd would use the first header and carry on; so it would with
+ * two Origin or Sec-Fetch-Site headers (the web-page check reads the
+ * first: "Sec-Fetch-Site: none" then "cross-site" must not pass as
+ * "none") and two Host headers (the TCP Host check reads one); a framing header
  * it does not see as one (blanks before the colon, a folded line) or a
  * coding other than chunked: it frames the body otherwise than a lenient
  * proxy may. We answer 400 before reading any body, and the response
@@ -333,7 +343,7 @@ request_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
 void
 request_check_framing(struct request *req)
 {
-	struct request_framing f = { 0, 0, 0, 0, 0 };
+	struct request_framing f = { 0, 0, 0, 0, 0, 0, 0, 0 };
 	const char *why = NULL;
 
 	(void)MHD_get_connection_values(req->conn, MHD_HEADER_KIND,
@@ -346,6 +356,12 @@ request_check_framing(struct request *req)
 		why = "more than one Transfer-Encoding header";
 	else if (f.authorization > 1)
 		why = "more than one Authorization header";
+	else if (f.origin > 1)
+		why = "more than one Origin header";
+	else if (f.fetch_site > 1)
+		why = "more than one Sec-Fetch-Site header";
+	else if (f.host > 1)
+		why = "more than one Host header";
 	else if (f.bad_name > 0)
 		why = "a header name with blanks or a folded line";
 	else if (f.other_coding > 0)

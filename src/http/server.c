@@ -54,6 +54,7 @@
 #include "http/gate.h"
 #include "http/conn.h"
 #include "http/deadline.h"
+#include "http/host.h"
 #include "access/peer.h"
 #include "http/peer_limit.h"
 #include "http/request.h"
@@ -245,6 +246,30 @@ server_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 
 static void server_decide(struct request *req);
 
+/*
+ * TCP: the Host header against the address the connection came to and
+ * --tcp-allowed-hosts (host.h: DNS rebinding). The Unix socket is out of
+ * a browser's reach and its Host means nothing.
+ */
+static bool
+server_host_ok(struct request *req)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (req->cstate == NULL || (req->cstate->peer.kind != PEER_INET4 &&
+	    req->cstate->peer.kind != PEER_INET6))
+		return true;
+	ci = MHD_get_connection_info(req->conn,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL || getsockname(ci->connect_fd, (struct sockaddr *)&ss,
+	    &len) != 0)
+		return false;
+	return host_allowed(request_header(req, MHD_HTTP_HEADER_HOST),
+	    (const struct sockaddr *)&ss, req->ctx->cfg->tcp_allowed_hosts);
+}
+
 /* The new request: its framing, size and origin, its route, its group. */
 static void
 server_dispatch(struct request *req)
@@ -269,6 +294,19 @@ server_dispatch(struct request *req)
 		    "refused (the request has an Origin or Sec-Fetch-Site "
 		    "header); use a program such as curl");
 		request_reply_error(req, &err);
+		return;
+	}
+	if (!server_host_ok(req)) {
+		char q[200];
+
+		zlog(ZLOG_INFO, "host_refused", "host=%s msg=\"not the "
+		    "address the connection came to, localhost on loopback, "
+		    "nor in --tcp-allowed-hosts\"", zlog_quote(q, sizeof(q),
+		    request_header(req, MHD_HTTP_HEADER_HOST)));
+		request_reply_json(req, 421, json_pack("{s:s}", "error",
+		    "Misdirected request: the Host header names neither this "
+		    "server's address nor a name in --tcp-allowed-hosts "
+		    "(refused against DNS rebinding)"));
 		return;
 	}
 	r = router_lookup(req->path);

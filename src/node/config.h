@@ -28,6 +28,7 @@ struct zeusd_config {
 	uid_t socket_uid;
 	gid_t socket_gid;
 	const char *tcp_bind_address;
+	const char *tcp_allowed_hosts;	/* --tcp-allowed-hosts; NULL: none */
 	unsigned num_workers;
 	unsigned gpu_power_poll_hz;
 	unsigned cpu_power_poll_hz;
@@ -37,6 +38,7 @@ struct zeusd_config {
 	const char *signing_key_path;		/* NULL: auth off */
 	const char *policy_file;		/* NULL: no node policy */
 	const char *audit_log;			/* NULL: no audit log */
+	bool audit_required;			/* --audit-required */
 	bool gpu_leases;			/* --gpu-leases */
 	bool restore_on_shutdown;		/* --restore-on-shutdown */
 	const char *nvml_library;		/* NULL: the driver's */

@@ -401,6 +401,9 @@ static const char *const sandbox_allow[] = {
 	 * listed and no path is walked from a descriptor. */
 	"read", "readv", "pread64", "write", "writev", "lseek", "close",
 	"dup", "dup2", "dup3", "fstat", "newfstatat", "statx",
+	/* the audit log's free-space check where fallocate is unsupported
+	 * (audit.c: audit_reserve); it reads, changes nothing */
+	"fstatfs",
 	/* HTTP: libmicrohttpd's accept/receive/send and the peer's identity */
 	"accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
 	"getsockopt", "setsockopt", "getsockname", "getpeername",
@@ -483,6 +486,15 @@ sandbox_rules_args(scmp_filter_ctx ctx)
 	    SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)F_GETSIG, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, fcntl, 1,
 	    SCMP_A1_32(SCMP_CMP_GT, (uint32_t)F_SETOWN_EX, 0)));
+	/*
+	 * The audit log reserves each line's room before writing it
+	 * (audit.c: audit_reserve), so a full disk loses whole lines, never
+	 * half of one: fallocate with FALLOC_FL_KEEP_SIZE and nothing else,
+	 * which adds blocks past the end and changes no byte or size (no
+	 * hole punched, no range zeroed or collapsed).
+	 */
+	SB_ADD(SCMP_ALLOW(ctx, fallocate, 1,
+	    SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)FALLOC_FL_KEEP_SIZE, 0)));
 	/* memory neither executable nor writable and executable: nothing
 	 * is loaded after startup (no NSS module, no dlopen) */
 	SB_ADD(SCMP_ALLOW(ctx, mmap, 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, wx, 0)));

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http/host.h"
 #include "zeusd/listen.h"
 
 void
@@ -68,6 +69,9 @@ cli_print_serve_usage(FILE *out)
 	    "                                 or a number)\n"
 	    "  --tcp-bind-address HOST:PORT   TCP address (default " ZEUSD_DEFAULT_TCP ";\n"
 	    "                                 IPv6 as [::1]:4938)\n"
+	    "  --tcp-allowed-hosts NAME,...   names clients may send in Host\n"
+	    "                                 on TCP besides the bound address\n"
+	    "                                 (and localhost on loopback)\n"
 	    "  --num-workers N                accepted for compatibility; zeusd\n"
 	    "                                 serves HTTP from one event loop\n"
 	    "\n"
@@ -93,6 +97,8 @@ cli_print_serve_usage(FILE *out)
 	    "                                 Unix socket (shared nodes)\n"
 	    "  --audit-log FILE               append one JSON line per GPU\n"
 	    "                                 setting change\n"
+	    "  --audit-required               refuse GPU writes (503) while\n"
+	    "                                 the audit log cannot be written\n"
 	    "  --gpu-leases                   a user's GPU changes hold off\n"
 	    "                                 other users and are restored\n"
 	    "                                 when its processes exit\n"
@@ -200,7 +206,7 @@ enum {
 	OPT_GPU_BACKEND, OPT_ENABLE, OPT_OVERRIDES, OPT_SIGNING_KEY,
 	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
 	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN, OPT_USER,
-	OPT_NO_PRIVSEP,
+	OPT_NO_PRIVSEP, OPT_AUDIT_REQUIRED, OPT_TCP_ALLOWED_HOSTS,
 };
 
 static const struct option cli_serve_options[] = {
@@ -210,6 +216,8 @@ static const struct option cli_serve_options[] = {
 	{ "socket-uid", required_argument, NULL, OPT_SOCKET_UID },
 	{ "socket-gid", required_argument, NULL, OPT_SOCKET_GID },
 	{ "tcp-bind-address", required_argument, NULL, OPT_TCP_BIND },
+	{ "tcp-allowed-hosts", required_argument, NULL,
+	    OPT_TCP_ALLOWED_HOSTS },
 	{ "num-workers", required_argument, NULL, OPT_NUM_WORKERS },
 	{ "gpu-power-poll-hz", required_argument, NULL, OPT_GPU_HZ },
 	{ "cpu-power-poll-hz", required_argument, NULL, OPT_CPU_HZ },
@@ -219,6 +227,7 @@ static const struct option cli_serve_options[] = {
 	{ "signing-key-path", required_argument, NULL, OPT_SIGNING_KEY },
 	{ "policy-file", required_argument, NULL, OPT_POLICY },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "audit-required", no_argument, NULL, OPT_AUDIT_REQUIRED },
 	{ "gpu-leases", no_argument, NULL, OPT_GPU_LEASES },
 	{ "restore-on-shutdown", no_argument, NULL, OPT_RESTORE_ON_SHUTDOWN },
 	{ "user", required_argument, NULL, OPT_USER },
@@ -279,6 +288,15 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 		cfg->tcp_bind_address = arg;
 		return 0;
 	}
+	case OPT_TCP_ALLOWED_HOSTS:
+		if (host_list_check(arg, bad, sizeof(bad)) != 0)
+			return zerr_set(err, ZERR_INVALID, "invalid "
+			    "--tcp-allowed-hosts entry '%s': expected up to %d "
+			    "comma-separated host names (letters, digits, '-', "
+			    "'.') or IP addresses ([v6] in brackets)", bad,
+			    HOST_LIST_MAX);
+		cfg->tcp_allowed_hosts = arg;
+		return 0;
 	case OPT_NUM_WORKERS:
 		if (env_parse_uint(arg, 1, 1024, &v, "--num-workers", err) != 0)
 			return -1;
@@ -321,6 +339,9 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 		return 0;
 	case OPT_AUDIT_LOG:
 		cfg->audit_log = arg;
+		return 0;
+	case OPT_AUDIT_REQUIRED:
+		cfg->audit_required = true;
 		return 0;
 	case OPT_GPU_LEASES:
 		cfg->gpu_leases = true;
@@ -379,6 +400,9 @@ cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg, FILE *out,
 		return zerr_set(err, ZERR_INVALID,
 		    "unexpected argument '%.64s' (see zeusd serve --help)",
 		    argv[optind]);
+	if (cfg->audit_required && cfg->audit_log == NULL)
+		return zerr_set(err, ZERR_INVALID, "--audit-required needs "
+		    "--audit-log (the log whose writing it requires)");
 	if (cfg->restore_on_shutdown && !cfg->gpu_leases)
 		return zerr_set(err, ZERR_INVALID, "--restore-on-shutdown "
 		    "needs --gpu-leases (it restores leased GPUs)");

@@ -197,6 +197,13 @@ serve_main(int argc, char **argv)
 	    serve_open_policy(&cfg, &srv, &err) != 0 ||
 	    audit_open(cfg.audit_log, &err) != 0)
 		goto out;
+	if (cfg.mode == MODE_TCP && cfg.tcp_allowed_hosts == NULL &&
+	    strncmp(cfg.tcp_bind_address, "127.", 4) != 0 &&
+	    strncmp(cfg.tcp_bind_address, "[::1]", 5) != 0)
+		zlog(ZLOG_INFO, "tcp_host_check", "msg=\"clients must send "
+		    "the address they connect to as Host, or a name listed in "
+		    "--tcp-allowed-hosts; other names are refused (421, DNS "
+		    "rebinding)\"");
 	if (cfg.mode == MODE_TCP && srv.ctx.key == NULL)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "

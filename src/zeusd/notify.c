@@ -4,6 +4,13 @@
  *
  * One socket, opened once and written from any thread: a datagram send is
  * atomic, so the watchdog thread and the main thread need no lock.
+ *
+ * Nothing here ever waits: the socket is non-blocking and every send says
+ * MSG_DONTWAIT. A datagram to a receiver whose queue is full (a hung or
+ * slow service manager, or a NOTIFY_SOCKET nobody reads) otherwise blocks
+ * until it is read, and the device process's STOPPING=1 held SIGTERM off
+ * for as long (issue 30, item 7). Such a message is dropped instead: the
+ * manager learns the state from the next one, or from the exit.
  */
 #include "zeusd/notify.h"
 
@@ -67,7 +74,7 @@ notify_init(void)
 			    "systemd will not hear that zeusd is ready\"",
 			    zlog_quote(q, sizeof(q), path));
 		} else if ((notify.fd = socket(AF_UNIX, SOCK_DGRAM |
-		    SOCK_CLOEXEC, 0)) < 0) {
+		    SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
 			zlog(ZLOG_WARN, "notify_socket_failed", "error=\"%s\"",
 			    strerror(errno));
 		} else {
@@ -122,11 +129,14 @@ notify_send(const char *state)
 	}
 	if (notify.fd < 0)
 		return;
-	if (sendto(notify.fd, state, strlen(state), MSG_NOSIGNAL,
-	    (struct sockaddr *)&notify.addr, notify.addrlen) < 0 &&
+	if (sendto(notify.fd, state, strlen(state), MSG_NOSIGNAL |
+	    MSG_DONTWAIT, (struct sockaddr *)&notify.addr,
+	    notify.addrlen) < 0 &&
 	    warned++ == 0)	/* once: the watchdog would repeat it forever */
-		zlog(ZLOG_WARN, "notify_failed", "error=\"%s\"",
-		    strerror(errno));
+		zlog(ZLOG_WARN, "notify_failed", "error=\"%s\" msg=\"%s\"",
+		    strerror(errno), errno == EAGAIN ? "the service manager "
+		    "is not reading its notify socket; messages are dropped, "
+		    "never waited for" : "notify messages are lost");
 }
 
 void

@@ -47,7 +47,8 @@ class Zeusd:
     """One zeusd process and an httpx client bound to its transport."""
 
     def __init__(self, tmp, mode="uds", args=(), env=None, simulate=True,
-                 preexec=None, wrapper=(), tcp_host="127.0.0.1"):
+                 preexec=None, wrapper=(), tcp_host="127.0.0.1",
+                 allowed_hosts=("zeusd", "z")):
         self.tmp = Path(tmp)
         self.mode = mode
         self.host = tcp_host
@@ -60,6 +61,10 @@ class Zeusd:
             h = f"[{tcp_host}]" if ":" in tcp_host else tcp_host
             self.url = f"http://{h}:{self.port}"
             cmd += ["--mode", "tcp", "--tcp-bind-address", f"{h}:{self.port}"]
+            # the names the tests' raw requests send in Host (httpx sends
+            # the address, which needs no listing)
+            if allowed_hosts:
+                cmd += ["--tcp-allowed-hosts", ",".join(allowed_hosts)]
         if simulate:
             cmd.append("--simulate")
         cmd += list(args)

@@ -131,6 +131,20 @@ FRAMING = {
         b"GET /time HTTP/1.1\r\nHost: zeusd\r\nAuthorization: Bearer a\r\n"
         b"authorization: Bearer b\r\n\r\n" + SMUGGLED,
         "more than one Authorization"),
+    # issue 30, item 8c: libmicrohttpd hands over the first of two, so
+    # "none" first hid the "cross-site" of a browser's own header
+    "two-sec-fetch-sites": (
+        b"GET /discover HTTP/1.1\r\nHost: zeusd\r\nSec-Fetch-Site: none\r\n"
+        b"Sec-Fetch-Site: cross-site\r\n\r\n" + SMUGGLED,
+        "more than one Sec-Fetch-Site"),
+    "two-origins": (
+        b"GET /discover HTTP/1.1\r\nHost: zeusd\r\nOrigin: http://a.example"
+        b"\r\norigin: http://b.example\r\n\r\n" + SMUGGLED,
+        "more than one Origin"),
+    "two-hosts": (
+        b"GET /discover HTTP/1.1\r\nHost: zeusd\r\nHost: evil.example"
+        b"\r\n\r\n" + SMUGGLED,
+        "more than one Host"),
     # libmicrohttpd keeps a name with blanks before the colon as another
     # header ("Content-Length ") and frames by none: the body became a
     # second request, while a lenient proxy reads a Content-Length

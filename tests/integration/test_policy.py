@@ -780,12 +780,13 @@ def test_lease_conflict_and_restore_on_exit(node):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
-    lines = wait_lines(audit, 9)
+    # 9 setting lines and, since the energy ledger, 3 lease_end lines
+    lines = wait_lines(audit, 12)
     # 4343's one-shot clients took leases and gave them back on exit
     assert sorted((x["gpu"], x["reason"]) for x in lines if x.get("restore")
                   and x["identity"]["uid"] == 4343) == \
         [(0, "process_exit"), (1, "process_exit")]
-    refused = [x for x in lines if x["result"] == "refused"]
+    refused = [x for x in lines if x.get("result") == "refused"]
     assert [(x["identity"]["uid"], x["gpu"]) for x in refused] == \
         [(4343, 0), (4343, 0)], refused
     assert "leased by" in refused[0]["error"]
@@ -798,6 +799,26 @@ def test_lease_conflict_and_restore_on_exit(node):
     assert r["identity"]["uid"] == 4242
     assert r["requested"] == {"power_limit_mw": before}
     assert r["before"] == {"power_limit_mw": 260000}
+
+
+def test_root_change_during_lease_is_overwritten_by_restore(node):
+    """Documented (docs/security.md, issue 30 item 8d): root is never
+    refused and takes no lease, and its change is not noted against the
+    user's lease, so the lease's restore puts back the value from before
+    the user's first change, over root's."""
+    d = node(args=["--gpu-leases"])
+    limit = "/gpu/get_power_limit?gpu_ids=0"
+    before = d.get(limit).json()["0"]["power_limit_mw"]
+    a = holder(d, 4242, LIMIT_BLOCK.format(g=0, mw=250000))
+    try:
+        wait_log(d, "event=gpu_lease_taken gpu=0 uid=4242")
+        assert d.post(LIMIT_BLOCK.format(g=0, mw=300000)).status_code == 200
+        assert d.get(limit).json()["0"]["power_limit_mw"] == 300000
+    finally:
+        a.kill()
+        a.wait()
+    wait_log(d, "event=gpu_lease_released gpu=0")
+    assert d.get(limit).json()["0"]["power_limit_mw"] == before != 300000
 
 
 def test_restore_on_shutdown(node):
@@ -1183,7 +1204,7 @@ def test_failed_restore_keeps_the_lease_and_says_why(node):
     tries = [x for x in lines if x.get("restore") and x["gpu"] == 0]
     assert [x["result"] for x in tries][-1] == "ok", tries
     assert tries[0]["result"] == "error" and tries[0]["error"], tries
-    refused = [x for x in lines if x["result"] == "refused"]
+    refused = [x for x in lines if x.get("result") == "refused"]
     assert len(refused) == 3 and all("restore failed" in x["error"]
                                      for x in refused[1:]), refused
     assert as_user(d, 4343, 4343, "POST",

@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -181,6 +182,80 @@ def test_ready_status_watchdog_stopping(tmp_path):
         if d.proc.poll() is None:
             d.stop()
         n.close()
+
+
+def stop_seconds(d, timeout=30):
+    """Seconds from SIGTERM to the daemon's exit (its status checked)."""
+    t0 = time.monotonic()
+    d.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = d.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        d.proc.kill()
+        d.proc.wait()
+        raise AssertionError(f"zeusd did not stop in {timeout} s:\n"
+                             f"{d.logs()}")
+    took = time.monotonic() - t0
+    d.stop()
+    assert rc == 0, d.logs()
+    return took
+
+
+def test_full_notify_socket_does_not_stall_shutdown(tmp_path):
+    """Issue 30, item 7: a NOTIFY_SOCKET nobody reads, its receive queue
+    full. The device process's blocking sendto() of STOPPING=1 used to
+    hold SIGTERM off for as long as the queue stayed full (more than 8 s
+    seen). Now it sends with MSG_DONTWAIT, drops the message and stops as
+    fast as with a reader: compared with a baseline measured here, with
+    the same notify traffic read by a live receiver, since a fixed bound
+    means nothing on a loaded machine."""
+    base = []
+    for i in range(2):
+        sub = tmp_path / f"base{i}"
+        sub.mkdir()
+        n = Notify(sub)
+        d = Zeusd(sub, env={"NOTIFY_SOCKET": n.path})
+        try:
+            n.wait_for(lambda m: "READY=1" in m)
+            d.wait_ready()
+            # the receiver keeps reading while the daemon stops
+            t = threading.Thread(target=n.drain, args=(5,), daemon=True)
+            t.start()
+            base.append(stop_seconds(d))
+            t.join()
+        finally:
+            if d.proc.poll() is None:
+                d.stop()
+            n.close()
+    baseline = max(base)
+
+    sub = tmp_path / "full"
+    sub.mkdir()
+    n = Notify(sub)
+    filler = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    filler.setblocking(False)
+    queued = 0
+    while True:
+        try:
+            filler.sendto(b"X=%d" % queued, n.path)
+            queued += 1
+        except BlockingIOError:
+            break
+    assert queued > 0
+    d = Zeusd(sub, env={"NOTIFY_SOCKET": n.path})
+    try:
+        d.wait_ready()
+        took = stop_seconds(d)
+        assert "event=notify_failed" in d.logs(), d.logs()
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        filler.close()
+        n.close()
+    # as fast as the baseline, with room for a loaded machine's jitter:
+    # the stall was unbounded (as long as nobody read)
+    assert took < 4 * baseline, (took, base)
 
 
 def test_abstract_notify_socket_and_no_watchdog_for_other_pid(tmp_path):

@@ -1,0 +1,93 @@
+"""GPU leases and pid namespaces (issue 30, item 8d): a client whose
+process zeusd's pid namespace cannot see (zeusd in a container, the
+client outside it) reads as pid 0 through SO_PEERCRED. Such a process
+cannot be told apart from another one, named or watched by number, so it
+cannot take a lease: with --gpu-leases its writes are refused (403) and
+the GPU is untouched. Root never leases and is not refused. Black-box: the
+real binary started in a new pid namespace (unshare), clients outside.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Zeusd
+from simutil import SimLog
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare(1) for a pid namespace")
+
+SET_PL = "nvmlDeviceSetPowerManagementLimit"
+LIMIT = "/gpu/set_power_limit?gpu_ids=0&block=true&power_limit_mw={mw}"
+
+CLIENT = r"""
+import socket, sys
+path, target = sys.argv[1:3]
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.sendall(f"POST {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
+          f"Content-Length: 0\r\n\r\n".encode())
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+head, _, body = data.partition(b"\r\n\r\n")
+print(head.split()[1].decode())
+print(body.decode())
+"""
+
+
+def post(d, target, uid=None):
+    pre = [] if uid is None else ["setpriv", f"--reuid={uid}",
+                                  f"--regid={uid}", "--clear-groups"]
+    out = subprocess.run(pre + [sys.executable, "-c", CLIENT, d.sock,
+                                target], capture_output=True, text=True,
+                         timeout=20, check=True).stdout
+    status, _, body = out.partition("\n")
+    return int(status), body.strip()
+
+
+def children(pid):
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(x) for x in text.split()]
+
+
+def test_client_outside_pid_namespace_cannot_lease():
+    base = Path(tempfile.mkdtemp(prefix="zeusd-pidns-"))
+    os.chmod(base, 0o755)
+    sim = SimLog(base / "sim.log")
+    d = Zeusd(base, "uds", ["--gpu-leases"],
+              env={"ZEUS_SIM_LOG": str(sim.path)},
+              wrapper=["unshare", "--pid", "--fork", "--mount-proc"])
+    try:
+        d.wait_ready()
+        mark = sim.mark()
+        st, body = post(d, LIMIT.format(mw=200000), uid=65534)
+        assert st == 403, body
+        assert "pid namespace" in body, body
+        time.sleep(0.2)
+        assert sim.calls(SET_PL, since=mark) == [], "the GPU was changed"
+        assert "event=gpu_lease_taken" not in d.logs()
+        # root: never leases, never refused
+        st, body = post(d, LIMIT.format(mw=210000))
+        assert st == 200, body
+        assert sim.wait_for(SET_PL, since=mark)
+    finally:
+        # unshare --fork does not pass SIGTERM on: stop zeusd itself
+        for pid in children(d.proc.pid):
+            os.kill(pid, signal.SIGTERM)
+        rc = d.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    assert rc == 0, d.logs()
