@@ -118,3 +118,22 @@ def test_bad_allowed_hosts_refused_at_start(value):
                   "--tcp-allowed-hosts", value)
     assert r.returncode != 0
     assert "--tcp-allowed-hosts" in r.stderr, r.stderr
+
+
+def test_this_nodes_own_name_is_served(tmp_path):
+    """A client that reaches the node by its own name (gethostname, and
+    its first label) needs no --tcp-allowed-hosts; other names still get
+    421, and the listed ones are added to the node's."""
+    me = socket.gethostname()
+    d = tcp(tmp_path, allowed="zeusd.example")
+    try:
+        p = d.port
+        for ok in [me, f"{me}:{p}", me.upper(), me.split(".")[0],
+                   "zeusd.example"]:
+            assert ask(d, ok)[0] == 200, ok
+        for bad in [f"{me}.attacker.example", f"x{me}", f"{me}x"]:
+            assert ask(d, bad)[0] == 421, bad
+        assert f"names=\"zeusd.example,{me}" in d.logs()
+    finally:
+        d.stop()
+
