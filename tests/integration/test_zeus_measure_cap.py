@@ -240,6 +240,10 @@ def test_sigkill_of_zeus_restores_the_limit(start_public, users):
         p.wait()
         wait_for(lambda: limit_mw(n.d, 2) == DEFAULT_MW,
                  "zeusd did not restore the limit", timeout=10)
+        # the lease ends after the restore's last command (the clocks),
+        # a moment after the limit is back
+        wait_for(lambda: [x for x in leases(n.d)["ended"] if x["gpu"] == 2],
+                 "the lease did not end", timeout=10)
         (ended,) = [x for x in leases(n.d)["ended"] if x["gpu"] == 2]
         assert ended["reason"] == "process_exit"
         assert ended["pid"] == p.pid and ended["energy"] == "ok"
