@@ -126,22 +126,57 @@ peer_release(struct peer *p)
 	}
 }
 
-bool
-peer_same(const struct peer *a, const struct peer *b)
+/*
+ * What counting compares (peer.h, peer_same): a Unix peer's uid; all of
+ * loopback (127.0.0.0/8 and ::1) as one peer, since every address of
+ * 127.0.0.0/8 can be bound by any local user; an IPv4 address; an IPv6
+ * address's /64, the least a site is given (RFC 6177), so that one host
+ * cannot be 2^64 peers. `key` gets the bytes compared, the class is
+ * returned.
+ */
+enum peer_class { PC_UNKNOWN, PC_UNIX, PC_LOOPBACK, PC_INET4, PC_INET6 };
+
+static const uint8_t peer_v6_loopback[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 1 };
+
+static enum peer_class
+peer_key(const struct peer *p, const uint8_t **key, size_t *n)
 {
-	if (a->kind != b->kind)
-		return false;
-	switch (a->kind) {
+	*key = NULL;
+	*n = 0;
+	switch (p->kind) {
 	case PEER_UNIX:
-		return a->uid == b->uid;
+		return PC_UNIX;
 	case PEER_INET4:
-		return memcmp(a->addr, b->addr, 4) == 0;
+		if (p->addr[0] == 127)
+			return PC_LOOPBACK;
+		*key = p->addr;
+		*n = 4;
+		return PC_INET4;
 	case PEER_INET6:
-		return memcmp(a->addr, b->addr, 16) == 0;
+		if (memcmp(p->addr, peer_v6_loopback, 16) == 0)
+			return PC_LOOPBACK;
+		*key = p->addr;
+		*n = 8;
+		return PC_INET6;
 	case PEER_UNKNOWN:
 		break;
 	}
-	return true;		/* all unidentified peers share one slot */
+	return PC_UNKNOWN;	/* all unidentified peers share one slot */
+}
+
+bool
+peer_same(const struct peer *a, const struct peer *b)
+{
+	const uint8_t *ka, *kb;
+	size_t na, nb;
+	enum peer_class ca = peer_key(a, &ka, &na), cb = peer_key(b, &kb, &nb);
+
+	if (ca != cb)
+		return false;
+	if (ca == PC_UNIX)
+		return a->uid == b->uid;
+	return na == nb && (na == 0 || memcmp(ka, kb, na) == 0);
 }
 
 uint32_t
@@ -149,21 +184,28 @@ peer_hash(const struct peer *p)
 {
 	/* FNV-1a over the compared bytes; peers are not secret keys, and a
 	 * chain only grows with connections the limit already bounds. */
-	uint32_t h = 2166136261u ^ (uint32_t)p->kind;
 	const uint8_t *b;
 	size_t n;
+	enum peer_class c = peer_key(p, &b, &n);
+	uint32_t h = 2166136261u ^ (uint32_t)c;
 	uint32_t uid = (uint32_t)p->uid;
 
-	if (p->kind == PEER_UNIX) {
+	if (c == PC_UNIX) {
 		b = (const uint8_t *)&uid;
 		n = sizeof(uid);
-	} else {
-		b = p->addr;
-		n = p->kind == PEER_INET4 ? 4 : p->kind == PEER_INET6 ? 16 : 0;
 	}
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 16777619u;
 	return h;
+}
+
+bool
+peer_is_loopback(const struct peer *p)
+{
+	const uint8_t *k;
+	size_t n;
+
+	return peer_key(p, &k, &n) == PC_LOOPBACK;
 }
 
 bool

@@ -4,8 +4,9 @@
  * can tell: the uid/gid/pid of a Unix-socket peer (SO_PEERCRED, taken at
  * accept time) or the address of a TCP peer.
  *
- * The identity is what per-peer limits count (peer_limit.h) and what the
- * logs name. IPv4-mapped IPv6 addresses count as their IPv4 address, so a
+ * The identity is what per-peer limits count (peer_limit.h, by peer_same:
+ * all of loopback as one, an IPv6 address by its /64) and what the logs
+ * name (the whole address). IPv4-mapped IPv6 addresses count as their IPv4 address, so a
  * dual-stack listener cannot be used to double a peer's allowance.
  */
 #ifndef ZEUS_PEER_H
@@ -75,11 +76,20 @@ bool peer_exited(const struct peer *p);
 /* Closes p->pidfd, if any. */
 void peer_release(struct peer *p);
 
-/* Same peer for counting purposes (kind and uid, or kind and address). */
+/*
+ * Same peer for counting purposes: on a Unix socket the uid; on TCP all of
+ * loopback (127.0.0.0/8 and ::1) is one peer (any local user may bind
+ * every address of 127.0.0.0/8), an IPv4 address is one, and so is an
+ * IPv6 /64 (a host may use any address of its /64). The address itself is
+ * kept whole for the logs (peer_format).
+ */
 bool peer_same(const struct peer *a, const struct peer *b);
 
 /* Hash of what peer_same compares. */
 uint32_t peer_hash(const struct peer *p);
+
+/* A TCP peer on 127.0.0.0/8 or ::1 (the one "loopback" peer). */
+bool peer_is_loopback(const struct peer *p);
 
 /* Root on the Unix socket: never limited. */
 bool peer_is_root(const struct peer *p);

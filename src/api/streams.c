@@ -29,7 +29,8 @@
  * with events but no room is "blocked": it suspends like an idle one and the
  * sampler wakes it at every tick of its devices to look again; since
  * libmicrohttpd's idle timeout does not run while suspended, the reader ends
- * a stream whose socket took nothing for the connection timeout.
+ * a stream whose socket took nothing for the connection timeout, and one
+ * whose client hung up at once (it writes nothing that could fail).
  *
  * Locks, always taken in this order, and held for copies only (and the
  * nudge's one eventfd write):
@@ -48,6 +49,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -803,14 +805,39 @@ streams_notice(struct streams_sub *sub, struct streams_out *o)
 }
 
 /*
- * A blocked stream is suspended, where libmicrohttpd's idle timeout does not
- * run, so its rule is applied here: a socket that took nothing (its queue
- * did not shrink) for the connection timeout ends the stream.
+ * Whether the client is gone: POLLHUP or POLLERR on the socket, asked
+ * without waiting. A blocked stream writes nothing, so nothing would tell
+ * it that its client closed; one that never read closes with unread data,
+ * and its kernel answers with a reset, after which the send queue never
+ * shrinks: the stream (its connection, its peer's slot) stayed until the
+ * no-progress limit. The fd is libmicrohttpd's, still open: the reader runs
+ * on its thread, inside the connection. A half-close (FIN only) is no
+ * hang-up here: such a client may still read.
  */
 static bool
+streams_peer_gone(const struct streams_sub *sub)
+{
+	struct pollfd pf = { .fd = sub->fd, .events = 0 };
+
+	return poll(&pf, 1, 0) == 1 &&
+	    (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+enum streams_stall { STALL_WAIT, STALL_NO_PROGRESS, STALL_PEER_GONE };
+
+/*
+ * A blocked stream is suspended, where libmicrohttpd's idle timeout does not
+ * run, so its rule is applied here: a socket that took nothing (its queue
+ * did not shrink) for the connection timeout ends the stream. While its
+ * queue does not shrink it also looks whether the client is gone, at every
+ * tick (the sampler wakes blocked streams at every tick of their devices):
+ * a closed client's stream ends then, not at the timeout.
+ */
+static enum streams_stall
 streams_stalled_out(struct streams_sub *sub, bool fresh, uint64_t *ms)
 {
 	uint64_t now = sampler_now_ns();
+	bool stalling = true;
 
 	if (!fresh && sub->fd >= 0)
 		streams_outq_refresh(sub);
@@ -818,10 +845,15 @@ streams_stalled_out(struct streams_sub *sub, bool fresh, uint64_t *ms)
 	    sub->outq_max < sub->stall_outq) {
 		sub->stall_since = now;
 		sub->stall_outq = sub->outq_max;
+		stalling = false;
 	}
 	streams_set_blocked(sub, true);
 	*ms = (now - sub->stall_since) / 1000000;
-	return sub->stall_ns > 0 && now - sub->stall_since >= sub->stall_ns;
+	if (sub->stall_ns > 0 && now - sub->stall_since >= sub->stall_ns)
+		return STALL_NO_PROGRESS;
+	if (stalling && sub->fd >= 0 && streams_peer_gone(sub))
+		return STALL_PEER_GONE;
+	return STALL_WAIT;
 }
 
 static ssize_t
@@ -831,6 +863,7 @@ streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	struct streams *st = sub->st;
 	struct streams_out o = { .buf = buf, .max = max };
 	uint64_t logged = 0, total, stalled_ms = 0;
+	enum streams_stall stall = STALL_WAIT;
 	uint_fast64_t ka;
 	bool fresh, expired, revoked;
 	ssize_t ret;
@@ -879,7 +912,8 @@ streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		sub->outq_max += streams_cost(sub, o.n + STREAMS_FRAMING);
 		streams_set_blocked(sub, false);
 		ret = (ssize_t)o.n;
-	} else if (o.starved && streams_stalled_out(sub, fresh, &stalled_ms)) {
+	} else if (o.starved && (stall = streams_stalled_out(sub, fresh,
+	    &stalled_ms)) != STALL_WAIT) {
 		streams_set_blocked(sub, false);
 		ret = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else {
@@ -899,8 +933,10 @@ streams_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		    sub->ncur, logged, total);
 	if (ret == MHD_CONTENT_READER_END_WITH_ERROR)
 		zlog(ZLOG_INFO, "stream_dropped", "kind=%s devices=%u "
-		    "reason=no_progress stalled_ms=%" PRIu64,
-		    streams_kind_name(sub->kind), sub->ncur, stalled_ms);
+		    "reason=%s stalled_ms=%" PRIu64,
+		    streams_kind_name(sub->kind), sub->ncur,
+		    stall == STALL_PEER_GONE ? "peer_gone" : "no_progress",
+		    stalled_ms);
 	return ret;
 }
 

@@ -118,13 +118,18 @@ server_log_allowed(void)
 static void
 server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 {
-	char body[160], head[512], who[96];
+	char body[192], head[512], who[96];
 	int blen, hlen;
 
 	if (all)
 		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
 		    "connections (limit %u); retry later\"}",
 		    (unsigned)SERVER_CONNECTION_LIMIT);
+	else if (peer_is_loopback(p))
+		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
+		    "connections from loopback, which counts as one peer "
+		    "(limit %u); local clients: use the Unix socket\"}",
+		    srv->max_per_peer);
 	else
 		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
 		    "connections from this peer (limit %u); close some and "
@@ -137,10 +142,11 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 	(void)shutdown(fd, SHUT_RDWR);
 	atomic_fetch_add(&srv->conns_refused, 1);
 	if (server_log_allowed())
-		zlog(ZLOG_WARN, "connection_refused", "%s reason=%s limit=%u",
+		zlog(ZLOG_WARN, "connection_refused", "%s reason=%s limit=%u%s",
 		    peer_format(p, who, sizeof(who)), all ? "connection_limit" :
 		    "per_peer_limit", all ? (unsigned)SERVER_CONNECTION_LIMIT :
-		    srv->max_per_peer);
+		    srv->max_per_peer, !all && peer_is_loopback(p) ?
+		    " peer=loopback" : "");
 }
 
 /*

@@ -4,6 +4,7 @@ slowloris clients that trickle a request, and connection floods meant to
 lock everyone out before authenticating (docs/security.md, "Connections").
 """
 import os
+import re
 import resource
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import textwrap
 import threading
 import time
 
+import httpx
 import jwt
 import pytest
 
@@ -347,6 +349,34 @@ def open_and_count(d, n, source=None, settle=0.5):
     return held, refused
 
 
+def other_local_v4():
+    """A non-loopback IPv4 address of this machine, or None. A socket bound
+    to it may connect to 127.0.0.1 (Linux routes it over lo), and zeusd
+    then sees a peer that is not the loopback peer: a stand-in for a
+    remote client."""
+    try:
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope",
+                              "global"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        f = line.split()
+        if "inet" in f:
+            addr = f[f.index("inet") + 1].split("/")[0]
+            try:
+                with socket.socket() as s:
+                    s.bind((addr, 0))
+                return addr
+            except OSError:
+                continue
+    return None
+
+
+NO_OTHER_ADDRESS = ("this machine has no non-loopback IPv4 address to stand "
+                    "in for another peer (all of 127.0.0.0/8 is one peer)")
+
+
 def test_per_address_cap_tcp(start):
     d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
     held, refused = open_and_count(d, 12, "127.0.0.1")
@@ -354,9 +384,9 @@ def test_per_address_cap_tcp(start):
     # held connections still work
     held[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
     assert held[0].recv(4096).startswith(b"HTTP/1.1 200 ")
-    # another address is not affected
-    other, refused2 = open_and_count(d, 8, "127.0.0.2")
-    assert (len(other), refused2) == (8, 0)
+    # another loopback address is the same peer (see the next test)
+    other, refused2 = open_and_count(d, 2, "127.0.0.2")
+    assert (len(other), refused2) == (0, 2)
     # a closed connection gives its slot back
     held.pop().close()
     time.sleep(0.2)
@@ -366,8 +396,75 @@ def test_per_address_cap_tcp(start):
         s.close()
     assert "event=connection_refused addr=127.0.0.1 reason=per_peer_limit" \
         in d.logs()
-    # 5 refused above (a scrape refused while the closes are reaped adds)
-    assert metric(d, "zeusd_connections_refused_total") >= 5
+    # 7 refused above (a scrape refused while the closes are reaped adds)
+    assert metric(d, "zeusd_connections_refused_total") >= 7
+
+
+def test_loopback_addresses_are_one_peer_tcp(start):
+    """The attack: any local user may bind every address of 127.0.0.0/8,
+    and when each was a peer of its own, 64 connections from each of 260
+    of them filled the whole table. Now switching addresses gains nothing:
+    all of loopback holds the cap, together."""
+    d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
+    sources = [f"127.0.{10 + a // 250}.{a % 250 + 1}" for a in range(100)]
+    socks = [connect(d, src) for src in sources for _ in range(3)]
+    # wait for the refusals themselves rather than guess how long
+    # accepting 300 connections takes on a loaded machine
+    answers, deadline = {}, time.monotonic() + 30
+    while len(answers) < len(socks) - 8 and time.monotonic() < deadline:
+        for i, s in enumerate(socks):
+            if i in answers:
+                continue
+            s.setblocking(False)
+            try:
+                answers[i] = s.recv(4096)
+            except BlockingIOError:
+                pass
+            except ConnectionResetError:
+                answers[i] = b""
+        time.sleep(0.05)
+    time.sleep(0.3)      # none of the 8 kept is refused late either
+    held = [s for i, s in enumerate(socks) if i not in answers and
+            still_open(s)]
+    try:
+        assert (len(held), len(answers)) == (8, 292)
+        bodies = [a for a in answers.values() if a]
+        assert bodies and all(a.startswith(b"HTTP/1.1 503 ") for a in bodies)
+        assert b"from loopback, which counts as one peer (limit 8)" \
+            in bodies[0], bodies[0]
+        # the log names the address that connected, and the peer it counts as
+        logged = [line for line in d.logs().splitlines()
+                  if "event=connection_refused" in line]
+        assert logged and all("reason=per_peer_limit" in line and
+                              "peer=loopback" in line for line in logged)
+        assert any(re.search(r" addr=127\.0\.1[01]\.\d+ ", line)
+                   for line in logged), logged
+        # the kept ones still work
+        held[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
+        assert held[0].recv(4096).startswith(b"HTTP/1.1 200 ")
+    finally:
+        for s in socks:
+            s.close()
+    assert metric(d, "zeusd_connections_refused_total") >= 292
+
+
+def test_other_peer_not_affected_by_full_loopback_tcp(start):
+    src = other_local_v4()
+    if src is None:
+        pytest.skip(NO_OTHER_ADDRESS)
+    d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
+    held, refused = open_and_count(d, 10, "127.0.0.1")
+    assert (len(held), refused) == (8, 2)
+    other, refused2 = open_and_count(d, 10, src)
+    try:
+        assert (len(other), refused2) == (8, 2)
+        other[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
+        assert other[0].recv(4096).startswith(b"HTTP/1.1 200 ")
+        assert f"event=connection_refused addr={src} reason=per_peer_limit" \
+            in d.logs()
+    finally:
+        for s in held + other:
+            s.close()
 
 
 NOBODY_FLOOD = textwrap.dedent("""
@@ -437,11 +534,17 @@ def test_per_uid_cap_uds_and_root_unlimited(start_public):
 
 # --- a flood does not lock a well-behaved client out ---------------------------------
 
-def timed_get(d, path, headers=None, tries=3):
-    """Best of `tries` fresh-connection requests: (seconds, response)."""
+def timed_get(d, path, headers=None, tries=3, source=None):
+    """Best of `tries` fresh-connection requests: (seconds, response);
+    `source`: the local address to connect from (TCP)."""
     best = None
     for _ in range(tries):
-        c = d.make_client(timeout=10)
+        if source is None:
+            c = d.make_client(timeout=10)
+        else:
+            c = httpx.Client(base_url=d.url, timeout=10,
+                             transport=httpx.HTTPTransport(
+                                 local_address=source))
         t0 = time.monotonic()
         r = c.get(path, headers=headers or {})
         dt = time.monotonic() - t0
@@ -484,26 +587,35 @@ class Slowloris:
 
 
 def test_flood_does_not_lock_out_a_valid_client_tcp(start, tmp_path):
+    # All of loopback is one peer, and this machine has no other addresses
+    # to flood from, so the cap of that one peer is raised to what the
+    # flood below may keep: slowloris (200) + idle (3,000) + 64 for the
+    # greedy part. The valid client then comes from another address of the
+    # machine (as a remote client would); without one it shares the
+    # loopback peer, whose every slot the flood holds.
+    src = other_local_v4()
+    if src is None:
+        pytest.skip(NO_OTHER_ADDRESS)
     key = tmp_path / "key"
     key.write_bytes(b"k" * 32)
     d = start("tcp", args=["--signing-key-path", str(key)],
-              env={"ZEUSD_LOG": "info"})
+              env={"ZEUSD_LOG": "info",
+                   "ZEUSD_MAX_CONNS_PER_PEER": str(200 + 3000 + 64)})
     tok = jwt.encode({"sub": "alice", "scopes": SCOPES}, key.read_bytes(),
                      algorithm="HS256")
     auth = {"Authorization": f"Bearer {tok}"}
-    quiet = timed_get(d, "/gpu/get_power", auth)
-    # several thousand idle connections (no bytes sent) from 50 addresses,
-    # each address under its cap of 64 ...
-    idle = [connect(d, f"127.0.1.{i}") for i in range(1, 51) for _ in range(60)]
-    # ... one address trying to take far more than its share ...
-    greedy, refused = open_and_count(d, 500, "127.0.2.1")
-    # ... and a slowloris set trickling headers
+    quiet = timed_get(d, "/gpu/get_power", auth, source=src)
+    # a slowloris set trickling headers ...
     slow = Slowloris(d, [f"127.0.3.{i}" for i in range(1, 5)], 50)
+    # ... several thousand idle connections (no bytes sent) ...
+    idle = [connect(d, f"127.0.1.{i}") for i in range(1, 51) for _ in range(60)]
+    # ... and the peer trying to take far more than its share
+    greedy, refused = open_and_count(d, 500, "127.0.2.1")
     try:
         assert len(greedy) == 64 and refused == 436
         held = sum(still_open(s) for s in idle)
         assert held == len(idle) == 3000
-        flooded = timed_get(d, "/gpu/get_power", auth)
+        flooded = timed_get(d, "/gpu/get_power", auth, source=src)
         print(f"valid client under flood: {flooded * 1000:.1f} ms "
               f"(quiet: {quiet * 1000:.1f} ms) with {held + len(greedy)} "
               f"idle and {slow.alive()} slowloris connections held")
@@ -671,10 +783,13 @@ def wait_held(d, n, timeout):
         time.sleep(0.05)
 
 
-def test_full_table_from_loopback_addresses_keeps_watchdog(start, tmp_path):
-    # every 127.x.y.z is a peer of its own on TCP; any local user may bind them
+def test_full_table_from_many_tcp_peers_keeps_watchdog(start, tmp_path):
+    # Many TCP peers fill the table (a botnet on a public port). All of
+    # loopback is one peer now, so the per-peer cap is off here (0) to let
+    # this machine's addresses stand in for them.
     path, n = notify_socket(tmp_path)
-    d = start("tcp", env={**FULL_TABLE_ENV, "NOTIFY_SOCKET": path})
+    d = start("tcp", env={**FULL_TABLE_ENV, "NOTIFY_SOCKET": path,
+                          "ZEUSD_MAX_CONNS_PER_PEER": "0"})
     socks = []
     # Paced: a flood that overflows the listen backlog (1024) gets SYN
     # cookies, and a cookie's handshake that finds the accept queue full is

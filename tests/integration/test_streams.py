@@ -717,6 +717,106 @@ def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
     assert wait_subscribers(d, 0)
 
 
+def scrape(d, series):
+    """A series of /metrics, on a connection of its own."""
+    c = d.make_client(timeout=10)
+    try:
+        r = c.get("/metrics")
+    finally:
+        c.close()
+    assert r.status_code == 200, r.text
+    return int(float(re.search(r"^" + re.escape(series) + r" (\S+)$",
+                               r.text, re.M)[1]))
+
+
+def streams_open(d):
+    return scrape(d, "zeusd_streams_open")
+
+
+def seconds_until_no_stream(d, limit):
+    t0 = time.monotonic()
+    while streams_open(d) != 0:
+        assert time.monotonic() - t0 < limit, d.logs()[-3000:]
+        time.sleep(0.02)
+    return time.monotonic() - t0
+
+
+def unread(s):
+    """Bytes waiting in the client's receive queue (FIONREAD)."""
+    import fcntl
+    import struct
+    import termios
+    return struct.unpack("i", fcntl.ioctl(s.sock.fileno(), termios.FIONREAD,
+                                          b"\0\0\0\0"))[0]
+
+
+@pytest.mark.parametrize("mode", ["tcp", "uds"])
+def test_closed_streams_that_never_read_are_freed_at_once(simd, mode):
+    # A client that never reads fills its socket; its stream then waits,
+    # suspended, for room (docs/streams.md). When such a client closed
+    # (on TCP the kernel answers with a reset, having unread data), the
+    # stream kept its connection, and the peer's slot, until the
+    # no-progress limit, the 60 s idle timeout: nothing wrote to the dead
+    # socket and its send queue never shrank. It is now noticed at the
+    # next tick. The baseline is how long streams whose clients read take
+    # to be freed after a close (their next event fails); the closed
+    # non-readers must go in a small multiple of that, not 60 s.
+    # 8 GPUs at the default 20 Hz: the socket budget (~5.8 KB) is below
+    # what the kernel's send buffer takes, so the stream waits suspended in
+    # zeusd, not with bytes in libmicrohttpd's buffer (where libmicrohttpd
+    # itself watches the socket)
+    n = 8
+    d = simd(mode=mode, env={"ZEUS_SIM_GPUS": "8", "ZEUSD_LOG": "info",
+                  "ZEUSD_MAX_CONNS_PER_PEER": str(n + 2)})
+    readers = [Stream(d, "/gpu/stream_power", blocking=False)
+               for _ in range(n)]
+    pump_all(readers, 0.5)
+    assert all(len(r.data()) > 0 for r in readers)
+    for r in readers:
+        r.close()
+    base = seconds_until_no_stream(d, 30)
+    stalled = [Stream(d, "/gpu/stream_power", rcvbuf=4096) for _ in range(n)]
+    # until every client's receive queue is full and stays so, and then
+    # until the streams skip events: only a stream that could not send for
+    # longer than its ring holds (10 events a GPU) skips, so by then they
+    # are blocked (their sockets hold the budget), waiting suspended
+    skipped = 'zeusd_stream_events_skipped_total{kind="gpu"}'
+    last, deadline = None, time.monotonic() + 30
+    while True:
+        time.sleep(0.3)
+        now = [unread(s) for s in stalled]
+        if last == now and all(now):
+            break
+        assert time.monotonic() < deadline, now
+        last = now
+    first = scrape(d, skipped)
+    while scrape(d, skipped) < first + n * 8 * 10:
+        assert time.monotonic() < deadline, d.logs()[-3000:]
+        time.sleep(0.1)
+    assert streams_open(d) == n
+    for s in stalled:
+        s.close()
+    limit = min(30.0, 2.0 + 10 * base)
+    took = seconds_until_no_stream(d, limit)
+    print(f"{mode}: {n} closed streams that never read freed in "
+          f"{took * 1000:.0f} ms (readers: {base * 1000:.0f} ms; "
+          f"limit {limit:.1f} s, idle timeout 60 s)")
+    gone = d.logs().count("reason=peer_gone")
+    print(f"{mode}: {gone} of them ended as peer_gone")
+    if mode == "tcp":   # a Unix socket's close frees the queue: writes fail
+        assert gone >= 1, d.logs()[-3000:]
+    # their slots are free: the peer opens as many connections again
+    again = [d.raw_socket(10) for _ in range(n + 1)]
+    try:
+        for c in again:
+            c.sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
+        for c in again:
+            assert c.recv(4096).startswith(b"HTTP/1.1 200 ")
+    finally:
+        for c in again:
+            c.close()
+
+
 def test_busy_streams_get_no_keepalive(start):
     # The simulator's power changes at every sample, so the stream always
     # has events: the keepalive tick skips it (no burst over busy streams),

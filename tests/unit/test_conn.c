@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -32,6 +33,17 @@ peer_v4(const char *a)
 	memset(&p, 0, sizeof(p));
 	p.kind = PEER_INET4;
 	assert_int_equal(inet_pton(AF_INET, a, p.addr), 1);
+	return p;
+}
+
+static struct peer
+peer_v6(const char *a)
+{
+	struct peer p;
+
+	memset(&p, 0, sizeof(p));
+	p.kind = PEER_INET6;
+	assert_int_equal(inet_pton(AF_INET6, a, p.addr), 1);
 	return p;
 }
 
@@ -213,6 +225,74 @@ test_same_ignores_pid(void **state)
 	assert_false(peer_same(&a, &c));
 }
 
+/* All of loopback is one peer; the logs still name the real address. */
+static void
+test_same_loopback_is_one_peer(void **state)
+{
+	struct peer a = peer_v4("127.0.0.1"), b = peer_v4("127.5.6.7"),
+	    c = peer_v6("::1"), d = peer_v4("128.0.0.1"), e = peer_v6("::2"),
+	    f = peer_v4("126.255.255.255"), u = peer_uid(0, 1);
+	struct peer_limit *pl;
+	struct zerr err;
+	char buf[96];
+
+	assert_true(peer_same(&a, &b));
+	assert_true(peer_same(&a, &c));
+	assert_true(peer_same(&c, &b));
+	assert_int_equal(peer_hash(&a), peer_hash(&b));
+	assert_int_equal(peer_hash(&a), peer_hash(&c));
+	assert_true(peer_is_loopback(&b) && peer_is_loopback(&c));
+	assert_false(peer_is_loopback(&d) || peer_is_loopback(&e) ||
+	    peer_is_loopback(&f) || peer_is_loopback(&u));
+	assert_false(peer_same(&a, &d));
+	assert_false(peer_same(&a, &f));
+	assert_false(peer_same(&c, &e));	/* ::2 is no loopback */
+	assert_false(peer_same(&a, &u));
+	assert_string_equal(peer_format(&b, buf, sizeof(buf)),
+	    "addr=127.5.6.7");
+	assert_string_equal(peer_format(&c, buf, sizeof(buf)), "addr=::1");
+	/* the attack: switching loopback addresses does not pass the cap */
+	assert_int_equal(peer_limit_create(8, &pl, &err), 0);
+	for (unsigned i = 0; i < 260; i++) {
+		char s[32];
+		struct peer p;
+
+		snprintf(s, sizeof(s), "127.%u.%u.%u", i / 250, i % 250,
+		    i % 7 + 1);
+		p = peer_v4(s);
+		assert_true(peer_limit_acquire(pl, &p) == (i < 8));
+	}
+	assert_false(peer_limit_acquire(pl, &c));
+	assert_int_equal(peer_limit_peers(pl), 1);
+	assert_int_equal(peer_limit_count(pl, &a), 8);
+	assert_true(peer_limit_acquire(pl, &d));
+	peer_limit_destroy(pl);
+}
+
+/* An IPv6 /64 is one peer; IPv4 addresses are peers of their own. */
+static void
+test_same_v6_prefix_v4_address(void **state)
+{
+	struct peer a = peer_v6("2001:db8:1:2::1"),
+	    b = peer_v6("2001:db8:1:2:ffff:ffff:ffff:fffe"),
+	    c = peer_v6("2001:db8:1:3::1"), d = peer_v6("2001:db9:1:2::1"),
+	    e = peer_v4("10.0.0.1"), f = peer_v4("10.0.0.2"),
+	    g = peer_v4("10.0.0.1");
+
+	assert_true(peer_same(&a, &b));
+	assert_int_equal(peer_hash(&a), peer_hash(&b));
+	assert_false(peer_same(&a, &c));
+	assert_false(peer_same(&a, &d));
+	assert_false(peer_same(&e, &f));
+	assert_true(peer_same(&e, &g));
+	assert_int_equal(peer_hash(&e), peer_hash(&g));
+	assert_false(peer_same(&a, &e));
+	/* hashes spread: different /64s and addresses rarely collide */
+	assert_true(peer_hash(&a) != peer_hash(&c) ||
+	    peer_hash(&a) != peer_hash(&d));
+	assert_true(peer_hash(&e) != peer_hash(&f));
+}
+
 static void
 test_limit_counts_per_peer(void **state)
 {
@@ -377,6 +457,8 @@ main(void)
 		cmocka_unit_test(test_own_groups),
 		cmocka_unit_test(test_identify_v4_mapped),
 		cmocka_unit_test(test_same_ignores_pid),
+		cmocka_unit_test(test_same_loopback_is_one_peer),
+		cmocka_unit_test(test_same_v6_prefix_v4_address),
 		cmocka_unit_test(test_limit_counts_per_peer),
 		cmocka_unit_test(test_limit_many_peers_collide),
 		cmocka_unit_test(test_deadline_expires_armed_only),
