@@ -1,0 +1,238 @@
+"""The Windows cross build (make windows, docs/windows.md), run under wine.
+
+Skipped, with the reason, unless wine is installed and build-win/ (or
+ZEUS_WIN_BUILD) holds the cross-built programs. Not part of make check /
+scripts/check.sh yet (issue 31). Everything runs headless: WINEDEBUG=-all,
+no DISPLAY, a WINEPREFIX of its own in a temporary folder (made once per
+session: wine's first start takes about 15 s).
+
+What runs:
+  nvml_probe.exe  the daemon's own NVML backend (src/devices/nvml.c over
+                  dynlib_win.c and nvml_os_win.c) loading nvml-sim.dll:
+                  enumerate, read power/energy/limits, set a power limit
+  nvml-sim.dll    the simulator's Windows platform file (sim_os_win.c):
+                  profiles, fault rules from the environment and from a
+                  control file, the call log
+  deps_probe.exe  the static Windows builds of libmicrohttpd, jansson,
+                  nettle and pcre2 serving HTTP on 127.0.0.1, asked from
+                  Linux
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_WIN = Path(os.environ.get("ZEUS_WIN_BUILD", ROOT / "build-win"))
+WINE = shutil.which("wine")
+SIM = BUILD_WIN / "nvml-sim.dll"
+PROBE = BUILD_WIN / "nvml_probe.exe"
+DEPS = BUILD_WIN / "deps_probe.exe"
+
+if WINE is None:
+    pytest.skip("wine is not installed (scripts/win-deps.sh tools)",
+                allow_module_level=True)
+if not (SIM.exists() and PROBE.exists()):
+    pytest.skip(f"no Windows build in {BUILD_WIN} (make windows)",
+                allow_module_level=True)
+
+
+def winpath(p):
+    """A Linux path as wine's programs see it (drive Z: is /)."""
+    return "Z:" + str(p).replace("/", "\\")
+
+
+@pytest.fixture(scope="module")
+def wine_env(tmp_path_factory):
+    prefix = tmp_path_factory.mktemp("wineprefix")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ZEUS_SIM_", "ZEUSD_")) and k != "DISPLAY"}
+    env.update(WINEPREFIX=str(prefix), WINEDEBUG="-all",
+               WINEDLLOVERRIDES="mscoree,mshtml=")
+    # the prefix is made by the first start; do it once, here
+    subprocess.run([WINE, "cmd", "/c", "exit"], env=env, timeout=180,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    yield env
+    subprocess.run(["wineserver", "-k"], env=env, timeout=60,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_probe(env, *args, extra=None, timeout=60):
+    e = dict(env)
+    e.update(extra or {})
+    p = subprocess.run([WINE, str(PROBE), *args], env=e, timeout=timeout,
+                       capture_output=True, text=True)
+    fields = []
+    for line in p.stdout.splitlines():
+        d = {}
+        for part in _split(line):
+            k, _, v = part.partition("=")
+            d[k] = v.strip('"')
+        fields.append(d)
+    return p, fields
+
+
+def _split(line):
+    """key=value words; a double-quoted value may hold spaces."""
+    out, cur, quoted = [], "", False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        if ch == " " and not quoted:
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+def gpus(fields):
+    return [f for f in fields if "gpu" in f and "name" in f]
+
+
+def test_probe_reads_and_writes_through_the_simulator(wine_env):
+    p, fields = run_probe(wine_env, winpath(SIM))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert fields[0] == {"backend": "nvml", "count": "4"}
+    g = gpus(fields)
+    assert [x["gpu"] for x in g] == ["0", "1", "2", "3"]
+    for x in g:
+        assert x["name"] == "NVIDIA A100-SXM4-80GB"
+        assert x["arch"] == "ampere"
+        assert 0 < int(x["power_mw"]) <= 400000
+        assert (x["min_mw"], x["max_mw"]) == ("100000", "400000")
+        assert int(x["energy_mj"]) > 0
+    last = fields[-1]
+    assert last["set_limit_mw"] == last["read_back_mw"] == "250000"
+    # the backend's own log lines went to stderr, key=value
+    assert "event=nvml_gpu gpu=3" in p.stderr
+
+
+def test_profiles_and_gpu_count_come_from_the_environment(wine_env):
+    p, fields = run_probe(wine_env, winpath(SIM), extra={
+        "ZEUS_SIM_PROFILE": "h100,p100", "ZEUS_SIM_GPUS": "3"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    g = gpus(fields)
+    assert [x["name"] for x in g] == [
+        "NVIDIA H100 80GB HBM3", "Tesla P100-PCIE-16GB",
+        "NVIDIA H100 80GB HBM3"]
+    # a P100 has no energy counter
+    assert g[1]["energy_mj"] == "-" and g[0]["energy_mj"] != "-"
+    assert fields[-1]["read_back_mw"] == "450000"
+
+
+def test_a_write_the_driver_refuses_is_403_naming_an_administrator(wine_env):
+    p, fields = run_probe(wine_env, winpath(SIM), "denied", extra={
+        "ZEUS_SIM_FAULTS":
+            "fail nvmlDeviceSetPowerManagementLimit * NO_PERMISSION"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    last = fields[-1]
+    assert last["status"] == "403"
+    assert "lets only an administrator change this setting" in \
+        last["write_error"]
+    assert "zeusd runs as user " in last["write_error"]
+
+
+def test_control_file_rules_and_call_log(wine_env, tmp_path):
+    control = tmp_path / "control"
+    control.write_text(
+        "# the simulator re-reads this file when it changes\n"
+        "fail nvmlDeviceSetPowerManagementLimit 0 NO_PERMISSION\n")
+    log = tmp_path / "calls.log"
+    extra = {"ZEUS_SIM_CONTROL": winpath(control),
+             "ZEUS_SIM_LOG": winpath(log)}
+    p, fields = run_probe(wine_env, winpath(SIM), "denied", extra=extra)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert fields[-1]["status"] == "403"
+    lines = log.read_text().splitlines()
+    sets = [ln for ln in lines
+            if " nvmlDeviceSetPowerManagementLimit " in ln]
+    assert len(sets) == 1 and " 0 " in sets[0] and "rc=NO_PERMISSION" in \
+        sets[0], sets
+    assert any(" nvmlInit_v2 " in ln for ln in lines)
+    # the rule lifted: the same write goes through, and is appended
+    control.write_text("fail nvmlDeviceSetPowerManagementLimit 0 SUCCESS\n")
+    p, fields = run_probe(wine_env, winpath(SIM), extra=extra)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert fields[-1]["read_back_mw"] == "250000"
+    sets = [ln for ln in log.read_text().splitlines()
+            if " nvmlDeviceSetPowerManagementLimit " in ln]
+    assert len(sets) == 2 and "rc=SUCCESS" in sets[1]
+
+
+def test_a_missing_library_is_one_clear_error(wine_env):
+    p, fields = run_probe(wine_env, "nothere.dll")
+    assert p.returncode == 1
+    assert fields[0]["open_error"].startswith(
+        "cannot load NVML library 'nothere.dll': ")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port, path):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head.decode().split("\r\n")[0], json.loads(body)
+
+
+@pytest.mark.skipif(not DEPS.exists(),
+                    reason="deps_probe.exe not built (-Dwin_deps=false)")
+def test_static_libraries_serve_http_under_wine(wine_env):
+    port = free_port()
+    proc = subprocess.Popen([WINE, str(DEPS), str(port)], env=wine_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, body = get(port, "/gpu/0/power")
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        assert status == "HTTP/1.1 200 OK"
+        # HMAC-SHA256("key", "The quick brown fox jumps over the lazy dog")
+        assert body["hmac_sha256"] == ("f7bc83f430538424b13298e6aa6fb143"
+                                       "ef4d59a14946175997479dbc2d1a3cd8")
+        assert body["gpu_path"] is True and body["method"] == "GET"
+        assert body["mhd"] == "0.9.75"
+        assert get(port, "/discover")[1]["gpu_path"] is False
+        get(port, "/quit")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_programs_need_only_system_dlls():
+    objdump = shutil.which("x86_64-w64-mingw32-objdump")
+    if objdump is None:
+        pytest.skip("x86_64-w64-mingw32-objdump missing")
+    system = {"kernel32.dll", "msvcrt.dll", "advapi32.dll", "ws2_32.dll",
+              "user32.dll", "bcrypt.dll"}
+    for f in [SIM, PROBE] + ([DEPS] if DEPS.exists() else []):
+        out = subprocess.run([objdump, "-p", str(f)], capture_output=True,
+                             text=True, check=True).stdout
+        dlls = {ln.split(":", 1)[1].strip().lower()
+                for ln in out.splitlines() if "DLL Name:" in ln}
+        assert dlls <= system, (f.name, dlls - system)
