@@ -11,6 +11,7 @@
  *   deps_probe.exe <port>
  */
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
