@@ -8,7 +8,7 @@
 #        apt-get --no-install-recommends, when missing (as root; otherwise it
 #        prints the command and fails, like scripts/deps.sh).
 # libs:  libmicrohttpd, jansson, nettle and pcre2, cross-built as static
-#        x86_64-w64-mingw32 libraries from the upstream tarballs of Debian's
+#        x86_64-w64-mingw32 libraries (and libcurl, for libzeus) from the upstream tarballs of Debian's
 #        own source packages (the .orig tarballs its bookworm .dsc files
 #        name), pinned by version and sha256 below, into
 #
@@ -29,12 +29,14 @@ TRIPLE=x86_64-w64-mingw32
 MIRROR=${ZEUS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 # name version tarball pool-path sha256 (from the bookworm .dsc files:
-# libmicrohttpd 0.9.75-6, jansson 2.14-2, nettle 3.8.1-2, pcre2 10.42-1)
+# libmicrohttpd 0.9.75-6, jansson 2.14-2, nettle 3.8.1-2, pcre2 10.42-1,
+# curl 7.88.1-10+deb12u15 for libzeus)
 PKGS="
 libmicrohttpd 0.9.75 libmicrohttpd_0.9.75.orig.tar.xz libm/libmicrohttpd 796e7e217a4802679fcac667a4e98501c53185dcf50ca0583870e84192620131
 jansson 2.14 jansson_2.14.orig.tar.gz j/jansson c739578bf6b764aa0752db9a2fdadcfe921c78f1228c7ec0bb47fa804c55d17b
 nettle 3.8.1 nettle_3.8.1.orig.tar.gz n/nettle 364f3e2b77cd7dcde83fd7c45219c834e54b0c75e428b6f894a23d12dd41cbfe
 pcre2 10.42 pcre2_10.42.orig.tar.gz p/pcre2 c33b418e3b936ee3153de2c61cc638e7e4fe3156022a5c77d0711bcbb9d64f1f
+curl 7.88.1 curl_7.88.1.orig.tar.gz c/curl cdb38b72e36bc5d33d5b8810f8018ece1baa29a8f215b4495e495ded82bbf3c7
 "
 
 if [ -z "${ZEUS_WIN_CACHE:-}" ]; then
@@ -91,6 +93,9 @@ flags() {
 	libmicrohttpd) echo "--disable-https --disable-doc --disable-examples --disable-curl --disable-nls --without-gnutls --disable-tools" ;;
 	jansson) echo "cmake -DJANSSON_BUILD_DOCS=OFF -DJANSSON_EXAMPLES=OFF -DJANSSON_WITHOUT_TESTS=ON -DJANSSON_BUILD_SHARED_LIBS=OFF" ;;
 	nettle) echo "--disable-public-key --disable-openssl --disable-documentation --disable-assembler" ;;
+	# libzeus's HTTP client: HTTP and HTTPS (Windows' own TLS, Schannel)
+	# and nothing else
+	curl) echo "--with-schannel --without-zlib --without-brotli --without-zstd --without-nghttp2 --without-libidn2 --without-libpsl --without-librtmp --without-libssh2 --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet --disable-tftp --disable-pop3 --disable-imap --disable-smb --disable-smtp --disable-gopher --disable-mqtt --disable-manual --disable-docs CPPFLAGS=-DCURL_STATICLIB" ;;
 	pcre2) echo "--disable-pcre2-16 --disable-pcre2-32 --disable-pcre2grep-libz --disable-pcre2grep-libbz2 --disable-jit CPPFLAGS=-DPCRE2_STATIC" ;;
 	esac
 }

@@ -16,6 +16,10 @@ What runs:
   deps_probe.exe  the static Windows builds of libmicrohttpd, jansson,
                   nettle and pcre2 serving HTTP on 127.0.0.1, asked from
                   Linux
+  zeus.exe        the zeus tool on libzeus (libcurl with Schannel): help,
+                  zeus measure over NVML directly (nvml-sim.dll) running a
+                  command whose argv must survive Windows quoting, and zeus
+                  daemon talking TCP to the Linux zeusd (when built)
 """
 import json
 import os
@@ -33,6 +37,8 @@ WINE = shutil.which("wine")
 SIM = BUILD_WIN / "nvml-sim.dll"
 PROBE = BUILD_WIN / "nvml_probe.exe"
 DEPS = BUILD_WIN / "deps_probe.exe"
+ZEUS = BUILD_WIN / "zeus.exe"
+ECHO = BUILD_WIN / "argv_echo.exe"
 
 if WINE is None:
     pytest.skip("wine is not installed (scripts/win-deps.sh tools)",
@@ -224,13 +230,94 @@ def test_static_libraries_serve_http_under_wine(wine_env):
             proc.wait()
 
 
+needs_zeus = pytest.mark.skipif(
+    not (ZEUS.exists() and ECHO.exists()),
+    reason="zeus.exe not built (-Dwin_deps=false)")
+
+
+def run_zeus(env, *args, extra=None, timeout=60):
+    e = dict(env)
+    e.update(extra or {})
+    return subprocess.run([WINE, str(ZEUS), *args], env=e, timeout=timeout,
+                          capture_output=True, text=True)
+
+
+@needs_zeus
+def test_zeus_help_version_and_usage_errors(wine_env):
+    p = run_zeus(wine_env, "--help")
+    assert p.returncode == 0, p.stderr
+    assert "usage: zeus measure [options] -- COMMAND..." in p.stdout
+    p = run_zeus(wine_env, "--version")
+    assert p.returncode == 0 and "0.1.0" in p.stdout + p.stderr
+    p = run_zeus(wine_env, "measure", "--bogus")
+    assert p.returncode == 2
+    assert p.stderr.startswith("zeus measure: ")
+
+
+# each must come back as one argument, unchanged
+HOSTILE_ARGS = ["plain", "two words", "", 'say "hi"', "C:\\dir with space\\",
+                "back\\\\\"slash", "tab\there", "&|<>^%PATH%", "trailing\\"]
+
+
+@needs_zeus
+def test_zeus_measure_runs_the_command_with_argv_intact(wine_env, tmp_path):
+    out = tmp_path / "m.json"
+    p = run_zeus(wine_env, "measure", "--json", "--output", winpath(out),
+                 "--", winpath(ECHO), *HOSTILE_ARGS,
+                 extra={"ZEUS_NVML_LIBRARY": winpath(SIM),
+                        "ZEUS_ECHO_EXIT": "7"})
+    # the command's status is zeus's
+    assert p.returncode == 7, p.stdout + p.stderr
+    got = [bytes.fromhex(ln[4:]).decode()
+           for ln in p.stdout.splitlines() if ln.startswith("arg=")]
+    assert got == HOSTILE_ARGS
+    m = json.loads(out.read_text())
+    # four simulated GPUs read through the daemon's NVML backend; no RAPL
+    assert sorted(m["gpu_energy_j"]) == ["0", "1", "2", "3"], m
+    assert all(j > 0 for j in m["gpu_energy_j"].values()), m
+    assert m["cpu_energy_j"] == {} and m["dram_energy_j"] == {}
+    assert m["exit_status"] == 7 and m["time_s"] > 0
+
+
+@needs_zeus
+def test_zeus_measure_of_a_missing_command_is_127(wine_env):
+    p = run_zeus(wine_env, "measure", "--", "no-such-program.exe",
+                 extra={"ZEUS_NVML_LIBRARY": winpath(SIM)})
+    assert p.returncode == 127, p.stdout + p.stderr
+    assert "cannot run 'no-such-program.exe'" in p.stderr
+
+
+@needs_zeus
+def test_zeus_daemon_talks_tcp_to_a_linux_zeusd(wine_env, start):
+    from conftest import ZEUSD
+    if not ZEUSD.exists():
+        pytest.skip(f"no Linux zeusd at {ZEUSD} (ZEUSD_BUILD)")
+    d = start("tcp")
+    p = run_zeus(wine_env, "daemon", "discover", "--host-port",
+                 f"127.0.0.1:{d.port}")
+    assert p.returncode == 0, p.stderr
+    disc = json.loads(p.stdout)
+    assert len(disc["gpus"]) == len(d.client.get("/discover").json()["gpus"])
+    p = run_zeus(wine_env, "daemon", "power", "--gpus", "0",
+                 "--host-port", f"127.0.0.1:{d.port}")
+    assert p.returncode == 0, p.stderr
+    assert int(json.loads(p.stdout)["gpu_power_mw"]["0"]) > 0, p.stdout
+    # a 4xx from zeusd is exit 4
+    p = run_zeus(wine_env, "daemon", "power", "--gpus", "99",
+                 "--host-port", f"127.0.0.1:{d.port}")
+    assert p.returncode == 4, p.stdout + p.stderr
+
+
 def test_programs_need_only_system_dlls():
     objdump = shutil.which("x86_64-w64-mingw32-objdump")
     if objdump is None:
         pytest.skip("x86_64-w64-mingw32-objdump missing")
     system = {"kernel32.dll", "msvcrt.dll", "advapi32.dll", "ws2_32.dll",
-              "user32.dll", "bcrypt.dll"}
-    for f in [SIM, PROBE] + ([DEPS] if DEPS.exists() else []):
+              "user32.dll", "bcrypt.dll", "crypt32.dll", "secur32.dll",
+              "iphlpapi.dll", "wldap32.dll", "normaliz.dll", "shell32.dll"}
+    for f in [SIM, PROBE, DEPS, ZEUS, ECHO]:
+        if not f.exists():
+            continue
         out = subprocess.run([objdump, "-p", str(f)], capture_output=True,
                              text=True, check=True).stdout
         dlls = {ln.split(":", 1)[1].strip().lower()
