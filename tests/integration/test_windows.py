@@ -39,6 +39,8 @@ PROBE = BUILD_WIN / "nvml_probe.exe"
 DEPS = BUILD_WIN / "deps_probe.exe"
 ZEUS = BUILD_WIN / "zeus.exe"
 ECHO = BUILD_WIN / "argv_echo.exe"
+DLL = BUILD_WIN / "zeus.dll"
+DLL_PROBE = BUILD_WIN / "dll_probe.exe"
 
 if WINE is None:
     pytest.skip("wine is not installed (scripts/win-deps.sh tools)",
@@ -308,14 +310,46 @@ def test_zeus_daemon_talks_tcp_to_a_linux_zeusd(wine_env, start):
     assert p.returncode == 4, p.stdout + p.stderr
 
 
+@pytest.mark.skipif(not (DLL.exists() and DLL_PROBE.exists()),
+                    reason="zeus.dll not built (-Dwin_deps=false)")
+def test_zeus_dll_loads_and_exports_only_the_api(wine_env):
+    p = subprocess.run([WINE, str(DLL_PROBE)], env=wine_env, timeout=60,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "version=0.1.0 env_configured=0"
+    e = dict(wine_env, ZEUSD_HOST_PORT="127.0.0.1:1")
+    p = subprocess.run([WINE, str(DLL_PROBE)], env=e, timeout=60,
+                       capture_output=True, text=True)
+    assert p.stdout.strip() == "version=0.1.0 env_configured=1"
+    objdump = shutil.which("x86_64-w64-mingw32-objdump")
+    if objdump is None:
+        return
+    out = subprocess.run([objdump, "-p", str(DLL)], capture_output=True,
+                         text=True, check=True).stdout
+    table = out.split("[Ordinal/Name Pointer] Table", 1)[1]
+    names = [ln.split("]", 1)[1].strip() for ln in table.splitlines()
+             if ln.strip().startswith("[")]
+    assert names and all(n.startswith("zeus_") for n in names), names
+    # the same API as the Linux libzeus.so, when one is built
+    from conftest import BUILD
+    so = BUILD / "src" / "lib" / "libzeus.so"
+    if so.exists() and shutil.which("nm"):
+        nm = subprocess.run(["nm", "-D", "--defined-only", str(so)],
+                            capture_output=True, text=True).stdout
+        linux = sorted(ln.split()[-1] for ln in nm.splitlines()
+                       if " T " in ln)
+        assert sorted(names) == linux
+
+
 def test_programs_need_only_system_dlls():
     objdump = shutil.which("x86_64-w64-mingw32-objdump")
     if objdump is None:
         pytest.skip("x86_64-w64-mingw32-objdump missing")
     system = {"kernel32.dll", "msvcrt.dll", "advapi32.dll", "ws2_32.dll",
               "user32.dll", "bcrypt.dll", "crypt32.dll", "secur32.dll",
-              "iphlpapi.dll", "wldap32.dll", "normaliz.dll", "shell32.dll"}
-    for f in [SIM, PROBE, DEPS, ZEUS, ECHO]:
+              "iphlpapi.dll", "wldap32.dll", "normaliz.dll", "shell32.dll",
+              "zeus.dll"}
+    for f in [SIM, PROBE, DEPS, ZEUS, ECHO, DLL, DLL_PROBE]:
         if not f.exists():
             continue
         out = subprocess.run([objdump, "-p", str(f)], capture_output=True,
