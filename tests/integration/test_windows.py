@@ -120,6 +120,7 @@ def test_probe_reads_and_writes_through_the_simulator(wine_env):
         assert int(x["energy_mj"]) > 0
     last = fields[-1]
     assert last["set_limit_mw"] == last["read_back_mw"] == "250000"
+    assert last["restored_mw"] == "400000"
     # the backend's own log lines went to stderr, key=value
     assert "event=nvml_gpu gpu=3" in p.stderr
 
@@ -166,14 +167,25 @@ def test_control_file_rules_and_call_log(wine_env, tmp_path):
     assert len(sets) == 1 and " 0 " in sets[0] and "rc=NO_PERMISSION" in \
         sets[0], sets
     assert any(" nvmlInit_v2 " in ln for ln in lines)
-    # the rule lifted: the same write goes through, and is appended
+    # the rule lifted: the write (and the probe's restoring write) go
+    # through, and are appended
     control.write_text("fail nvmlDeviceSetPowerManagementLimit 0 SUCCESS\n")
     p, fields = run_probe(wine_env, winpath(SIM), extra=extra)
     assert p.returncode == 0, p.stdout + p.stderr
     assert fields[-1]["read_back_mw"] == "250000"
     sets = [ln for ln in log.read_text().splitlines()
             if " nvmlDeviceSetPowerManagementLimit " in ln]
-    assert len(sets) == 2 and "rc=SUCCESS" in sets[1]
+    assert len(sets) == 3 and "rc=SUCCESS" in sets[1] and \
+        "rc=SUCCESS" in sets[2], sets
+
+
+def test_read_only_probe_writes_nothing(wine_env, tmp_path):
+    log = tmp_path / "calls.log"
+    p, fields = run_probe(wine_env, winpath(SIM), "read",
+                          extra={"ZEUS_SIM_LOG": winpath(log)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(gpus(fields)) == 4
+    assert " nvmlDeviceSet" not in log.read_text()
 
 
 def test_a_missing_library_is_one_clear_error(wine_env):
