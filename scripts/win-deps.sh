@@ -2,15 +2,17 @@
 # Cross toolchain and static Windows libraries for `make windows` (issue 31,
 # docs/windows.md).
 #
-#   scripts/win-deps.sh [tools|libs|all]     (default: all)
+#   scripts/win-deps.sh [tools|libs|all|prefix]     (default: all)
 #
-# tools: Debian's mingw-w64 cross compiler and wine (for the tests), through
-#        apt-get --no-install-recommends, when missing (as root; otherwise it
-#        prints the command and fails, like scripts/deps.sh).
-# libs:  libmicrohttpd, jansson, nettle and pcre2, cross-built as static
-#        x86_64-w64-mingw32 libraries (and libcurl, for libzeus) from the upstream tarballs of Debian's
-#        own source packages (the .orig tarballs its bookworm .dsc files
-#        name), pinned by version and sha256 below, into
+# tools: Debian's mingw-w64 cross compiler, wine (for the tests) and cmake
+#        (jansson's build), through apt-get --no-install-recommends, when
+#        missing (as root; otherwise it prints the command and fails, like
+#        scripts/deps.sh).
+# libs:  libmicrohttpd, jansson, nettle and pcre2 (zeusd's) and libcurl
+#        (libzeus's), cross-built as static x86_64-w64-mingw32 libraries
+#        from the upstream tarballs of Debian's own source packages (the
+#        .orig tarballs its bookworm .dsc files name), pinned by version
+#        and sha256 below, into
 #
 #          $ZEUS_WIN_CACHE/<triple>/{include,lib,lib/pkgconfig}
 #
@@ -18,11 +20,15 @@
 #        ~/.cache/zeus-win; CI keeps that folder between runs. The
 #        tarballs are kept under $ZEUS_WIN_CACHE/src. A library whose stamp
 #        (version + sha256 + this script's build flags) is already in the
-#        cache is not rebuilt, so a warm run only checks stamps.
+#        cache is not rebuilt, so a warm run only checks stamps. Also
+#        writes $PREFIX/paths.ini, the cross file naming the pkg-config
+#        folder. Cold: about 5-10 min on 2 cores; warm: under a second.
+# prefix: prints that folder.
 #
-# Why these and not Windows facilities: HMAC-SHA256 stays nettle for now
-# (the same source as on Linux, src/access/auth.c); BCrypt is the better
-# home on Windows and is named in docs/windows.md as not done yet.
+# Windows facilities instead of ported libraries: curl's TLS is Schannel.
+# HMAC-SHA256 stays nettle for now (the same source as on Linux,
+# src/access/auth.c); BCrypt is the better home on Windows and is named in
+# docs/windows.md as not done yet.
 set -eu
 
 TRIPLE=x86_64-w64-mingw32
