@@ -16,6 +16,11 @@ What runs:
   deps_probe.exe  the static Windows builds of libmicrohttpd, jansson,
                   nettle and pcre2 serving HTTP on 127.0.0.1, asked from
                   Linux
+  spawn_probe.exe the overrides' spawn.h on Windows (spawn_win.c):
+                  CreateProcess with quoted argv, bounded capture, the
+                  timeout, and a Job object that takes the command's
+                  children with it (at the timeout, and when its parent
+                  dies)
   zeus.exe        the zeus tool on libzeus (libcurl with Schannel): help,
                   zeus measure over NVML directly (nvml-sim.dll) running a
                   command whose argv must survive Windows quoting, and zeus
@@ -39,6 +44,8 @@ PROBE = BUILD_WIN / "nvml_probe.exe"
 DEPS = BUILD_WIN / "deps_probe.exe"
 ZEUS = BUILD_WIN / "zeus.exe"
 ECHO = BUILD_WIN / "argv_echo.exe"
+SPAWN = BUILD_WIN / "spawn_probe.exe"
+HANG = BUILD_WIN / "hang.exe"
 DLL = BUILD_WIN / "zeus.dll"
 DLL_PROBE = BUILD_WIN / "dll_probe.exe"
 
@@ -353,6 +360,98 @@ def test_zeus_dll_loads_and_exports_only_the_api(wine_env):
         assert sorted(names) == linux
 
 
+def run_spawn(env, timeout_ms, *argv):
+    p = subprocess.run([WINE, str(SPAWN), str(timeout_ms), *argv], env=env,
+                       timeout=120, capture_output=True, text=True)
+    head, _, out = p.stdout.partition("--stdout--\n")
+    return p, dict(part.partition("=")[::2] for part in _split(
+        head.strip())), out
+
+
+def hang_processes():
+    """Linux pids of this build's hang.exe processes still running."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if b"spawn_probe" in cmd:
+            continue
+        if b"hang.exe" in cmd and (winpath(BUILD_WIN).encode() in cmd or
+                                   str(BUILD_WIN).encode() in cmd):
+            found.append(int(d.name))
+    return found
+
+
+needs_spawn = pytest.mark.skipif(not (SPAWN.exists() and HANG.exists()),
+                                 reason="spawn_probe.exe not built")
+
+
+@needs_spawn
+def test_spawn_keeps_hostile_argv_as_arguments(wine_env):
+    p, r, out = run_spawn(wine_env, 10000, winpath(ECHO), *HOSTILE_ARGS)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert r["status"] == "exited" and r["code"] == "0", r
+    got = [bytes.fromhex(ln.strip()[4:]).decode()
+           for ln in out.splitlines() if ln.startswith("arg=")]
+    assert got == HOSTILE_ARGS
+
+
+@needs_spawn
+def test_spawn_bounds_the_capture_and_reports_a_missing_program(wine_env):
+    p, r, out = run_spawn(wine_env, 10000, winpath(HANG), "spew", "100000")
+    assert r["status"] == "exited", r
+    assert r["out_total"] == "100000" and r["truncated"] == "1"
+    assert len(out) == 64 * 1024
+    p, r, _ = run_spawn(wine_env, 10000, "no-such-program.exe")
+    assert r["status"] == "exec_failed"
+    assert r["describe"].strip('"') == \
+        "could not be executed: No such file or directory"
+
+
+@needs_spawn
+def test_spawn_timeout_kills_the_command_and_its_child(wine_env, tmp_path):
+    pids = tmp_path / "pids"
+    p, r, _ = run_spawn(wine_env, 1500, winpath(HANG), "child",
+                        winpath(pids))
+    assert r["status"] == "timed_out", r
+    assert r["describe"].strip('"') == "timed out after 1500 ms"
+    assert 1500 <= int(r["ms"]) < 10000
+    # the command had started its child, and the job took both
+    assert len(pids.read_text().split()) == 2
+    deadline = time.monotonic() + 10
+    while hang_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert hang_processes() == []
+
+
+@needs_spawn
+def test_spawn_job_dies_with_its_parent(wine_env, tmp_path):
+    """zeusd killed outright (no cleanup code runs): the job's handle
+    closes and KILL_ON_JOB_CLOSE ends the command and its child."""
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen([WINE, str(SPAWN), "0", winpath(HANG),
+                             "child", winpath(pids)], env=wine_env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and len(pids.read_text().split()) == 2):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        assert len(hang_processes()) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while hang_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert hang_processes() == []
+
+
 def test_programs_need_only_system_dlls():
     objdump = shutil.which("x86_64-w64-mingw32-objdump")
     if objdump is None:
@@ -361,7 +460,7 @@ def test_programs_need_only_system_dlls():
               "user32.dll", "bcrypt.dll", "crypt32.dll", "secur32.dll",
               "iphlpapi.dll", "wldap32.dll", "normaliz.dll", "shell32.dll",
               "zeus.dll"}
-    for f in [SIM, PROBE, DEPS, ZEUS, ECHO, DLL, DLL_PROBE]:
+    for f in [SIM, PROBE, DEPS, ZEUS, ECHO, DLL, DLL_PROBE, SPAWN, HANG]:
         if not f.exists():
             continue
         out = subprocess.run([objdump, "-p", str(f)], capture_output=True,
