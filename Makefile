@@ -4,13 +4,15 @@
 #   make check  every test: unit + black-box, then again under ASan+UBSan
 #   make package  Debian packages in build-deb/ (from a copy of the tree),
 #               lintian, and their tests (about a minute)
+#   make windows  the Windows cross build in build-win/ (mingw-w64; the
+#               static libraries it needs: scripts/win-deps.sh; docs/windows.md)
 #   make bench  benchmarks (docs/performance.md): bench-http (against
 #               nginx), bench-metrics (scrapes), bench-privsep (against
 #               --no-privsep), bench-streams (SSE, long)
 BUILD ?= build
 ASAN ?= build-asan
 
-.PHONY: all deps run check package bench bench-http bench-streams bench-metrics \
+.PHONY: all deps run check package windows bench bench-http bench-streams bench-metrics \
 	bench-privsep clean fuzz
 
 all: deps
@@ -30,6 +32,15 @@ check:
 package:
 	@scripts/deps.sh package
 	@scripts/package.sh
+
+# scripts/win-deps.sh: the cross toolchain, wine, and the static libraries
+# (cached in $ZEUS_WIN_CACHE, default /var/cache/zeus-win as root)
+windows:
+	@scripts/win-deps.sh >/dev/null
+	@[ -f build-win/build.ninja ] || meson setup build-win \
+	    --cross-file meson/cross-mingw64.ini \
+	    --cross-file "$$(scripts/win-deps.sh prefix)/paths.ini" >/dev/null
+	ninja -C build-win
 
 bench: bench-http bench-metrics bench-privsep bench-streams
 
@@ -54,4 +65,4 @@ fuzz:
 	@scripts/fuzz.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN) build-fuzz build-deb
+	rm -rf $(BUILD) $(ASAN) build-fuzz build-deb build-win

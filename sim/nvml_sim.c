@@ -85,7 +85,6 @@
  * this library.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -95,11 +94,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "devices/nvml_api.h"
+#include "sim_os.h"
 
 #define SIM_MAX_GPUS 64
 #define SIM_DEFAULT_GPUS 4
@@ -325,15 +324,6 @@ struct sim_rule {
 struct sim_rules {
 	struct sim_rule r[SIM_MAX_RULES];
 	unsigned n;
-};
-
-/* What identifies one version of the control file. */
-struct sim_stamp {
-	bool valid;
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtim, ctim;
 };
 
 static struct {
@@ -688,8 +678,7 @@ sim_configure(void)
 
 	s = getenv("ZEUS_SIM_LOG");
 	if (s != NULL && *s != '\0') {
-		sim.log_fd = open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-		    0644);
+		sim.log_fd = sim_os_open_log(s);
 		if (sim.log_fd < 0) {
 			fprintf(stderr, "nvml-sim: cannot open ZEUS_SIM_LOG: "
 			    "%s\n", strerror(errno));
@@ -703,7 +692,7 @@ sim_configure(void)
 static void
 sim_control_refresh(void)
 {
-	struct stat st;
+	struct sim_stamp st;
 	char *buf;
 	ssize_t got;
 	size_t len = 0;
@@ -711,22 +700,19 @@ sim_control_refresh(void)
 
 	if (sim.control_path[0] == '\0')
 		return;
-	if (stat(sim.control_path, &st) != 0) {
+	if (sim_os_stamp(sim.control_path, &st) != 0) {
 		sim.stamp.valid = false;
 		sim.file_rules.n = 0;
 		return;
 	}
-	if (sim.stamp.valid && sim.stamp.dev == st.st_dev &&
-	    sim.stamp.ino == st.st_ino && sim.stamp.size == st.st_size &&
-	    sim.stamp.mtim.tv_sec == st.st_mtim.tv_sec &&
-	    sim.stamp.mtim.tv_nsec == st.st_mtim.tv_nsec &&
-	    sim.stamp.ctim.tv_sec == st.st_ctim.tv_sec &&
-	    sim.stamp.ctim.tv_nsec == st.st_ctim.tv_nsec)
+	if (sim.stamp.valid && sim.stamp.dev == st.dev &&
+	    sim.stamp.ino == st.ino && sim.stamp.size == st.size &&
+	    sim.stamp.mtim_s == st.mtim_s && sim.stamp.mtim_ns == st.mtim_ns &&
+	    sim.stamp.ctim_s == st.ctim_s && sim.stamp.ctim_ns == st.ctim_ns)
 		return;
-	sim.stamp = (struct sim_stamp){ true, st.st_dev, st.st_ino,
-	    st.st_size, st.st_mtim, st.st_ctim };
+	sim.stamp = st;
 	sim.file_rules.n = 0;
-	if ((fd = open(sim.control_path, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((fd = sim_os_open_read(sim.control_path)) < 0)
 		return;
 	if ((buf = malloc(SIM_CONTROL_MAX + 1)) == NULL) {
 		close(fd);

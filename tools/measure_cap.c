@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "tool.h"
 
@@ -176,7 +175,7 @@ cap_look(struct cap *cap)
 	for (size_t k = 0; k < l.count; k++)
 		for (size_t i = 0; i < cap->n; i++)
 			if (l.leases[k].gpu == cap->gpu[i].id &&
-			    l.leases[k].uid == (uint32_t)geteuid())
+			    l.leases[k].uid == tool_uid())
 				cap->gpu[i].held_before = true;
 }
 
@@ -186,7 +185,7 @@ cap_why_self(const struct cap *cap, const struct cap_gpu *g)
 {
 	if (!cap->unix_sock)
 		return "TCP clients take no lease";
-	if (geteuid() == 0)
+	if (tool_is_root())
 		return "root takes no lease";
 	if (cap->leases_off)
 		return "zeusd runs without --gpu-leases";
@@ -220,8 +219,8 @@ cap_decide(struct cap *cap)
 		g->why_self = "zeusd shows no lease of this process on it";
 		for (size_t k = 0; k < l.count; k++)
 			if (l.leases[k].gpu == g->id &&
-			    l.leases[k].uid == (uint32_t)geteuid() &&
-			    (l.leases[k].pid == (int64_t)getpid() ||
+			    l.leases[k].uid == tool_uid() &&
+			    (l.leases[k].pid == tool_pid() ||
 			    !g->held_before)) {
 				g->how = CAP_RELEASE;
 				g->why_self = NULL;

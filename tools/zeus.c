@@ -19,20 +19,14 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "measure_cap.h"
 #include "tool.h"
 #include "zeus/zeus.h"
-
-extern char **environ;
 
 static const char measure_usage[] =
     "usage: zeus measure [--gpus LIST] [--cpus LIST] [--json | --csv]\n"
@@ -687,35 +681,6 @@ print_csv(FILE *f, const char *window, const struct zeus_measurement *m,
 	fputc('\n', f);
 }
 
-/* Runs argv; returns its status as a shell would (127: cannot run). */
-static int
-run_command(char **argv)
-{
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
-	pid_t pid;
-	int st, rc;
-
-	rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
-	if (rc != 0) {
-		tool_prefix(stderr);
-		fprintf(stderr, "cannot run '%s': %s\n", argv[0],
-		    strerror(rc));
-		return 127;
-	}
-	/* Like time(1): the terminal's ^C is for the command, not for us. */
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return 1;
-}
-
 static FILE *
 open_output(const char *path)
 {
@@ -894,7 +859,7 @@ cmd_measure(int argc, char **argv)
 	}
 	if (cap != NULL)
 		cap_keepalive_start(cap);
-	status = run_command(argv + first);
+	status = tool_run_command(argv + first);
 	if (ctr != NULL && zeus_energy_counter_end_window(ctr, window, false,
 	    NULL, &e) != 0) {
 		if (e.code == ZEUS_ERR_PUSH)
@@ -975,9 +940,8 @@ cmd_gauge(int argc, char **argv)
 	struct zeus_monitor *m = NULL;
 	struct zeus_error e;
 	const char *window;
-	sigset_t set;
 	struct opts o;
-	int sig, first;
+	int first;
 
 	first = parse_args(argc, argv, &o, FOR_GAUGE, gauge_usage, false);
 	if (first < 0)
@@ -987,11 +951,7 @@ cmd_gauge(int argc, char **argv)
 	if (o.pushgateway == NULL)
 		return usage_error("needs --pushgateway URL and --job NAME");
 	window = o.window != NULL ? o.window : "gauge";
-	/* Block before any thread starts so only sigwait sees them. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	tool_stop_prepare();
 	monitor_opts(&o, &mo, &co);
 	mo.cpu_indices = o.cpus.ids;	/* the gauge is GPU power only */
 	mo.cpu_count = 0;
@@ -1014,8 +974,7 @@ cmd_gauge(int argc, char **argv)
 	print_url(stderr, o.pushgateway);
 	fprintf(stderr, " every %u ms; stop with ^C\n",
 	    o.period_ms ? o.period_ms : 1000u);
-	while (sigwait(&set, &sig) != 0)
-		;
+	tool_stop_wait();
 	if (zeus_power_gauge_end_window(g, window, false, &e) != 0 &&
 	    !tool_already_logged(e.message))
 		fail(NULL, &e);

@@ -21,7 +21,11 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
+/* zeus.dll exports exactly these (the Windows build defines
+ * ZEUS_BUILD_DLL while compiling it); elsewhere hidden visibility does. */
+#if defined(_WIN32) && defined(ZEUS_BUILD_DLL)
+#define ZEUS_API __declspec(dllexport)
+#elif defined(__GNUC__) && !defined(_WIN32)
 #define ZEUS_API __attribute__((visibility("default")))
 #else
 #define ZEUS_API

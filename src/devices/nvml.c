@@ -33,7 +33,6 @@
  */
 #include "nvml.h"
 
-#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/dynlib.h"
 #include "common/log.h"
 #include "nvml_api.h"
 
@@ -152,7 +152,7 @@ static const struct nvml_sym nvml_syms[] = {
 
 #define NVML_NSYMS (sizeof(nvml_syms) / sizeof(nvml_syms[0]))
 
-/* dlsym hands back a void *; POSIX guarantees it can hold a function. */
+/* dynlib_sym hands back a void *; POSIX (and Win64) let it hold a function. */
 _Static_assert(sizeof(void *) == sizeof(&nvmlInit_v2),
     "function pointers must fit in void *");
 
@@ -170,7 +170,7 @@ struct nvml_gpu {
 };
 
 struct nvml_ctx {
-	void *dl;
+	struct dynlib *dl;
 	struct nvml_fns fn;
 	const char *used[NVML_NSYMS];	/* the name resolved, NULL: none */
 	unsigned count;
@@ -232,19 +232,20 @@ nvml_fail(const struct nvml_ctx *c, struct zerr *err, unsigned gpu,
 {
 	const char *name = gpu < c->count ? c->gpus[gpu].info.name : "";
 	char text[NVML_TEXT_MAX];
+	char who[300];
 
 	nvml_text(&c->fn, rc, text, sizeof(text));
 	switch (rc) {
 	case NVML_ERROR_NO_PERMISSION:
+		nvml_os_whoami(who, sizeof(who));
 		if (write)
 			return zerr_set(err, ZERR_FORBIDDEN, "GPU %u: %s failed: "
-			    "%s (the NVIDIA driver lets only root change this "
-			    "setting; zeusd runs as uid %u)", gpu, what, text,
-			    (unsigned)geteuid());
+			    "%s (the NVIDIA driver lets only %s change this "
+			    "setting; zeusd runs as %s)", gpu, what, text,
+			    nvml_privileged, who);
 		return zerr_set(err, ZERR_FORBIDDEN, "GPU %u: %s failed: %s "
 		    "(the NVIDIA driver lets only privileged users read this; "
-		    "zeusd runs as uid %u)", gpu, what, text,
-		    (unsigned)geteuid());
+		    "zeusd runs as %s)", gpu, what, text, who);
 	case NVML_ERROR_NOT_SUPPORTED:
 		return zerr_set(err, ZERR_INVALID, "GPU %u: %s failed: %s "
 		    "(not supported by this GPU%s%s)", gpu, what, text,
@@ -677,7 +678,7 @@ nvml_destroy(struct gpu_backend *b)
 	if (c == NULL)
 		return;
 	c->fn.shutdown();
-	dlclose(c->dl);
+	dynlib_close(c->dl);
 	free(c);
 	b->ctx = NULL;
 	b->ops = NULL;
@@ -704,24 +705,24 @@ static const struct gpu_backend_ops nvml_ops = {
  */
 
 /* Loads the library; *used is the name that worked. */
-static void *
+static struct dynlib *
 nvml_load(const char *lib_path, const char **used, struct zerr *err)
 {
 	const char *names[2] = { NVML_DEFAULT_LIBRARY, NVML_FALLBACK_LIBRARY };
 	const char *why;
-	void *dl;
+	struct dynlib *dl;
 
 	if (lib_path != NULL) {
 		names[0] = lib_path;
 		names[1] = NULL;
 	}
 	for (int i = 0; i < 2 && names[i] != NULL; i++) {
-		if ((dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) != NULL) {
+		if ((dl = dynlib_open(names[i], true)) != NULL) {
 			*used = names[i];
 			return dl;
 		}
 	}
-	why = dlerror();
+	why = dynlib_error();
 	if (lib_path != NULL)
 		zerr_set(err, ZERR_NOT_FOUND, "cannot load NVML library "
 		    "'%.512s': %.512s", lib_path, why != NULL ? why : "?");
@@ -737,7 +738,7 @@ nvml_load(const char *lib_path, const char **used, struct zerr *err)
  * exports. Fails only when a required one has none, naming them all.
  */
 static int
-nvml_resolve(void *dl, const char *lib, struct nvml_fns *fn,
+nvml_resolve(struct dynlib *dl, const char *lib, struct nvml_fns *fn,
     const char **used, struct zerr *err)
 {
 	memset(fn, 0, sizeof(*fn));
@@ -748,8 +749,7 @@ nvml_resolve(void *dl, const char *lib, struct nvml_fns *fn,
 		used[i] = NULL;
 		for (int k = 0; k < NVML_NAMES_MAX && s->names[k] != NULL &&
 		    p == NULL; k++) {
-			dlerror();
-			if ((p = dlsym(dl, s->names[k])) != NULL)
+			if ((p = dynlib_sym(dl, s->names[k])) != NULL)
 				used[i] = s->names[k];
 		}
 		if (p == NULL && s->required)
@@ -1080,7 +1080,7 @@ nvml_log_open(const struct nvml_ctx *c, const char *lib)
 
 /* Runs after init succeeded; on failure the caller shuts down. */
 static struct nvml_ctx *
-nvml_enumerate(void *dl, const struct nvml_fns *fn, const char **used,
+nvml_enumerate(struct dynlib *dl, const struct nvml_fns *fn, const char **used,
     struct zerr *err)
 {
 	struct nvml_ctx *c;
@@ -1127,12 +1127,12 @@ nvml_backend_open(const char *lib_path, struct gpu_backend *out,
 	struct nvml_fns fn;
 	struct nvml_ctx *c;
 	nvmlReturn_t rc;
-	void *dl;
+	struct dynlib *dl;
 
 	if ((dl = nvml_load(lib_path, &lib, err)) == NULL)
 		return -1;
 	if (nvml_resolve(dl, lib, &fn, used, err) != 0) {
-		dlclose(dl);
+		dynlib_close(dl);
 		return -1;
 	}
 	if ((rc = fn.init()) != NVML_SUCCESS) {
@@ -1142,12 +1142,12 @@ nvml_backend_open(const char *lib_path, struct gpu_backend *out,
 		zerr_set(err, rc == NVML_ERROR_DRIVER_NOT_LOADED ?
 		    ZERR_NOT_FOUND : ZERR_INTERNAL, "%s failed: %s",
 		    nvml_used(used, offsetof(struct nvml_fns, init)), text);
-		dlclose(dl);
+		dynlib_close(dl);
 		return -1;
 	}
 	if ((c = nvml_enumerate(dl, &fn, used, err)) == NULL) {
 		fn.shutdown();
-		dlclose(dl);
+		dynlib_close(dl);
 		return -1;
 	}
 	nvml_log_open(c, lib);
@@ -1160,15 +1160,15 @@ bool
 nvml_library_available(const char *lib_path)
 {
 	const char *names[2] = { NVML_DEFAULT_LIBRARY, NVML_FALLBACK_LIBRARY };
-	void *dl;
+	struct dynlib *dl;
 
 	if (lib_path != NULL) {
 		names[0] = lib_path;
 		names[1] = NULL;
 	}
 	for (int i = 0; i < 2 && names[i] != NULL; i++) {
-		if ((dl = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL)) != NULL) {
-			dlclose(dl);
+		if ((dl = dynlib_open(names[i], false)) != NULL) {
+			dynlib_close(dl);
 			return true;
 		}
 	}

@@ -12,12 +12,22 @@
 #define ZEUS_NVML_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "gpu.h"
 
-/* Tried in order when no path is given. */
-#define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
-#define NVML_FALLBACK_LIBRARY "libnvidia-ml.so"
+/*
+ * What differs per platform (nvml_os_posix.c, nvml_os_win.c): the library
+ * names tried in order when no path is given (libnvidia-ml.so.1 and
+ * libnvidia-ml.so; nvml.dll), who the driver lets change settings ("root",
+ * "an administrator"), and who this process is ("uid 0", "user NAME").
+ */
+extern const char nvml_default_library[];
+extern const char nvml_fallback_library[];
+extern const char nvml_privileged[];
+void nvml_os_whoami(char *buf, size_t size);
+#define NVML_DEFAULT_LIBRARY nvml_default_library
+#define NVML_FALLBACK_LIBRARY nvml_fallback_library
 
 /*
  * Opens the backend: loads `lib_path` (NULL: the default names above),

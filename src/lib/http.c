@@ -14,7 +14,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
+
+#include "os.h"
 
 #define HTTP_BODY_MAX (4u << 20)
 
@@ -128,7 +129,7 @@ http_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
 	(void)arg;
 	(void)purpose;
-	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	return lib_os_socket(a->family, a->socktype, a->protocol);
 }
 
 static void

@@ -16,9 +16,9 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "lib.h"
+#include "os.h"
 #include "prom.h"
 #include "zeus/metric.h"
 
@@ -29,9 +29,9 @@ push_default_instance(char *buf, size_t size)
 {
 	if (size == 0)
 		return;
-	if (gethostname(buf, size) != 0 || buf[0] == '\0')
+	lib_os_hostname(buf, size);
+	if (buf[0] == '\0')
 		snprintf(buf, size, "localhost");
-	buf[size - 1] = '\0';
 }
 
 int
