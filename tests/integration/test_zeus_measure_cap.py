@@ -289,6 +289,38 @@ def test_root_restores_by_itself(start):
     assert "restored by zeus (root takes no lease)" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_of_zeus_ends_the_command_and_restores(start, tmp_path, sig):
+    """A cancelled job (SIGTERM to every process, or to zeus alone) must
+    not leave the GPU changed: zeus passes the signal to the command,
+    waits for it, gives the limit back itself (root: no lease), reports,
+    and exits with the command's status."""
+    d = start()
+    ran, go = tmp_path / "ran", tmp_path / "go"
+    e = {k: v for k, v in os.environ.items() if not k.startswith("ZEUSD_")}
+    e["ZEUSD_SOCK_PATH"] = d.sock
+    p = subprocess.Popen(
+        [str(BUILD / "zeus"), "measure", "--gpus", "1", "--cpus", "none",
+         "--json", "--power-limit", "170", "--", "/usr/bin/python3", "-c",
+         WAIT, str(ran), str(go)],
+        env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(ran.exists, "the command did not start")
+        child = int(ran.read_text())
+        assert limit_mw(d, 1) == 170_000
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=30)
+    finally:
+        go.touch()
+    assert p.returncode == 128 + sig, err
+    # the command got it (it never saw `go`), and is gone
+    assert not os.path.exists(f"/proc/{child}") or \
+        open(f"/proc/{child}/stat").read().split()[2] == "Z"
+    assert limit_mw(d, 1) == DEFAULT_MW
+    j = json.loads(err)
+    assert j["exit_status"] == 128 + sig and j["restored"] is True
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--power-limit", "x"], "bad value for --power-limit: 'x'"),
     (["--power-limit", "0"], "bad value for --power-limit: '0'"),
