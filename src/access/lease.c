@@ -86,8 +86,9 @@ struct lease_gpu {
 	/*
 	 * Writes claimed and not yet noted (leases_note, success or not): a
 	 * lease under which every write failed ends when the last one is
-	 * noted (lease_drop). A write dropped before it ran is never noted,
-	 * so its lease waits for its holder's exit, as any lease does.
+	 * noted (lease_drop_if_unused). A write dropped before it ran is
+	 * never noted, so its lease waits for its holder's exit, as any
+	 * lease does.
 	 */
 	unsigned inflight;
 	bool restore_due;
@@ -533,11 +534,17 @@ lease_free_gpu(struct leases *l, struct lease_gpu *g, unsigned gpu)
  * A lease under which nothing changed (every write it was taken for
  * failed: a power limit out of range, say) ends at once: there is nothing
  * to restore and no energy to charge, and other users are not kept out by
- * a request that changed nothing. Lock held.
+ * a request that changed nothing. Lock held; a no-op for any other lease
+ * (one of another user, or with a write still to run or noted).
  */
 static void
-lease_drop(struct leases *l, struct lease_gpu *g, unsigned gpu)
+lease_drop_if_unused(struct leases *l, struct lease_gpu *g, unsigned gpu,
+    uid_t uid)
 {
+	if (g->state != LEASE_HELD || g->uid != uid || g->claims != 0 ||
+	    g->inflight != 0 || g->settings != 0 || g->started ||
+	    g->restore_due)
+		return;
 	lease_unwatch(l, g);
 	zlog(ZLOG_INFO, "gpu_lease_dropped", "gpu=%u uid=%u reason=no_change",
 	    gpu, (unsigned)g->uid);
@@ -1135,13 +1142,8 @@ leases_claim_done(struct leases *l, const struct peer *p,
 		assert(g->claims > 0);
 		if (g->claims > 0)
 			g->claims--;
-		/* its writes all failed before they were queued here */
-		if (g->claims == 0 && g->inflight == 0 && g->settings == 0 &&
-		    !g->started && !g->restore_due && g->state == LEASE_HELD &&
-		    g->uid == p->uid) {
-			lease_drop(l, g, gpus[i]);
-			continue;
-		}
+		/* its writes may all have failed before they were queued */
+		lease_drop_if_unused(l, g, gpus[i], p->uid);
 		if (g->claims > 0 || !g->restore_due)
 			continue;
 		g->restore_due = false;
@@ -1172,10 +1174,7 @@ leases_note(struct leases *l, bool unix_peer, uid_t uid,
 	if (g->state != LEASE_FREE && g->uid == uid && g->inflight > 0)
 		g->inflight--;
 	if (cmd->rc != 0) {
-		if (g->state == LEASE_HELD && g->uid == uid &&
-		    g->inflight == 0 && g->claims == 0 && g->settings == 0 &&
-		    !g->started && !g->restore_due)
-			lease_drop(l, g, cmd->gpu);
+		lease_drop_if_unused(l, g, cmd->gpu, uid);
 		pthread_mutex_unlock(&l->lock);
 		return;
 	}
