@@ -214,11 +214,14 @@ def run_zeusd(*args, env=None, timeout=10, **kw):
                           text=True, env=e, timeout=timeout, **kw)
 
 
-def raw_request(d, target, method="GET", headers=(), timeout=5):
+def raw_request(d, target, method="GET", headers=(), timeout=5,
+                host="zeusd"):
     """Sends one request with an exact request-target (no client-side
-    normalisation) and returns (status, headers_text, body_bytes)."""
+    normalisation) and exactly this Host (None: no Host header), and
+    returns (status, headers_text, body_bytes)."""
     s = d.raw_socket(timeout)
-    lines = [f"{method} {target} HTTP/1.1", "Host: zeusd",
+    lines = [f"{method} {target} HTTP/1.1",
+             *([f"Host: {host}"] if host is not None else []),
              "Connection: close", *headers, "", ""]
     s.sendall("\r\n".join(lines).encode())
     data = b""

@@ -19,6 +19,7 @@ import pytest
 
 from conftest import Zeusd
 from simutil import SimLog
+from test_policy import CLIENT
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -27,31 +28,14 @@ pytestmark = pytest.mark.skipif(
 SET_PL = "nvmlDeviceSetPowerManagementLimit"
 LIMIT = "/gpu/set_power_limit?gpu_ids=0&block=true&power_limit_mw={mw}"
 
-CLIENT = r"""
-import socket, sys
-path, target = sys.argv[1:3]
-s = socket.socket(socket.AF_UNIX)
-s.connect(path)
-s.sendall(f"POST {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
-          f"Content-Length: 0\r\n\r\n".encode())
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
-head, _, body = data.partition(b"\r\n\r\n")
-print(head.split()[1].decode())
-print(body.decode())
-"""
 
 
 def post(d, target, uid=None):
     pre = [] if uid is None else ["setpriv", f"--reuid={uid}",
                                   f"--regid={uid}", "--clear-groups"]
     out = subprocess.run(pre + [sys.executable, "-c", CLIENT, d.sock,
-                                target], capture_output=True, text=True,
-                         timeout=20, check=True).stdout
+                                "POST", target], capture_output=True,
+                         text=True, timeout=20, check=True).stdout
     status, _, body = out.partition("\n")
     return int(status), body.strip()
 

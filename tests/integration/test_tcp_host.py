@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from conftest import Zeusd, run_zeusd
+from conftest import Zeusd, raw_request, run_zeusd
 from simutil import SimLog
 
 SET_PL = "nvmlDeviceSetPowerManagementLimit"
@@ -17,21 +17,9 @@ SET_PL = "nvmlDeviceSetPowerManagementLimit"
 
 def ask(d, host, target="/discover", method="GET"):
     """(status, body) of one request with exactly this Host header."""
-    s = d.raw_socket(10)
-    head = f"{method} {target} HTTP/1.1\r\n"
-    if host is not None:
-        head += f"Host: {host}\r\n"
-    head += "Connection: close\r\nContent-Length: 0\r\n\r\n"
-    s.sendall(head.encode())
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    status = int(data.split(b" ", 2)[1])
-    return status, data.partition(b"\r\n\r\n")[2].decode(errors="replace")
+    status, _, body = raw_request(d, target, method, timeout=10, host=host,
+                                  headers=("Content-Length: 0",))
+    return status, body.decode(errors="replace")
 
 
 def tcp(tmp_path, host="127.0.0.1", allowed=None, env=None):
