@@ -99,6 +99,12 @@ struct lease_gpu {
 	bool retry_armed;
 	struct timespec retry_at;	/* CLOCK_MONOTONIC */
 	char why[ZERR_MSG_MAX + 48];	/* the last failure, "" for none */
+	/*
+	 * The releasing peer's handle (gate_writer) for a restore with reason
+	 * "release": the device process runs a restore while the holder lives
+	 * only for it (access/warden.h).
+	 */
+	uint64_t rel_handle;
 	/* the energy ledger (leases_note starts it, lease_free_gpu ends it) */
 	unsigned gen;			/* bumped by every FREE -> HELD */
 	pid_t holder_pid;		/* the process that took it */
@@ -248,6 +254,9 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	}
 	memset(&w, 0, sizeof(w));
 	w.op = op;
+	w.writer = GPU_WRITER_RESTORE;
+	if (reason != NULL && strcmp(reason, "release") == 0)
+		w.writer_handle = g->rel_handle;
 	r->l = l;
 	r->reason = reason;
 	r->attempt = g->attempts;
@@ -1225,7 +1234,7 @@ leases_note(struct leases *l, bool unix_peer, uid_t uid,
 }
 
 int
-leases_release(struct leases *l, const struct peer *p,
+leases_release(struct leases *l, const struct peer *p, uint64_t handle,
     const uint32_t *gpus, unsigned n, struct lease_waiter *w,
     uint32_t *not_leased, unsigned *nnot, struct zerr *err)
 {
@@ -1269,6 +1278,7 @@ leases_release(struct leases *l, const struct peer *p,
 		k++;
 		zlog(ZLOG_INFO, "gpu_lease_release", "gpu=%u uid=%u by_uid=%u",
 		    gpus[i], (unsigned)g->uid, (unsigned)p->uid);
+		g->rel_handle = handle;
 		/* a write of the holder between claim and queue: after it */
 		if (g->state == LEASE_HELD && g->claims > 0) {
 			g->restore_due = true;

@@ -139,14 +139,16 @@ void leases_note(struct leases *l, bool unix_peer, uid_t uid,
 
 /*
  * Loop thread, POST /gpu/release: ends the caller's leases on `gpus` (any
- * user's for root on the Unix socket), restoring what they changed. A GPU
+ * user's for root on the Unix socket), restoring what they changed
+ * (`handle`: the caller's for the device process, gate_writer; 0 in one
+ * process). A GPU
  * leased by another user refuses the whole call (ZERR_CONFLICT, nothing
  * done); a GPU with no lease is reported in not_leased[] (the caller's
  * [n]). For every lease ended, w[i] is registered and its `done` runs once
  * the restore finished; returns how many were registered (in w[0..]), or
  * -1 with err.
  */
-int leases_release(struct leases *l, const struct peer *p,
+int leases_release(struct leases *l, const struct peer *p, uint64_t handle,
     const uint32_t *gpus, unsigned n, struct lease_waiter *w,
     uint32_t *not_leased, unsigned *nnot, struct zerr *err);
 

@@ -336,6 +336,7 @@ handle_gpu_write(struct request *req)
 		w.min_clock_mhz = qv.v[2].u32;
 		w.max_clock_mhz = qv.v[3].u32;
 	}
+	gate_writer(req, &w);	/* the device process judges it again */
 	if (request_config(req)->audit_required && !audit_ready()) {
 		/* no room for its audit line: nothing runs (--audit-required) */
 		audit_count_refused();

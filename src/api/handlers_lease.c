@@ -240,6 +240,7 @@ handle_gpu_release(struct request *req)
 	struct release_state *st;
 	struct query_values qv;
 	struct id_list ids;
+	struct gpu_write by = { 0 };	/* who releases, for the device */
 	unsigned left;
 
 	if (lease_require(req) != 0 || handlers_parse(req, spec, &qv) != 0 ||
@@ -258,9 +259,10 @@ handle_gpu_release(struct request *req)
 	 * cannot resume the request before leases_release returned. What did
 	 * not wait is completed here.
 	 */
+	gate_writer(req, &by);
 	request_defer(req, ids.n + 1, release_finish);
 	st->k = leases_release(request_leases(req), request_peer(req),
-	    ids.ids, ids.n, st->w, st->not_leased, &st->nnot, &st->err);
+	    by.writer_handle, ids.ids, ids.n, st->w, st->not_leased, &st->nnot, &st->err);
 	left = ids.n + 1 - (st->k > 0 ? (unsigned)st->k : 0);
 	/* the last of these may resume the request: st is not used after */
 	for (unsigned i = 0; i < left; i++)

@@ -50,12 +50,27 @@ enum gpu_write_op {
 };
 
 /* A write as plain data. Fields not used by `op` are ignored. */
+/*
+ * Who a write is for. Local backends ignore it; the network process's
+ * remote backend (privsep/remote_gpu.c) passes it on, and the device
+ * process decides the write again from it (access/warden.h). The values
+ * are privsep's enum psmsg_from.
+ */
+enum gpu_writer {
+	GPU_WRITER_UNSET = 0,		/* refused by the device process */
+	GPU_WRITER_UNIX,		/* writer_handle: the peer's */
+	GPU_WRITER_TCP,
+	GPU_WRITER_RESTORE,		/* writer_handle: who released, or 0 */
+};
+
 struct gpu_write {
 	enum gpu_write_op op;
 	uint32_t power_limit_mw;	/* GPU_SET_POWER_LIMIT */
 	bool enabled;			/* GPU_SET_PERSISTENCE_MODE */
 	uint32_t min_clock_mhz;		/* GPU_SET_*_LOCKED_CLOCKS */
 	uint32_t max_clock_mhz;
+	enum gpu_writer writer;
+	uint64_t writer_handle;
 };
 
 /* The API name of an operation ("set_power_limit", ...). */

@@ -9,6 +9,7 @@
 #define ZEUS_CONN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "http/deadline.h"
 #include "access/peer.h"
@@ -28,6 +29,7 @@
  */
 struct conn_who {
 	unsigned gen;
+	uint64_t handle;		/* the device process's, 0: none */
 	struct policy_peer pp;
 	struct identity id;
 };

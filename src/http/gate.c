@@ -7,11 +7,13 @@
 #include "http/gate.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "access/audit.h"
 #include "access/auth.h"
@@ -19,6 +21,7 @@
 #include "access/policy.h"
 #include "common/identity.h"
 #include "common/pool.h"
+#include "devices/gpu.h"
 #include "http/conn.h"
 #include "http/ctx.h"
 #include "http/request.h"
@@ -95,10 +98,14 @@ gate_conn_who(struct request *req)
 	gen = atomic_load(&req->ctx->identity_gen);
 	if (c->who != NULL && c->who->gen == gen)
 		return c->who;
-	if (c->who == NULL && (c->who = malloc(sizeof(*c->who))) == NULL)
-		return &gate_nobody;
-	node_identity(req->ctx->node, c->peer.uid, c->peer.gid, c->peer.pid,
-	    &c->who->id);
+	if (c->who == NULL) {
+		if ((c->who = malloc(sizeof(*c->who))) == NULL)
+			return &gate_nobody;
+		c->who->handle = 0;
+	}
+	node_peer(req->ctx->node, request_socket(req), c->who->handle,
+	    c->peer.uid, c->peer.gid, c->peer.pid, &c->who->id,
+	    &c->who->handle);
 	(void)peer_own_groups(request_socket(req), c->peer.gid, &c->who->id);
 	policy_peer_init(&c->who->pp, c->peer.uid, &c->who->id);
 	c->who->gen = gen;
@@ -320,6 +327,9 @@ struct conn_lookup {
 	gid_t gid;
 	pid_t pid;
 	unsigned gen;			/* identity_gen when it started */
+	int sock;			/* a dup of the connection's socket */
+	uint64_t refresh;		/* the handle it had, or 0 */
+	uint64_t handle;		/* the device process's answer */
 	bool failed;			/* the pool's queue was full */
 	bool own_groups;		/* `own` holds the kernel's groups */
 	struct identity own;		/* of the socket, read on the loop */
@@ -340,7 +350,14 @@ gate_lookup_run(struct pool_job *job)
 {
 	struct conn_lookup *l = (struct conn_lookup *)job;
 
-	node_identity(l->node, l->uid, l->gid, l->pid, &l->id);
+	node_peer(l->node, l->sock, l->refresh, l->uid, l->gid, l->pid,
+	    &l->id, &l->handle);
+	if (l->sock >= 0)
+		close(l->sock);
+	l->sock = -1;
+	/* a new handle (another process after a reload): the old one ends */
+	if (l->refresh != 0 && l->handle != l->refresh)
+		node_peer_end(l->node, l->refresh);
 	if (l->own_groups)
 		gate_use_own_groups(&l->id, &l->own);
 	request_complete_one(l->req);	/* the loop installs it */
@@ -383,6 +400,7 @@ gate_lookup_install(struct request *req)
 		return;
 	}
 	c->who->id = l->id;
+	c->who->handle = l->handle;
 	policy_peer_init(&c->who->pp, l->uid, &c->who->id);
 	c->who->gen = l->gen;
 	free(l);
@@ -413,13 +431,18 @@ gate_lookup_start(struct request *req, void (*again)(struct request *req))
 	l->gid = c->peer.gid;
 	l->pid = c->peer.pid;
 	l->gen = atomic_load(&req->ctx->identity_gen);
+	l->refresh = c->who != NULL ? c->who->handle : 0;
 	/* here, while the socket surely is this connection's */
 	l->own_groups = peer_own_groups(request_socket(req), l->gid,
 	    &l->own) == 0;
+	l->sock = fcntl(request_socket(req), F_DUPFD_CLOEXEC, 0);
 	c->lookup = l;
 	/* before submitting: the job may complete before submit returns */
 	request_defer(req, 1, again);
 	if (pool_submit(req->ctx->lookups, &l->job) != 0) {
+		if (l->sock >= 0)
+			close(l->sock);
+		l->sock = -1;
 		l->failed = true;
 		request_complete_one(req);	/* answered by `again` */
 	}
@@ -460,4 +483,56 @@ gate_release(struct request *req)
 {
 	free((void *)req->claims);
 	req->claims = NULL;
+}
+
+void
+gate_writer(struct request *req, struct gpu_write *w)
+{
+	const struct conn_who *cw;
+
+	w->writer = GPU_WRITER_TCP;
+	w->writer_handle = 0;
+	if (req->cstate == NULL || req->cstate->peer.kind != PEER_UNIX)
+		return;
+	w->writer = GPU_WRITER_UNIX;
+	if ((cw = gate_conn_who(req)) != NULL)
+		w->writer_handle = cw->handle;
+}
+
+/* ---- A connection's end ---------------------------------------------------- */
+
+/* The device process forgets a closed peer's handle, off the loop. */
+struct peer_end_job {
+	struct pool_job job;		/* first: the pool hands it back */
+	struct node *node;
+	uint64_t handle;
+};
+
+static void
+gate_peer_end_run(struct pool_job *job)
+{
+	struct peer_end_job *j = (struct peer_end_job *)job;
+
+	node_peer_end(j->node, j->handle);
+	free(j);
+}
+
+void
+gate_conn_closed(struct http_ctx *ctx, struct conn *c)
+{
+	struct peer_end_job *j;
+
+	if (c->who == NULL || c->who->handle == 0)
+		return;
+	if (ctx->lookups == NULL || (j = malloc(sizeof(*j))) == NULL) {
+		node_peer_end(ctx->node, c->who->handle);
+		return;
+	}
+	j->job.run = gate_peer_end_run;
+	j->node = ctx->node;
+	j->handle = c->who->handle;
+	if (pool_submit(ctx->lookups, &j->job) != 0) {
+		free(j);
+		node_peer_end(ctx->node, c->who->handle);	/* rare: full */
+	}
 }

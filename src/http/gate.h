@@ -43,6 +43,21 @@ struct audit_who;
 int gate_decide(struct request *req, const struct route *r,
     void (*again)(struct request *req));
 
+/*
+ * A connection closes: the device process's handle for its peer (if it
+ * got one) ends, on the look-up pool (blocking only when the pool is full).
+ */
+struct http_ctx;
+struct conn;
+void gate_conn_closed(struct http_ctx *ctx, struct conn *c);
+
+/*
+ * Who the device process should judge a write of this request as
+ * (gpu.h's writer fields): a Unix peer's handle, or TCP.
+ */
+struct gpu_write;
+void gate_writer(struct request *req, struct gpu_write *w);
+
 /* Frees what gate_decide attached to the request. */
 void gate_release(struct request *req);
 

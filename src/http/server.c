@@ -229,6 +229,7 @@ server_conn_notify(void *cls, struct MHD_Connection *mc,
 		peer_limit_release(srv->peers, &c->peer);
 	if (c->in_table)
 		atomic_fetch_sub(&srv->conns, 1);
+	gate_conn_closed(&srv->ctx, c);
 	peer_release(&c->peer);
 	free(c->who);
 	free(c->lookup);

@@ -490,22 +490,36 @@ node_procstat(struct node *node, struct procstat *out, struct procstat *net)
 }
 
 void
-node_identity(struct node *node, uid_t uid, gid_t gid, pid_t pid,
-    struct identity *out)
+node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
+    gid_t gid, pid_t pid, struct identity *out, uint64_t *handle)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
 
+	*handle = 0;
 	if (node->pool == NULL) {
 		identity_lookup(uid, gid, pid, out);
 		return;
 	}
 	psmsg_request_init(&req, PSMSG_PEER, 0);
-	req.peer_uid = (uint32_t)uid;
-	req.peer_gid = (uint32_t)gid;
-	req.peer_pid = pid > 0 ? (uint32_t)pid : 0;
-	pschan_call(node->pool, &req, &rep);
+	req.auth = refresh;
+	pschan_call_fd(node->pool, &req, sock, &rep);
 	psmsg_get_identity(&rep, out);
+	if (rep.rc == 0)
+		*handle = rep.v;
+}
+
+void
+node_peer_end(struct node *node, uint64_t handle)
+{
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	if (node->pool == NULL || handle == 0)
+		return;
+	psmsg_request_init(&req, PSMSG_PEER_END, 0);
+	req.auth = handle;
+	pschan_call(node->pool, &req, &rep);
 }
 
 void

@@ -141,11 +141,20 @@ void node_procstat(struct node *node, struct procstat *out,
 /*
  * A local peer's user, groups and command name (common/identity.h): looked
  * up here, or by the device process when the daemon is split (the network
- * process has no filesystem and no NSS). Blocking.
+ * process has no filesystem and no NSS). Split, `sock` (the peer's
+ * connected socket, kept by the caller) goes to the device process, which
+ * reads the credentials from it itself and returns a handle for the
+ * peer's writes (*handle; `refresh`: the one it had, or 0); a socket the
+ * device process refuses (closed meanwhile) gives handle 0 and a zeroed
+ * identity, and the device process refuses writes for it. In one process
+ * uid, gid and pid are looked up and the handle is 0. Blocking.
  */
 struct identity;
-void node_identity(struct node *node, uid_t uid, gid_t gid, pid_t pid,
-    struct identity *out);
+void node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
+    gid_t gid, pid_t pid, struct identity *out, uint64_t *handle);
+
+/* The peer of a handle from node_peer closed its connection. Blocking. */
+void node_peer_end(struct node *node, uint64_t handle);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

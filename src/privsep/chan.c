@@ -112,14 +112,35 @@ pschan_fatal(const char *what, int e)
 	_exit(PSCHAN_EXIT_PEER);
 }
 
-/* Sends `req` on `fd`; does not return when that fails. */
+/*
+ * Sends `req` on `fd`, with descriptor `pass` (SCM_RIGHTS) when it is not
+ * -1; does not return when that fails.
+ */
 static void
-pschan_send(int fd, const struct psmsg_request *req, int flags)
+pschan_send(int fd, const struct psmsg_request *req, int pass, int flags)
 {
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)req, .iov_len = sizeof(*req) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
 
+	if (pass >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass, sizeof(int));
+	}
 	do
-		n = send(fd, req, sizeof(*req), MSG_NOSIGNAL | flags);
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | flags);
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(*req))
 		pschan_fatal("send", n < 0 ? errno : 0);
@@ -165,11 +186,18 @@ void
 pschan_call(struct pschan_pool *p, struct psmsg_request *req,
     struct psmsg_reply *rep)
 {
+	pschan_call_fd(p, req, -1, rep);
+}
+
+void
+pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req, int pass,
+    struct psmsg_reply *rep)
+{
 	int fd;
 
 	req->id = atomic_fetch_add(&p->next_id, 1);
 	fd = pschan_take(p);
-	pschan_send(fd, req, 0);
+	pschan_send(fd, req, pass, 0);
 	(void)pschan_recv(fd, req, rep, 0);
 	pschan_give(p, fd);
 }
@@ -200,7 +228,7 @@ pschan_async_send(struct pschan_async *a, struct psmsg_request *req)
 	a->req = *req;
 	atomic_store_explicit(&a->out, true, memory_order_release);
 	/* one request out at a time: a datagram always fits the buffer */
-	pschan_send(a->fd, req, MSG_DONTWAIT);
+	pschan_send(a->fd, req, -1, MSG_DONTWAIT);
 }
 
 int

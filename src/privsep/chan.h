@@ -52,6 +52,13 @@ void pschan_call(struct pschan_pool *p, struct psmsg_request *req,
     struct psmsg_reply *rep);
 
 /*
+ * pschan_call with descriptor `pass` sent along (SCM_RIGHTS; PSMSG_PEER's
+ * connected socket). The caller keeps `pass` and closes it.
+ */
+void pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req,
+    int pass, struct psmsg_reply *rep);
+
+/*
  * A channel kept by one caller that does not wait for the reply: it sends,
  * and reads the reply once the fd is readable (the HTTP loop watches it).
  * One request is out at a time. Failures are fatal, as for pschan_call.

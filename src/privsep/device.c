@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -49,6 +51,61 @@ psdev_refuse(struct psdev *d, const char *why)
 		d->on_refused(d->arg);
 }
 
+/*
+ * One request and the descriptors that came with it: *fd is the one
+ * descriptor a PSMSG_PEER carries, -1 for none. More than one, or a
+ * truncated control message, closes them all and sets *bad. Returns the
+ * datagram's length as recv does (MSG_TRUNC: its real length).
+ */
+static ssize_t
+psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	unsigned nfds = 0;
+	ssize_t n;
+
+	*fd = -1;
+	*bad = false;
+	do
+		n = recvmsg(chan, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL;
+	    c = CMSG_NXTHDR(&mh, c)) {
+		size_t k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			*bad = true;
+			continue;
+		}
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
+			    sizeof(got));
+			if (nfds++ == 0)
+				*fd = got;
+			else
+				close(got);
+		}
+	}
+	if (nfds > 1 || (mh.msg_flags & MSG_CTRUNC) != 0) {
+		*bad = true;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+	}
+	return n;
+}
+
 static void *
 psdev_main(void *arg)
 {
@@ -63,19 +120,37 @@ psdev_main(void *arg)
 	struct psmsg_reply rep;
 	char why[128];
 	ssize_t n;
+	bool bad;
+	int fd;
 
 	for (;;) {
-		n = recv(c->fd, in.raw, sizeof(in.raw), MSG_TRUNC);
+		n = psdev_recv(c->fd, in.raw, sizeof(in.raw), &fd, &bad);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;		/* end of file: the network side left */
+		why[0] = '\0';
 		if (psmsg_request_check(in.raw, (size_t)n, &d->lim, &req, why,
-		    sizeof(why)) != 0) {
+		    sizeof(why)) != 0)
+			;	/* `why` says it */
+		else if (bad)
+			snprintf(why, sizeof(why), "more than one descriptor, "
+			    "or not SCM_RIGHTS");
+		else if (req.op == PSMSG_PEER && fd < 0)
+			snprintf(why, sizeof(why), "a peer request without "
+			    "its socket");
+		else if (req.op != PSMSG_PEER && fd >= 0)
+			snprintf(why, sizeof(why), "a descriptor with op %u",
+			    req.op);
+		if (why[0] != '\0') {
+			if (fd >= 0)
+				close(fd);
 			psdev_refuse(d, why);
 			break;
 		}
-		psexec_run(&d->x, &req, &rep);
+		psexec_run(&d->x, &req, fd, &rep);
+		if (fd >= 0)
+			close(fd);
 		do
 			n = send(c->fd, &rep, sizeof(rep), MSG_NOSIGNAL);
 		while (n < 0 && errno == EINTR);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/identity.h"
 #include "common/procstat.h"
@@ -82,6 +83,39 @@ to_gpu_write(const struct psmsg_request *req, struct gpu_write *w)
 }
 
 /* One single-GPU operation; the caller checked dev and the backend. */
+/*
+ * PSMSG_PEER: the guard's handle and identity, or (no guard) the socket's
+ * own credentials. A socket that is not a connected Unix stream fails.
+ */
+static void
+run_peer(const struct psexec *x, const struct psmsg_request *req, int fd,
+    struct psmsg_reply *rep)
+{
+	struct identity id;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	uint64_t handle = 0;
+	struct zerr err;
+
+	zerr_clear(&err);
+	if (x->guard != NULL) {
+		if (x->guard->peer(x->guard->ctx, fd, req->auth, &id, &handle,
+		    &err) != 0) {
+			fail(rep, &err);
+			return;
+		}
+	} else if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr,
+	    &len) != 0 || len != sizeof(cr)) {
+		zerr_set(&err, ZERR_INVALID, "not a connected Unix socket");
+		fail(rep, &err);
+		return;
+	} else {
+		identity_lookup(cr.uid, cr.gid, cr.pid, &id);
+	}
+	psmsg_put_identity(rep, &id);
+	rep->v = handle;
+}
+
 static void
 run_gpu(const struct psexec *x, const struct psmsg_request *req,
     struct psmsg_reply *rep)
@@ -123,7 +157,9 @@ run_gpu(const struct psexec *x, const struct psmsg_request *req,
 		break;
 	case PSMSG_GPU_WRITE:
 		to_gpu_write(req, &w);
-		rc = ops->write(b, gpu, &w, &err);
+		rc = x->guard != NULL ? x->guard->write(x->guard->ctx, b, gpu,
+		    &w, req->w_from, req->auth, &err) :
+		    ops->write(b, gpu, &w, &err);
 		break;
 	}
 	if (rc != 0)
@@ -193,7 +229,7 @@ run_sample(const struct psexec *x, const struct psmsg_request *req,
 }
 
 void
-psexec_run(const struct psexec *x, const struct psmsg_request *req,
+psexec_run(const struct psexec *x, const struct psmsg_request *req, int fd,
     struct psmsg_reply *rep)
 {
 	bool gpus = x->gpu != NULL && x->gpu->ops != NULL;
@@ -244,14 +280,13 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req,
 			rep->p_net_fds = 0;
 		break;
 	}
-	case PSMSG_PEER: {
-		struct identity id;
-
-		identity_lookup((uid_t)req->peer_uid, (gid_t)req->peer_gid,
-		    (pid_t)req->peer_pid, &id);
-		psmsg_put_identity(rep, &id);
+	case PSMSG_PEER:
+		run_peer(x, req, fd, rep);
 		break;
-	}
+	case PSMSG_PEER_END:
+		if (x->guard != NULL)
+			x->guard->peer_end(x->guard->ctx, req->auth);
+		break;
 	default:
 		internal(rep, "unknown op");
 		break;

@@ -21,7 +21,33 @@
 #include "devices/gpu.h"
 #include "msg.h"
 
+struct identity;
+
+/*
+ * The device process's decisions about who may write (access/warden.h
+ * implements it; privsep below access only sees these calls). NULL in a
+ * psexec without one (unit tests): PSMSG_PEER then answers the socket's
+ * credentials with handle 0 and writes run as asked.
+ */
+struct psexec_guard {
+	void *ctx;
+	/*
+	 * PSMSG_PEER: `fd` is the connected socket that came with it (not
+	 * taken), `refresh` 0 or the handle it had. Fills *id and *handle, or
+	 * returns -1 with err (a socket that is not a connected Unix stream,
+	 * a full table, a refresh for another process).
+	 */
+	int (*peer)(void *ctx, int fd, uint64_t refresh, struct identity *id,
+	    uint64_t *handle, struct zerr *err);
+	void (*peer_end)(void *ctx, uint64_t handle);
+	/* PSMSG_GPU_WRITE: decides, runs it on `b` if allowed, audits. */
+	int (*write)(void *ctx, struct gpu_backend *b, unsigned gpu,
+	    const struct gpu_write *w, uint32_t from, uint64_t auth,
+	    struct zerr *err);
+};
+
 struct psexec {
+	const struct psexec_guard *guard;	/* may be NULL (above) */
 	struct gpu_backend *gpu;	/* may have ops == NULL when ngpu == 0 */
 	unsigned ngpu, npkg;
 	uint64_t dram_mask;		/* bit i: package i has a DRAM zone */
@@ -50,10 +76,13 @@ struct psexec {
  * in err_msg), pkg_ok, cpu_uj[i], dram_uj[i] (packages in dram_mask) and
  * mono_ns[i] per package.
  *
+ * `fd` is the descriptor that came with the request (PSMSG_PEER's socket),
+ * -1 for none; the caller closes it.
+ *
  * A request that slipped past the check anyway (an index out of range, a
  * missing backend) is answered with ZERR_INTERNAL without calling anything.
  */
 void psexec_run(const struct psexec *x, const struct psmsg_request *req,
-    struct psmsg_reply *rep);
+    int fd, struct psmsg_reply *rep);
 
 #endif

@@ -33,6 +33,7 @@ static const char *const op_names[PSMSG_OP_END] = {
 	[PSMSG_SAMPLE] = "sample",
 	[PSMSG_PROC] = "proc",
 	[PSMSG_PEER] = "peer",
+	[PSMSG_PEER_END] = "peer_end",
 };
 
 const char *
@@ -240,13 +241,13 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 		return 0;
 	case PSMSG_PROC:
 	case PSMSG_PEER:
+	case PSMSG_PEER_END:
 		if (r->dev != 0 || r->zone != 0 || !no_write_fields(r) ||
 		    r->gpu_mask != 0 || r->pkg_mask != 0)
 			return refuse(why, whysz, "%s with non-zero fields",
 			    psmsg_op_name(r->op));
-		if (r->op == PSMSG_PEER && r->peer_pid > INT32_MAX)
-			return refuse(why, whysz, "peer pid %u is not a pid",
-			    r->peer_pid);
+		if (r->op == PSMSG_PEER_END && r->auth == 0)
+			return refuse(why, whysz, "peer_end of handle 0");
 		return 0;
 	default:
 		return refuse(why, whysz, "unknown op %u", r->op);
@@ -272,9 +273,19 @@ psmsg_request_check(const void *buf, size_t len,
 		return refuse(why, whysz, "bad magic 0x%08x", r.magic);
 	if (r.pad != 0 || r.pad1 != 0)
 		return refuse(why, whysz, "non-zero pad");
-	if (r.op != PSMSG_PEER && (r.peer_uid | r.peer_gid | r.peer_pid) != 0)
+	/*
+	 * Who a write is for is judged by the device process (a write from
+	 * nobody, or an unknown handle, is refused there, not a reason to
+	 * stop); here only that the fields are where they belong.
+	 */
+	if (r.op == PSMSG_GPU_WRITE) {
+		if (r.w_from >= PSMSG_FROM_END)
+			return refuse(why, whysz, "write from %u", r.w_from);
+	} else if (r.w_from != 0 || (r.auth != 0 && r.op != PSMSG_PEER &&
+	    r.op != PSMSG_PEER_END)) {
 		return refuse(why, whysz, "op %u with non-zero peer fields",
 		    r.op);
+	}
 	if (check_fields(&r, lim, why, whysz) != 0)
 		return -1;
 	*out = r;

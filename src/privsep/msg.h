@@ -45,7 +45,8 @@ enum psmsg_op {
 	PSMSG_RAPL_READ,		/* dev = package index, zone */
 	PSMSG_SAMPLE,			/* gpu_mask, pkg_mask: one per stream tick */
 	PSMSG_PROC,			/* the device process's own figures */
-	PSMSG_PEER,			/* peer_*: a local peer's identity */
+	PSMSG_PEER,			/* a connected Unix peer (its fd) */
+	PSMSG_PEER_END,			/* auth: that peer's connection closed */
 	PSMSG_OP_END
 };
 
@@ -61,9 +62,31 @@ struct psmsg_request {
 	uint32_t w_min_mhz, w_max_mhz;
 	uint32_t pad;			/* must be 0 */
 	uint64_t gpu_mask, pkg_mask;	/* PSMSG_SAMPLE */
-	/* PSMSG_PEER: SO_PEERCRED of a Unix-socket client (pid 0: none) */
-	uint32_t peer_uid, peer_gid, peer_pid;
+	/*
+	 * Who a message speaks for (docs/security.md, "Privilege
+	 * separation"): the device process decides every write itself.
+	 *   PSMSG_PEER: the connection's socket travels with the message
+	 *     (SCM_RIGHTS); auth 0, or the handle it had (refreshed after a
+	 *     reload: same process, identity read anew).
+	 *   PSMSG_PEER_END: auth = the handle of a connection that closed.
+	 *   PSMSG_GPU_WRITE: w_from (enum psmsg_from) and, for a Unix
+	 *     writer, auth = its handle; for a restore, auth = the handle of
+	 *     the peer that released the lease, or 0 (its holder exited, or
+	 *     zeusd stops).
+	 * Every other op: both 0.
+	 */
+	uint64_t auth;
+	uint32_t w_from;
 	uint32_t pad1;			/* must be 0 */
+};
+
+/* Who a GPU write is for (psmsg_request.w_from). */
+enum psmsg_from {
+	PSMSG_FROM_NONE = 0,		/* not a write */
+	PSMSG_FROM_UNIX,		/* a Unix-socket peer: auth its handle */
+	PSMSG_FROM_TCP,			/* a TCP client */
+	PSMSG_FROM_RESTORE,		/* a lease's restore */
+	PSMSG_FROM_END
 };
 
 struct psmsg_reply {
@@ -80,7 +103,8 @@ struct psmsg_reply {
 	 * names; explicit, it is zeroed and checked like every other field.
 	 */
 	uint32_t pad0;			/* 0 */
-	uint64_t v;			/* GPU energy mJ; RAPL energy µJ */
+	uint64_t v;			/* GPU energy mJ; RAPL energy µJ;
+					 * PSMSG_PEER: the peer's handle */
 	/* PSMSG_SAMPLE */
 	uint64_t gpu_ok, gpu_lost, pkg_ok;
 	uint32_t err_gpu_kind;		/* first GPU failure, message in err_msg */
@@ -113,7 +137,7 @@ struct psmsg_reply {
  */
 _Static_assert(ZERR_MSG_MAX % 8 == 0, "err_msg must keep 8-byte alignment");
 _Static_assert(sizeof(struct psmsg_request) == 2 * 4 + 8 + 8 * 4 + 2 * 8 +
-    4 * 4,
+    8 + 2 * 4,
     "struct psmsg_request has padding");
 _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");
@@ -145,9 +169,14 @@ struct psmsg_limits {
  *                package has DRAM)
  *   SAMPLE:      at least one bit across gpu_mask/pkg_mask, only bits
  *                < ngpu / < npkg
- *   PEER:        any uid and gid (names and groups are public, and the
- *                lookup reads only), a pid that is a pid_t (0..INT32_MAX;
- *                0 for a peer in another PID namespace)
+ *   PEER:        nothing but auth (0 or a handle); the socket it names
+ *                comes as SCM_RIGHTS (device.c checks that it came, and
+ *                that it is a connected Unix stream socket)
+ *   PEER_END:    nothing but auth, not 0
+ *   GPU_WRITE:   w_from a psmsg_from, auth any (whether they name a
+ *                writer that may is the device process's decision,
+ *                access/warden.h, not a broken message)
+ *   every op:    auth and w_from 0 where not listed
  * Returns 0 and fills *out, or -1 with *out zeroed and a short reason in
  * `why` (numbers, never bytes of the message as text).
  *

@@ -10,6 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* gpu.h's writers are the messages' senders, by number */
+_Static_assert(GPU_WRITER_UNSET == (int)PSMSG_FROM_NONE &&
+    GPU_WRITER_UNIX == (int)PSMSG_FROM_UNIX &&
+    GPU_WRITER_TCP == (int)PSMSG_FROM_TCP &&
+    GPU_WRITER_RESTORE == (int)PSMSG_FROM_RESTORE, "gpu_writer != psmsg_from");
+
 /* A lacks table and the ones it replaced (freed with the backend). */
 struct psgpu_table {
 	struct psgpu_lacks l;
@@ -203,6 +209,8 @@ psgpu_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
 
 	psmsg_request_init(&req, PSMSG_GPU_WRITE, 0);
 	req.w_op = (uint32_t)w->op;
+	req.w_from = (uint32_t)w->writer;
+	req.auth = w->writer_handle;
 	/* only the fields the operation uses: the device process checks */
 	switch (w->op) {
 	case GPU_SET_POWER_LIMIT:

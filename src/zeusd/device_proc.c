@@ -16,18 +16,21 @@
 #include "zeusd/device_proc.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "access/auth.h"
 #include "access/policy.h"
+#include "access/warden.h"
 #include "common/log.h"
 #include "devices/rapl.h"
 #include "overrides/reaper.h"
@@ -54,6 +57,8 @@ static struct {
 	pid_t net;			/* the network process */
 	const struct zeusd_config *cfg;	/* for SIGHUP */
 	int wstatus;			/* the network process's, once reaped */
+	struct warden *warden;		/* decides every write */
+	struct policy_holder *policy;	/* the warden's; NULL: none */
 	pthread_mutex_t reload_lock;
 	int reload_failed;		/* this side's failures of the last */
 } dev = { .ctl = -1, .reload_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -143,7 +148,7 @@ device_reload(const struct zeusd_config *cfg, struct node *node)
 
 	notify_send("RELOADING=1");
 	notify_status("Reloading the signing key, overrides and policy");
-	failed = reload_device(cfg, node, fds);
+	failed = reload_device(cfg, node, dev.policy, fds);
 	memset(&m, 0, sizeof(m));
 	m.magic = PSCTL_MAGIC;
 	m.type = PSCTL_RELOAD;
@@ -247,6 +252,8 @@ device_loop(const struct zeusd_config *cfg, struct node *node,
 	 * starts.
 	 */
 	(void)reaper_shutdown(REAPER_GRACE_MS);
+	if (cfg->restore_on_shutdown)
+		warden_stopping(dev.warden);	/* leases' restores may run */
 	(void)kill(dev.net, SIGTERM);
 	if (device_wait_network(sigs, SPLIT_STOP_MS, &wstatus) != 0)
 		return 1;
@@ -284,19 +291,37 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	struct psexec x = { .gpu = &node->gpu, .ngpu = node->ngpu,
 	    .npkg = node->ncpu, .rapl_read = device_rapl_read,
 	    .rapl_ctx = node->rapl, .net = ends->net };
+	struct warden_config wc = { .ngpu = node->ngpu,
+	    .enabled = cfg->enabled, .unix_transport = cfg->mode == MODE_UDS,
+	    .tcp_transport = cfg->mode == MODE_TCP, .leases = cfg->gpu_leases,
+	    .policy = srv->ctx.policy, .net = ends->net };
+	struct psexec_guard guard;
 	struct psdev *ps = NULL;
+	const struct sockaddr_un *un = (const void *)ends->listen_name;
 	struct zerr err;
 	pthread_t t;
 	bool ctl_started;
 
 	dev.net = ends->net;
 	dev.ctl = ends->ctl;
+	if (ends->listen_name_len > offsetof(struct sockaddr_un, sun_path) &&
+	    un->sun_family == AF_UNIX)
+		memcpy(wc.listen_path, un->sun_path, sizeof(wc.listen_path) <
+		    sizeof(un->sun_path) ? sizeof(wc.listen_path) :
+		    sizeof(un->sun_path));
 
-	/* the network process holds these now: ours go */
+	/* the network process holds the key now: ours goes; the policy
+	 * stays, for the warden's own decisions */
 	auth_key_free(srv->ctx.key);
 	srv->ctx.key = NULL;
-	policy_holder_free(srv->ctx.policy);
+	dev.policy = srv->ctx.policy;
 	srv->ctx.policy = NULL;
+	if (warden_create(&wc, &dev.warden, &err) != 0) {
+		device_failed(&err, status);
+		return;
+	}
+	warden_guard(dev.warden, &guard);
+	x.guard = &guard;
 	(void)reaper_spare(dev.net);	/* the first of two: cannot fail */
 	/*
 	 * Forks, so before any thread of ours; after the network process, so
@@ -348,4 +373,6 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 		_exit(1);
 	}
 	close(dev.ctl);
+	warden_destroy(dev.warden);
+	policy_holder_free(dev.policy);
 }

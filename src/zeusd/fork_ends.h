@@ -8,6 +8,7 @@
 #ifndef ZEUS_FORK_ENDS_H
 #define ZEUS_FORK_ENDS_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 struct pschan_pool;
@@ -19,6 +20,9 @@ struct split_ends {
 	pid_t net;			/* the network process */
 	const int *peer;		/* its ends of the device channels */
 	unsigned nchan;
+	/* the listening socket's address (getsockname; len 0: unknown) */
+	const struct sockaddr_storage *listen_name;
+	socklen_t listen_name_len;
 	/* the network process's */
 	struct pschan_pool *pool;	/* its ends of the device channels */
 	const struct sandbox_user *user;	/* to become; NULL: stay */

@@ -296,7 +296,8 @@ reload_memfd(const char *name, const char *buf, size_t len)
  * in one process, then handed over as numeric text (policy.h).
  */
 static int
-reload_policy_fd(const struct zeusd_config *cfg, int *failed)
+reload_policy_fd(const struct zeusd_config *cfg, struct policy_holder *own,
+    int *failed)
 {
 	struct policy *p;
 	struct zerr err;
@@ -309,9 +310,14 @@ reload_policy_fd(const struct zeusd_config *cfg, int *failed)
 	if (policy_load(cfg->policy_file, &p, &err) != 0)
 		goto fail;
 	rc = policy_format_numeric(p, &text, &len, &err);
-	policy_free(p);
-	if (rc != 0)
+	if (rc != 0) {
+		policy_free(p);
 		goto fail;
+	}
+	/* the device process decides writes with the same policy */
+	if (own != NULL)
+		p = policy_holder_swap(own, p);
+	policy_free(p);
 	fd = reload_memfd("zeusd-policy", text, len);
 	free(text);
 	if (fd >= 0)
@@ -326,14 +332,17 @@ fail:
 
 int
 reload_device(const struct zeusd_config *cfg, struct node *node,
-    int fds[RELOAD_NFDS])
+    struct policy_holder *policy, int fds[RELOAD_NFDS])
 {
 	int failed = reload_overrides(cfg, node);
 
 	fds[RELOAD_FD_KEY] = reload_key_fd(cfg->signing_key_path,
 	    &failed);
-	fds[RELOAD_FD_POLICY] = reload_policy_fd(cfg, &failed);
+	fds[RELOAD_FD_POLICY] = reload_policy_fd(cfg, policy, &failed);
 	fds[RELOAD_FD_AUDIT] = audit_open_again();
+	/* ours too: the device process writes its refusals' lines */
+	if (fds[RELOAD_FD_AUDIT] >= 0)
+		(void)audit_reopen();
 	failed += cfg->audit_log != NULL && fds[RELOAD_FD_AUDIT] < 0;
 	return failed;
 }

@@ -33,12 +33,15 @@ int reload_run(const struct zeusd_config *cfg, struct server *srv,
  * need NSS, which the network process lacks) and passed as a sealed memfd
  * holding policy_format_numeric's text. The network process then applies
  * the files from those fds, takes the audit fd, and returns its failures.
- * Key and policy fds stay the caller's to close.
+ * Key and policy fds stay the caller's to close. `policy` (the device
+ * process's own, for access/warden.h; may be NULL) gets the new policy,
+ * and the device process's own audit log is reopened too.
  */
 enum { RELOAD_FD_KEY, RELOAD_FD_POLICY, RELOAD_FD_AUDIT, RELOAD_NFDS };
 
+struct policy_holder;
 int reload_device(const struct zeusd_config *cfg, struct node *node,
-    int fds[RELOAD_NFDS]);
+    struct policy_holder *policy, int fds[RELOAD_NFDS]);
 int reload_network(const struct zeusd_config *cfg, struct server *srv,
     const int fds[RELOAD_NFDS]);
 

@@ -45,6 +45,8 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	struct sandbox_user user, *u = NULL;
 	struct pschan_pool *pool;
 	struct split_ends ends;
+	struct sockaddr_storage name;
+	socklen_t name_len;
 	sigset_t sigs;
 	int ctl[2], *peer;
 	pid_t pid;
@@ -112,6 +114,11 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 		return 0;
 	}
 	close(ctl[1]);
+	/* the warden's proof that a peer's socket is one of ours */
+	name_len = sizeof(name);
+	memset(&name, 0, sizeof(name));
+	if (getsockname(listen_fd, (struct sockaddr *)&name, &name_len) != 0)
+		name_len = 0;
 	close(listen_fd);
 	pschan_pool_destroy(pool);	/* the network process has its ends */
 	sigaddset(&sigs, SIGINT);
@@ -120,7 +127,7 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	sigaddset(&sigs, SIGUSR1);
 	sigaddset(&sigs, SIGUSR2);
 	ends = (struct split_ends){ .ctl = ctl[0], .net = pid, .peer = peer,
-	    .nchan = nchan };
+	    .nchan = nchan, .listen_name = &name, .listen_name_len = name_len };
 	device_proc_run(cfg, srv, node, &ends, &sigs, status);
 	free(peer);
 	/*

@@ -225,15 +225,21 @@ check(const struct psmsg_request *r)
 
 /* The message the device process would act on, as the loop will do it. */
 static int
-serve(const void *buf, size_t len, struct psmsg_reply *rep)
+serve_fd(const void *buf, size_t len, int fd, struct psmsg_reply *rep)
 {
 	struct psmsg_request r;
 	char why[128];
 
 	if (psmsg_request_check(buf, len, &lim, &r, why, sizeof(why)) != 0)
 		return -1;
-	psexec_run(&exec_fake, &r, rep);
+	psexec_run(&exec_fake, &r, fd, rep);
 	return 0;
+}
+
+static int
+serve(const void *buf, size_t len, struct psmsg_reply *rep)
+{
+	return serve_fd(buf, len, -1, rep);
 }
 
 /* ---- request check ----------------------------------------------------- */
@@ -461,7 +467,7 @@ struct field {
 static const struct field fields[] = {
 	F(dev), F(zone), F(w_op), F(w_power_limit_mw), F(w_enabled),
 	F(w_min_mhz), F(w_max_mhz), F(pad), F(gpu_mask), F(pkg_mask),
-	F(peer_uid), F(peer_gid), F(peer_pid), F(pad1),
+	F(auth), F(w_from), F(pad1),
 };
 #undef F
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -503,19 +509,19 @@ test_unused_fields(void **state)
 		cases[n++].used = " dev ";
 	}
 	cases[n].r = wreq(GPU_SET_POWER_LIMIT, 1000, 0, 0, 0);
-	cases[n++].used = " dev w_op w_power_limit_mw ";
+	cases[n++].used = " dev w_op auth w_from w_power_limit_mw ";
 	cases[n].r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
-	cases[n++].used = " dev w_op w_enabled ";
+	cases[n++].used = " dev w_op auth w_from w_enabled ";
 	cases[n].r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 1000, 2000);
-	cases[n++].used = " dev w_op w_min_mhz w_max_mhz ";
+	cases[n++].used = " dev w_op auth w_from w_min_mhz w_max_mhz ";
 	cases[n].r = wreq(GPU_SET_MEM_LOCKED_CLOCKS, 0, 0, 1000, 2000);
-	cases[n++].used = " dev w_op w_min_mhz w_max_mhz ";
+	cases[n++].used = " dev w_op auth w_from w_min_mhz w_max_mhz ";
 	cases[n].r = wreq(GPU_RESET_GPU_LOCKED_CLOCKS, 0, 0, 0, 0);
-	cases[n++].used = " dev w_op ";
+	cases[n++].used = " dev w_op auth w_from ";
 	cases[n].r = wreq(GPU_RESET_MEM_LOCKED_CLOCKS, 0, 0, 0, 0);
-	cases[n++].used = " dev w_op ";
+	cases[n++].used = " dev w_op auth w_from ";
 	cases[n].r = wreq(GPU_RESET_LOCKED_CLOCKS, 0, 0, 0, 0);
-	cases[n++].used = " dev w_op ";
+	cases[n++].used = " dev w_op auth w_from ";
 	cases[n].r = req(PSMSG_RAPL_READ);
 	cases[n++].used = " dev zone ";
 	cases[n].r = req(PSMSG_SAMPLE);
@@ -525,7 +531,10 @@ test_unused_fields(void **state)
 	cases[n].r = req(PSMSG_PROC);
 	cases[n++].used = " ";
 	cases[n].r = req(PSMSG_PEER);
-	cases[n++].used = " peer_uid peer_gid peer_pid ";
+	cases[n++].used = " auth ";
+	cases[n].r = req(PSMSG_PEER_END);
+	cases[n].r.auth = 7;
+	cases[n++].used = " auth ";
 	assert_true(n <= sizeof(cases) / sizeof(cases[0]));
 
 	for (unsigned c = 0; c < n; c++) {
@@ -583,7 +592,7 @@ good_reply(struct psmsg_reply *rep)
 {
 	struct psmsg_request r = req(PSMSG_GPU_POWER);
 
-	psexec_run(&exec_fake, &r, rep);
+	psexec_run(&exec_fake, &r, -1, rep);
 	assert_int_equal(rep->rc, 0);
 }
 
@@ -616,7 +625,7 @@ test_reply_good(void **state)
 	good_reply(&rep);		/* gpu 0: still fine */
 	r = req(PSMSG_GPU_LIMIT);
 	r.dev = 1;
-	psexec_run(&exec_fake, &r, &rep);
+	psexec_run(&exec_fake, &r, -1, &rep);
 	assert_int_equal(rep.rc, -1);
 	assert_int_equal(rcheck(&rep, 42, PSMSG_GPU_LIMIT), 0);
 }
@@ -894,29 +903,29 @@ test_exec_defends(void **state)
 	struct psmsg_request r = req(PSMSG_GPU_POWER);
 
 	r.dev = 3;
-	psexec_run(&exec_fake, &r, &rep);
+	psexec_run(&exec_fake, &r, -1, &rep);
 	assert_int_equal(rep.rc, -1);
 	assert_int_equal(rep.err_kind, ZERR_INTERNAL);
 	r = req(PSMSG_RAPL_READ);
 	r.zone = RAPL_ZONE_DRAM;			/* pkg 0: no DRAM */
-	psexec_run(&exec_fake, &r, &rep);
+	psexec_run(&exec_fake, &r, -1, &rep);
 	assert_int_equal(rep.rc, -1);
 	r = req(PSMSG_SAMPLE);
 	r.pkg_mask = 0x4;
-	psexec_run(&exec_fake, &r, &rep);
+	psexec_run(&exec_fake, &r, -1, &rep);
 	assert_int_equal(rep.rc, -1);
 	r.op = 0;
-	psexec_run(&exec_fake, &r, &rep);
+	psexec_run(&exec_fake, &r, -1, &rep);
 	assert_int_equal(rep.rc, -1);
 	assert_int_equal(total_calls(), 0);
 
 	/* no backends at all */
 	r = req(PSMSG_GPU_POWER);
-	psexec_run(&nothing, &r, &rep);
+	psexec_run(&nothing, &r, -1, &rep);
 	assert_int_equal(rep.rc, -1);
 	r = req(PSMSG_SAMPLE);
 	r.gpu_mask = 1;
-	psexec_run(&nothing, &r, &rep);
+	psexec_run(&nothing, &r, -1, &rep);
 	assert_int_equal(rep.rc, -1);
 	assert_int_equal(rcheck(&rep, 42, PSMSG_SAMPLE), 0);
 }
@@ -943,7 +952,7 @@ test_proc(void **state)
 	assert_true(rep.p_net_ok == 0 && rep.p_net_fds == 0);	/* no .net */
 	/* this process standing in for the network process */
 	x.net = getpid();
-	psexec_run(&x, &r, &rep);
+	psexec_run(&x, &r, -1, &rep);
 	assert_true(rep.p_net_ok == 1 && rep.p_net_fds >= 3);
 	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 9, PSMSG_PROC,
 	    &back, why, sizeof(why)), 0);
@@ -952,7 +961,7 @@ test_proc(void **state)
 	    &back, why, sizeof(why)), -1);
 	/* one that is gone: not counted, and said so */
 	x.net = 0x7ffffffe;
-	psexec_run(&x, &r, &rep);
+	psexec_run(&x, &r, -1, &rep);
 	assert_true(rep.p_net_ok == 0 && rep.p_net_fds == 0);
 	r.dev = 1;			/* it takes nothing */
 	assert_int_equal(check(&r), -1);
@@ -962,8 +971,10 @@ test_proc(void **state)
 }
 
 /*
- * A peer's identity: the device process looks it up (the network process
- * has no filesystem); any uid and gid, a pid that is a pid_t.
+ * A peer's identity: the device process reads it from the connected socket
+ * that comes with the request (the network process has no filesystem,
+ * and its word on who connected is not taken); without its socket, or
+ * with another kind of descriptor, it is refused.
  */
 static void
 test_peer(void **state)
@@ -971,13 +982,12 @@ test_peer(void **state)
 	static struct psmsg_reply rep, back;
 	struct psmsg_request r;
 	char why[128];
+	int sv[2], pfd[2];
 
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	psmsg_request_init(&r, PSMSG_PEER, 11);
-	r.peer_uid = 0;
-	r.peer_gid = 0;
-	r.peer_pid = (uint32_t)getpid();
 	assert_int_equal(check(&r), 0);
-	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
+	assert_int_equal(serve_fd(&r, sizeof(r), sv[0], &rep), 0);
 	assert_int_equal(total_calls(), 0);
 	assert_int_equal(rep.rc, 0);
 	assert_string_equal(rep.i_user, "root");
@@ -987,22 +997,25 @@ test_peer(void **state)
 	assert_true(rep.i_ngids >= 1 && rep.i_gids[0] == 0);
 	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
 	    &back, why, sizeof(why)), 0);
-	/* no passwd entry, no pid: just the primary group */
-	r.peer_uid = UINT32_MAX;
-	r.peer_gid = 4343;
-	r.peer_pid = 0;
-	assert_int_equal(check(&r), 0);
-	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
-	assert_string_equal(rep.i_user, "");
-	assert_string_equal(rep.i_comm, "");
-	assert_int_equal(rep.i_ngids, 1);
-	assert_int_equal(rep.i_gids[0], 4343);
-	/* a pid beyond pid_t is refused */
-	r.peer_pid = 0x80000000u;
+	/* a pipe is no peer; nor is no descriptor at all */
+	assert_int_equal(pipe(pfd), 0);
+	assert_int_equal(serve_fd(&r, sizeof(r), pfd[0], &rep), 0);
+	assert_int_equal(rep.rc, -1);
+	assert_int_equal(rep.i_ngids, 0);
+	assert_int_equal(serve_fd(&r, sizeof(r), -1, &rep), 0);
+	assert_int_equal(rep.rc, -1);
+	close(pfd[0]);
+	close(pfd[1]);
+	/* a peer_end names a handle */
+	psmsg_request_init(&r, PSMSG_PEER_END, 13);
 	assert_int_equal(check(&r), -1);
+	r.auth = 5;
+	assert_int_equal(check(&r), 0);
+	psmsg_request_init(&r, PSMSG_PEER, 11);
+	assert_int_equal(serve_fd(&r, sizeof(r), sv[0], &rep), 0);
+	close(sv[0]);
+	close(sv[1]);
 	/* a reply with too many or no groups, or a name without its NUL */
-	r.peer_pid = 0;
-	assert_int_equal(serve(&r, sizeof(r), &rep), 0);
 	rep.i_ngids = IDENTITY_MAX_GROUPS + 1;
 	assert_int_equal(psmsg_reply_check(&rep, sizeof(rep), 11, PSMSG_PEER,
 	    &back, why, sizeof(why)), -1);

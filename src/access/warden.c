@@ -1,0 +1,751 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * warden.c - the device process's decision on every GPU write (warden.h).
+ *
+ * Peers: a table of up to WARDEN_MAX_PEERS slots under one mutex, the
+ * handle being the slot's index and a generation (never 0), so a stale or
+ * guessed handle names nothing. A closed peer's slot stays for
+ * WARDEN_CLOSED_GRACE_S (a non-blocking write it queued may still come)
+ * in a FIFO, and is reused after that, or sooner when the table is full.
+ *
+ * GPUs: one mutex each, held across the decision and the write it allows,
+ * so no other write on that GPU lands between them (the hardware is
+ * serial anyway; the network process's worker sends one write per GPU at
+ * a time). Nothing here polls: a holder's processes are looked at (pidfd
+ * readable: exited) when a write or a restore asks.
+ */
+#include "access/warden.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "access/audit.h"
+#include "access/peer.h"
+#include "access/policy.h"
+#include "common/identity.h"
+#include "common/log.h"
+#include "devices/gpu.h"
+#include "devices/gpu_cmd.h"
+#include "privsep/exec.h"
+#include "privsep/msg.h"
+
+#define WARDEN_MAX_PIDS 64		/* holder processes per GPU */
+#define NO_SLOT UINT32_MAX
+
+struct wpeer {
+	uint32_t gen;			/* 0: free */
+	bool closed;
+	uint32_t next_closed;		/* the FIFO of closed slots */
+	time_t closed_at;		/* CLOCK_MONOTONIC seconds */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	int pidfd;			/* -1: none (root, exited, pid 0) */
+	struct identity id;
+	struct policy_peer pp;
+};
+
+/* A write's peer as the decision sees it (a copy, out of the lock). */
+struct wwho {
+	uid_t uid;
+	pid_t pid;
+	int pidfd;			/* a dup, closed by the caller */
+	struct identity id;
+	struct policy_peer pp;
+};
+
+struct wgpu {
+	pthread_mutex_t lock;
+	bool held;
+	uid_t uid;
+	pid_t first_pid;
+	char user[IDENTITY_USER_MAX];
+	char comm[IDENTITY_COMM_MAX];
+	int pidfd[WARDEN_MAX_PIDS];
+	pid_t pid[WARDEN_MAX_PIDS];
+	unsigned npid;
+	/* the values before the lease's first change of each setting */
+	bool has_limit, has_persist, gpu_clocks, mem_clocks;
+	uint32_t limit_mw;
+	bool persist;
+};
+
+struct warden {
+	struct warden_config cfg;
+	pthread_mutex_t lock;		/* the peer table */
+	struct wpeer **slot;		/* [WARDEN_MAX_PEERS], lazily filled */
+	uint32_t nused;			/* slots ever handed out */
+	uint32_t *freed;		/* [WARDEN_MAX_PEERS]: a stack */
+	uint32_t nfreed;
+	uint32_t closed_head, closed_tail;
+	uint32_t next_gen;
+	atomic_bool stopping;
+	atomic_ulong refused;
+	struct wgpu *gpu;		/* [cfg.ngpu] */
+};
+
+static time_t
+mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec;
+}
+
+static bool
+pidfd_exited(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;	/* readable (or an error): gone */
+}
+
+int
+warden_create(const struct warden_config *cfg, struct warden **out,
+    struct zerr *err)
+{
+	struct warden *w = calloc(1, sizeof(*w));
+
+	if (w == NULL || (w->slot = calloc(WARDEN_MAX_PEERS,
+	    sizeof(*w->slot))) == NULL || (w->freed = calloc(WARDEN_MAX_PEERS,
+	    sizeof(*w->freed))) == NULL || (w->gpu = calloc(cfg->ngpu ?
+	    cfg->ngpu : 1, sizeof(*w->gpu))) == NULL) {
+		if (w != NULL) {
+			free(w->slot);
+			free(w->freed);
+		}
+		free(w);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	w->cfg = *cfg;
+	pthread_mutex_init(&w->lock, NULL);
+	w->closed_head = w->closed_tail = NO_SLOT;
+	/* a random start: a handle from an earlier run names nothing */
+	w->next_gen = (uint32_t)(mono_s() ^ (time_t)getpid() << 16) | 1u;
+	for (unsigned i = 0; i < cfg->ngpu; i++)
+		pthread_mutex_init(&w->gpu[i].lock, NULL);
+	atomic_init(&w->stopping, false);
+	atomic_init(&w->refused, 0);
+	*out = w;
+	return 0;
+}
+
+static void
+wgpu_forget_pids(struct wgpu *g)
+{
+	for (unsigned i = 0; i < g->npid; i++)
+		close(g->pidfd[i]);
+	g->npid = 0;
+}
+
+void
+warden_destroy(struct warden *w)
+{
+	if (w == NULL)
+		return;
+	for (uint32_t i = 0; i < w->nused; i++) {
+		if (w->slot[i] != NULL && w->slot[i]->pidfd >= 0)
+			close(w->slot[i]->pidfd);
+		free(w->slot[i]);
+	}
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		wgpu_forget_pids(&w->gpu[i]);
+		pthread_mutex_destroy(&w->gpu[i].lock);
+	}
+	pthread_mutex_destroy(&w->lock);
+	free(w->slot);
+	free(w->freed);
+	free(w->gpu);
+	free(w);
+}
+
+void
+warden_stopping(struct warden *w)
+{
+	atomic_store(&w->stopping, true);
+}
+
+unsigned long
+warden_refused(const struct warden *w)
+{
+	return atomic_load(&((struct warden *)w)->refused);
+}
+
+/* ---- Peers (w->lock held unless said) ------------------------------------- */
+
+static uint64_t
+handle_of(uint32_t idx, uint32_t gen)
+{
+	return (uint64_t)gen << 32 | idx;
+}
+
+/* The live or closed slot `handle` names, or NULL. */
+static struct wpeer *
+slot_of(struct warden *w, uint64_t handle)
+{
+	uint32_t idx = (uint32_t)handle, gen = (uint32_t)(handle >> 32);
+
+	if (gen == 0 || idx >= w->nused || w->slot[idx] == NULL ||
+	    w->slot[idx]->gen != gen)
+		return NULL;
+	return w->slot[idx];
+}
+
+static void
+slot_free(struct warden *w, uint32_t idx)
+{
+	struct wpeer *p = w->slot[idx];
+
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	memset(p, 0, sizeof(*p));
+	p->pidfd = -1;
+	w->freed[w->nfreed++] = idx;
+}
+
+/* Frees closed slots past their grace (every one when `all`, up to one). */
+static void
+closed_sweep(struct warden *w, bool one)
+{
+	time_t now = mono_s();
+
+	while (w->closed_head != NO_SLOT) {
+		uint32_t idx = w->closed_head;
+		struct wpeer *p = w->slot[idx];
+
+		if (!one && now - p->closed_at < WARDEN_CLOSED_GRACE_S)
+			break;
+		w->closed_head = p->next_closed;
+		if (w->closed_head == NO_SLOT)
+			w->closed_tail = NO_SLOT;
+		slot_free(w, idx);
+		if (one)
+			break;
+	}
+}
+
+/* A free slot's index, or NO_SLOT when the table is full of open peers. */
+static uint32_t
+slot_take(struct warden *w)
+{
+	closed_sweep(w, false);
+	if (w->nfreed == 0 && w->nused == WARDEN_MAX_PEERS)
+		closed_sweep(w, true);	/* the oldest closed one, early */
+	if (w->nfreed > 0)
+		return w->freed[--w->nfreed];
+	if (w->nused == WARDEN_MAX_PEERS)
+		return NO_SLOT;
+	if ((w->slot[w->nused] = calloc(1, sizeof(struct wpeer))) == NULL)
+		return NO_SLOT;
+	w->slot[w->nused]->pidfd = -1;
+	return w->nused++;
+}
+
+/*
+ * Whether `fd` is a Unix stream socket accepted on zeusd's listening
+ * socket: its own name is that socket's path. A socket pair the network
+ * process made itself has no name.
+ */
+static int
+peer_socket_check(const struct warden *w, int fd, struct zerr *err)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int v;
+	socklen_t vlen = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &vlen) != 0 ||
+	    v != AF_UNIX)
+		return zerr_set(err, ZERR_INVALID, "not a Unix socket");
+	vlen = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vlen) != 0 ||
+	    v != SOCK_STREAM)
+		return zerr_set(err, ZERR_INVALID, "not a stream socket");
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    len <= offsetof(struct sockaddr_un, sun_path) + 1 ||
+	    sa.sun_path[0] == '\0' ||
+	    strncmp(sa.sun_path, w->cfg.listen_path, sizeof(sa.sun_path)) != 0)
+		return zerr_set(err, ZERR_INVALID, "not a connection to "
+		    "zeusd's socket");
+	return 0;
+}
+
+int
+warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
+    uint64_t *handle, struct zerr *err)
+{
+	struct peer p;
+	struct wpeer *s;
+	uint32_t idx;
+
+	*handle = 0;
+	if (peer_socket_check(w, fd, err) != 0)
+		return -1;
+	if (peer_identify(fd, NULL, 0, &p) != 0 || p.kind != PEER_UNIX)
+		return zerr_set(err, ZERR_INVALID, "the socket has no peer "
+		    "(it closed, or is not connected)");
+	if (p.pid != 0 && p.pid == w->cfg.net)
+		return zerr_set(err, ZERR_INVALID, "a connection of the "
+		    "network process itself");
+	/* the slow part (NSS), out of the lock */
+	identity_lookup(p.uid, p.gid, p.pid, id);
+	(void)peer_own_groups(fd, p.gid, id);
+	if (p.uid != 0 && p.pid > 0)
+		(void)peer_take_pidfd(fd, &p);	/* -1: it already exited */
+
+	pthread_mutex_lock(&w->lock);
+	s = refresh != 0 ? slot_of(w, refresh) : NULL;
+	if (s != NULL && !s->closed && s->uid == p.uid && s->pid == p.pid) {
+		/* the same connection's process after a reload */
+		s->id = *id;
+		policy_peer_init(&s->pp, s->uid, &s->id);
+		*handle = refresh;
+		pthread_mutex_unlock(&w->lock);
+		peer_release(&p);
+		return 0;
+	}
+	if ((idx = slot_take(w)) == NO_SLOT) {
+		pthread_mutex_unlock(&w->lock);
+		peer_release(&p);
+		return zerr_set(err, ZERR_BUSY, "too many connected peers");
+	}
+	s = w->slot[idx];
+	if (++w->next_gen == 0)
+		w->next_gen = 1;
+	s->gen = w->next_gen;
+	s->closed = false;
+	s->uid = p.uid;
+	s->gid = p.gid;
+	s->pid = p.pid;
+	s->pidfd = p.pidfd;		/* taken over */
+	s->id = *id;
+	policy_peer_init(&s->pp, s->uid, &s->id);
+	*handle = handle_of(idx, s->gen);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+void
+warden_peer_end(struct warden *w, uint64_t handle)
+{
+	struct wpeer *s;
+	uint32_t idx = (uint32_t)handle;
+
+	pthread_mutex_lock(&w->lock);
+	if ((s = slot_of(w, handle)) != NULL && !s->closed) {
+		s->closed = true;
+		s->closed_at = mono_s();
+		s->next_closed = NO_SLOT;
+		if (w->closed_tail != NO_SLOT)
+			w->slot[w->closed_tail]->next_closed = idx;
+		else
+			w->closed_head = idx;
+		w->closed_tail = idx;
+	}
+	closed_sweep(w, false);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* A copy of the peer `handle` names, with its own pidfd; -1 if none. */
+static int
+peer_copy(struct warden *w, uint64_t handle, struct wwho *out)
+{
+	struct wpeer *s;
+
+	memset(out, 0, sizeof(*out));
+	out->pidfd = -1;
+	pthread_mutex_lock(&w->lock);
+	if ((s = slot_of(w, handle)) == NULL) {
+		pthread_mutex_unlock(&w->lock);
+		return -1;
+	}
+	out->uid = s->uid;
+	out->pid = s->pid;
+	out->id = s->id;
+	out->pp = s->pp;
+	if (s->pidfd >= 0)
+		out->pidfd = fcntl(s->pidfd, F_DUPFD_CLOEXEC, 0);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+/* ---- Writes --------------------------------------------------------------- */
+
+static void
+who_of(const struct wwho *p, struct audit_who *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (p == NULL)
+		return;
+	a->unix_peer = true;
+	a->uid = p->uid;
+	a->pid = p->pid;
+	snprintf(a->user, sizeof(a->user), "%s", p->id.user);
+	snprintf(a->comm, sizeof(a->comm), "%s", p->id.comm);
+}
+
+/* The audit line's "requested" (JSON), or NULL for a write of no value. */
+static const char *
+requested(const struct gpu_write *wr, char *buf, size_t size)
+{
+	switch (wr->op) {
+	case GPU_SET_POWER_LIMIT:
+		snprintf(buf, size, "{\"power_limit_mw\":%u}",
+		    (unsigned)wr->power_limit_mw);
+		return buf;
+	case GPU_SET_PERSISTENCE_MODE:
+		snprintf(buf, size, "{\"enabled\":%s}", wr->enabled ? "true" :
+		    "false");
+		return buf;
+	case GPU_SET_GPU_LOCKED_CLOCKS:
+	case GPU_SET_MEM_LOCKED_CLOCKS:
+		snprintf(buf, size, "{\"min_clock_mhz\":%u,\"max_clock_mhz\":"
+		    "%u}", (unsigned)wr->min_clock_mhz,
+		    (unsigned)wr->max_clock_mhz);
+		return buf;
+	default:
+		return NULL;
+	}
+}
+
+/* A refusal: logged, counted, audited; returns -1 with err set. */
+static int
+refuse(struct warden *w, const struct wwho *p, unsigned gpu,
+    const struct gpu_write *wr, uint32_t from, struct zerr *err)
+{
+	struct audit_who a;
+	char q[ZERR_MSG_MAX + 64], req[96];
+
+	atomic_fetch_add(&w->refused, 1);
+	zlog(ZLOG_WARN, "device_write_refused", "gpu=%u op=%s from=%u uid=%ld "
+	    "error=%s", gpu, gpu_write_op_name(wr->op), from,
+	    p != NULL ? (long)p->uid : -1L, zlog_quote(q, sizeof(q),
+	    err->msg));
+	who_of(p, &a);
+	audit_write(&a, gpu, gpu_write_op_name(wr->op), NULL,
+	    requested(wr, req, sizeof(req)), err->msg, "refused");
+	return -1;
+}
+
+/* Drops the holder's processes that exited; true while one lives. */
+static bool
+wgpu_live(struct wgpu *g)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < g->npid; i++) {
+		if (pidfd_exited(g->pidfd[i])) {
+			close(g->pidfd[i]);
+			continue;
+		}
+		g->pidfd[k] = g->pidfd[i];
+		g->pid[k++] = g->pid[i];
+	}
+	g->npid = k;
+	return k > 0;
+}
+
+static bool
+wgpu_pending(const struct wgpu *g)
+{
+	return g->has_limit || g->has_persist || g->gpu_clocks || g->mem_clocks;
+}
+
+/* Whether the lease still binds (ending it when not). */
+static bool
+wgpu_held(struct wgpu *g)
+{
+	bool live = g->held && wgpu_live(g);
+
+	if (g->held && !live && !wgpu_pending(g)) {
+		g->held = false;
+		wgpu_forget_pids(g);
+	}
+	return g->held;
+}
+
+/* After a successful write of a non-root Unix peer: its lease. */
+static void
+wgpu_take(struct wgpu *g, const struct wwho *p, const struct gpu_write *wr,
+    bool got_limit, uint32_t limit_mw, bool got_persist, bool persist)
+{
+	unsigned t = gpu_write_touches(wr->op);
+	bool known = false;
+
+	if (!g->held) {
+		memset(&g->has_limit, 0, sizeof(*g) - offsetof(struct wgpu,
+		    has_limit));
+		g->held = true;
+		g->uid = p->uid;
+		g->first_pid = p->pid;
+		snprintf(g->user, sizeof(g->user), "%s", p->id.user);
+		snprintf(g->comm, sizeof(g->comm), "%s", p->id.comm);
+	}
+	for (unsigned i = 0; i < g->npid; i++)
+		known |= g->pid[i] == p->pid;
+	if (!known && p->pidfd >= 0 && g->npid < WARDEN_MAX_PIDS) {
+		int fd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0);
+
+		if (fd >= 0) {
+			g->pidfd[g->npid] = fd;
+			g->pid[g->npid++] = p->pid;
+		}
+	}
+	if ((t & GPU_SETTING_POWER_LIMIT) && !g->has_limit && got_limit) {
+		g->has_limit = true;
+		g->limit_mw = limit_mw;
+	}
+	if ((t & GPU_SETTING_PERSISTENCE) && !g->has_persist && got_persist) {
+		g->has_persist = true;
+		g->persist = persist;
+	}
+	g->gpu_clocks |= (t & GPU_SETTING_GPU_CLOCKS) != 0;
+	g->mem_clocks |= (t & GPU_SETTING_MEM_CLOCKS) != 0;
+}
+
+/*
+ * A restore: only of a change recorded here, only to the recorded value,
+ * only when the holder's processes are gone, the holder or root released
+ * it (`rel`), or zeusd stops. Lock held.
+ */
+static int
+restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
+    unsigned gpu, const struct gpu_write *wr, const struct wwho *rel,
+    struct zerr *err)
+{
+	bool match = false;
+	int rc;
+
+	switch (wr->op) {
+	case GPU_SET_POWER_LIMIT:
+		match = g->has_limit && wr->power_limit_mw == g->limit_mw;
+		break;
+	case GPU_SET_PERSISTENCE_MODE:
+		match = g->has_persist && wr->enabled == g->persist;
+		break;
+	case GPU_RESET_GPU_LOCKED_CLOCKS:
+		match = g->gpu_clocks;
+		break;
+	case GPU_RESET_MEM_LOCKED_CLOCKS:
+		match = g->mem_clocks;
+		break;
+	default:
+		break;
+	}
+	if (!g->held || !match)
+		return zerr_set(err, ZERR_CONFLICT, "GPU %u: no change of "
+		    "this setting under a lease is waiting for this restore",
+		    gpu);
+	if (wgpu_live(g) && !atomic_load(&w->stopping) && (rel == NULL ||
+	    (rel->uid != 0 && rel->uid != g->uid)))
+		return zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by uid "
+		    "%u, whose process still runs: only it or root may end "
+		    "the lease", gpu, (unsigned)g->uid);
+	if ((rc = b->ops->write(b, gpu, wr, err)) != 0)
+		return rc;
+	switch (wr->op) {
+	case GPU_SET_POWER_LIMIT:
+		g->has_limit = false;
+		break;
+	case GPU_SET_PERSISTENCE_MODE:
+		g->has_persist = false;
+		break;
+	case GPU_RESET_GPU_LOCKED_CLOCKS:
+		g->gpu_clocks = false;
+		break;
+	default:
+		g->mem_clocks = false;
+		break;
+	}
+	if (!wgpu_pending(g)) {		/* every change is back: it ends */
+		g->held = false;
+		wgpu_forget_pids(g);
+	}
+	return 0;
+}
+
+/* The policy's word for a non-root Unix peer; 0 when it may. */
+static int
+policy_check(struct warden *w, const struct wwho *p, unsigned gpu,
+    struct zerr *err)
+{
+	const struct policy *pol;
+	bool ok;
+
+	if (w->cfg.policy == NULL || p->uid == 0)
+		return 0;
+	pol = policy_holder_read(w->cfg.policy);
+	ok = (policy_scopes(pol, &p->pp) & GROUP_BIT(GROUP_GPU_CONTROL)) &&
+	    policy_allows(pol, &p->pp, GROUP_GPU_CONTROL, gpu);
+	policy_holder_done(w->cfg.policy);
+	if (ok)
+		return 0;
+	return zerr_set(err, ZERR_FORBIDDEN, "Forbidden: uid %u%s%s%s is not "
+	    "granted gpu-control on GPU %u by the node policy", (unsigned)p->uid,
+	    p->id.user[0] ? " (" : "", p->id.user, p->id.user[0] ? ")" : "",
+	    gpu);
+}
+
+/* The lease's word on a write (lock held); 0 when it may go on. */
+static int
+lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
+    unsigned gpu, struct zerr *err)
+{
+	(void)w;
+	if (p != NULL && p->uid == 0)
+		return 0;		/* root: never refused */
+	/*
+	 * No process to hold it (gone before its connection was looked at,
+	 * or in another PID namespace). One that exited since is let
+	 * through, as leases.c lets its queued writes run: the lease then
+	 * has no live holder and its restore follows.
+	 */
+	if (p != NULL && p->pidfd < 0)
+		return zerr_set(err, ZERR_CONFLICT, "the process that asked "
+		    "cannot be watched (it exited before its connection was "
+		    "looked at, or runs in another PID namespace): with GPU "
+		    "leases on, a change needs a holder");
+	if (wgpu_held(g) && (p == NULL || g->uid != p->uid))
+		return zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by uid "
+		    "%u%s%s%s (pid %ld)", gpu, (unsigned)g->uid,
+		    g->user[0] ? " (" : "", g->user, g->user[0] ? ")" : "",
+		    (long)g->first_pid);
+	return 0;
+}
+
+int
+warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
+    const struct gpu_write *wr, uint32_t from, uint64_t auth,
+    struct zerr *err)
+{
+	struct wwho who, *p = NULL;
+	struct wgpu *g;
+	bool got_limit = false, got_persist = false, persist = false;
+	uint32_t limit_mw = 0;
+	unsigned t;
+	int rc;
+
+	if (gpu >= w->cfg.ngpu) {
+		zerr_set(err, ZERR_INTERNAL, "gpu index out of range");
+		return -1;
+	}
+	g = &w->gpu[gpu];
+	if ((from == PSMSG_FROM_UNIX || (from == PSMSG_FROM_RESTORE &&
+	    auth != 0)) && peer_copy(w, auth, &who) == 0)
+		p = &who;
+	if (!(w->cfg.enabled & GROUP_BIT(GROUP_GPU_CONTROL))) {
+		zerr_set(err, ZERR_FORBIDDEN, "gpu-control is not enabled "
+		    "(--enable)");
+		goto refused;
+	}
+	switch (from) {
+	case PSMSG_FROM_UNIX:
+		if (!w->cfg.unix_transport || p == NULL) {
+			zerr_set(err, ZERR_FORBIDDEN, "Forbidden: %s",
+			    p == NULL ? "the connection that asked is unknown "
+			    "to the device process" : "zeusd serves no Unix "
+			    "socket");
+			goto refused;
+		}
+		if (policy_check(w, p, gpu, err) != 0)
+			goto refused;
+		break;
+	case PSMSG_FROM_TCP:
+		if (!w->cfg.tcp_transport) {
+			zerr_set(err, ZERR_FORBIDDEN, "Forbidden: zeusd serves "
+			    "no TCP");
+			goto refused;
+		}
+		break;
+	case PSMSG_FROM_RESTORE:
+		if (!w->cfg.leases) {
+			zerr_set(err, ZERR_CONFLICT, "a restore without leases");
+			goto refused;
+		}
+		pthread_mutex_lock(&g->lock);
+		rc = restore(w, g, b, gpu, wr, p, err);
+		pthread_mutex_unlock(&g->lock);
+		if (rc != 0 && err->kind == ZERR_CONFLICT)
+			goto refused;
+		goto done;
+	default:
+		zerr_set(err, ZERR_FORBIDDEN, "a write from nobody");
+		goto refused;
+	}
+
+	pthread_mutex_lock(&g->lock);
+	if (w->cfg.leases && lease_check(w, g, p, gpu, err) != 0) {
+		pthread_mutex_unlock(&g->lock);
+		goto refused;
+	}
+	/* a lease's first change of a setting: the value to restore */
+	t = gpu_write_touches(wr->op);
+	if (w->cfg.leases && p != NULL && p->uid != 0) {
+		struct zerr e;
+
+		if ((t & GPU_SETTING_POWER_LIMIT) && !(g->held &&
+		    g->has_limit))
+			got_limit = b->ops->get_power_limit_mw(b, gpu,
+			    &limit_mw, &e) == 0;
+		if ((t & GPU_SETTING_PERSISTENCE) && !(g->held &&
+		    g->has_persist))
+			got_persist = b->ops->get_persistence_mode(b, gpu,
+			    &persist, &e) == 0;
+	}
+	rc = b->ops->write(b, gpu, wr, err);
+	if (rc == 0 && w->cfg.leases && p != NULL && p->uid != 0)
+		wgpu_take(g, p, wr, got_limit, limit_mw, got_persist, persist);
+	pthread_mutex_unlock(&g->lock);
+	goto done;
+refused:
+	rc = refuse(w, p, gpu, wr, from, err);
+done:
+	if (p != NULL && p->pidfd >= 0)
+		close(p->pidfd);
+	return rc;
+}
+
+/* ---- The executor's calls ------------------------------------------------- */
+
+static int
+guard_peer(void *ctx, int fd, uint64_t refresh, struct identity *id,
+    uint64_t *handle, struct zerr *err)
+{
+	return warden_peer(ctx, fd, refresh, id, handle, err);
+}
+
+static void
+guard_peer_end(void *ctx, uint64_t handle)
+{
+	warden_peer_end(ctx, handle);
+}
+
+static int
+guard_write(void *ctx, struct gpu_backend *b, unsigned gpu,
+    const struct gpu_write *wr, uint32_t from, uint64_t auth,
+    struct zerr *err)
+{
+	return warden_write(ctx, b, gpu, wr, from, auth, err);
+}
+
+void
+warden_guard(struct warden *w, struct psexec_guard *g)
+{
+	g->ctx = w;
+	g->peer = guard_peer;
+	g->peer_end = guard_peer_end;
+	g->write = guard_write;
+}

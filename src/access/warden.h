@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * warden.h - the device process's own decision on every GPU write of a
+ * split daemon (docs/security.md, "Privilege separation").
+ *
+ * The network process parses HTTP and may be taken over; it still asks
+ * first (the gate, the policy, leases.c: an early refusal, the 409 naming
+ * the holder, the ledger), but nothing depends on it. Here, in the device
+ * process, each write is judged again from what this process learnt
+ * itself:
+ *
+ *  - who: a Unix peer's credentials come from its connected socket, which
+ *    the network process passes once per connection (PSMSG_PEER): the
+ *    kernel's SO_PEERCRED and SO_PEERGROUPS and a pidfd, read here; the
+ *    network process gets a handle and names the writer by it. A handle
+ *    is only ever made for a socket connected to zeusd's listening path,
+ *    so the network process can speak only for peers that connected;
+ *  - may they: the gpu-control group enabled, the transport the write says
+ *    it came by being the one zeusd serves, and for a non-root Unix peer
+ *    the node policy's gpu-control grant on that GPU;
+ *  - is the GPU someone else's (--gpu-leases): a lease of its own, kept
+ *    from the writes it ran: the holder's user, the processes (pidfds)
+ *    whose changes succeeded, and the value each setting had before the
+ *    lease's first change of it. Another user's write, and any TCP write,
+ *    is refused while a holder process lives or a setting waits for its
+ *    restore; a restore is run only as recorded here (the recorded value,
+ *    never the network process's), and only when the holder's processes
+ *    are gone, the holder (or root) released it, or zeusd stops.
+ *
+ * Every write it refuses gets an audit line here (the network process
+ * still writes the lines of the writes it sees run, its own refusals and
+ * the ledger's).
+ */
+#ifndef ZEUS_ACCESS_WARDEN_H
+#define ZEUS_ACCESS_WARDEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "node/groups.h"
+
+struct warden;
+struct policy_holder;
+struct gpu_backend;
+struct gpu_write;
+struct identity;
+struct psexec_guard;
+
+#define WARDEN_MAX_PEERS 65536		/* handles at once */
+#define WARDEN_CLOSED_GRACE_S 120	/* a closed peer's writes still run */
+
+struct warden_config {
+	unsigned ngpu;
+	group_set enabled;		/* --enable */
+	bool unix_transport, tcp_transport;	/* what zeusd serves */
+	bool leases;			/* --gpu-leases */
+	struct policy_holder *policy;	/* NULL: none; not owned */
+	pid_t net;			/* the network process (refused as a
+					 * peer of its own) */
+	/*
+	 * The path of zeusd's listening Unix socket (getsockname before the
+	 * split; "" unknown): a peer's socket must be connected to it.
+	 */
+	char listen_path[108];
+};
+
+int warden_create(const struct warden_config *cfg, struct warden **out,
+    struct zerr *err);
+void warden_destroy(struct warden *w);
+
+/* The calls privsep/exec.c makes (struct psexec_guard), ctx = w. */
+void warden_guard(struct warden *w, struct psexec_guard *g);
+
+/*
+ * zeusd is stopping (--restore-on-shutdown): a lease's restore runs even
+ * while its holder lives.
+ */
+void warden_stopping(struct warden *w);
+
+/*
+ * PSMSG_PEER: `fd` (not taken) must be a Unix stream socket accepted on
+ * zeusd's listening socket (its name is cfg.listen_path), from a process
+ * other than the network process. Reads its credentials, groups and command name, keeps them
+ * with a pidfd of the process, and gives a handle (`refresh`: the handle
+ * this connection had, kept when it is the same process). Returns 0, or
+ * -1 with err.
+ */
+int warden_peer(struct warden *w, int fd, uint64_t refresh,
+    struct identity *id, uint64_t *handle, struct zerr *err);
+
+/* PSMSG_PEER_END: the connection closed (its queued writes still run). */
+void warden_peer_end(struct warden *w, uint64_t handle);
+
+/*
+ * PSMSG_GPU_WRITE from `from` (enum psmsg_from) with handle `auth`:
+ * decides; when allowed runs `wr` on `b` and keeps the lease; audits a
+ * refusal. Returns the write's 0/-1 with err, or -1 with err when refused
+ * (ZERR_FORBIDDEN, ZERR_CONFLICT).
+ */
+int warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
+    const struct gpu_write *wr, uint32_t from, uint64_t auth,
+    struct zerr *err);
+
+/* Counters for tests and logs. */
+unsigned long warden_refused(const struct warden *w);
+
+#endif

@@ -1,0 +1,311 @@
+"""The device process decides every GPU write itself (docs/security.md,
+"Privilege separation"): a taken-over network process is simulated by
+stealing its descriptors (pidfd_getfd, as root) and sending forged requests
+on its own channel to the device process. Whatever it claims, a write
+outside the node policy or on a GPU another user leases is refused, and
+leaves an audit line; a forged peer is refused; the daemon keeps serving.
+"""
+import ctypes
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_policy import as_user, node  # noqa: F401 (fixture)
+
+SYS_PIDFD_GETFD = 438
+PSMSG_MAGIC = 0x7a707331
+OP = {"gpu_limit": 3, "gpu_write": 6, "peer": 10, "peer_end": 11}
+FROM = {"none": 0, "unix": 1, "tcp": 2, "restore": 3}
+SET_POWER_LIMIT = 0              # enum gpu_write_op
+ZERR_MSG_MAX = 512
+
+POLICY = """
+[[grant]]
+users = ["nobody"]
+scopes = ["gpu-read", "gpu-control"]
+gpus = [1]
+
+[[grant]]
+users = [4242]
+scopes = ["gpu-read", "gpu-control"]
+gpus = [1, 2]
+"""
+
+HOLD = """
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /gpu/get_power_limit?gpu_ids=0 HTTP/1.1\\r\\nHost: z\\r\\n\\r\\n")
+s.recv(65536)
+print("connected", flush=True)
+time.sleep(120)
+"""
+
+
+def errno_kinds():
+    """enum zerr_kind's values, read from the header so they cannot drift."""
+    text = (Path(__file__).resolve().parents[2] / "src/common/err.h"
+            ).read_text()
+    body = text[text.index("enum zerr_kind {"):]
+    body = body[:body.index("};")]
+    names = re.findall(r"^\s*(ZERR_[A-Z_]+)", body, re.M)
+    return {n: i for i, n in enumerate(names)}
+
+
+def request(op, auth=0, w_from=0, dev=0, w_op=0, limit=0):
+    return struct.pack("<IIQIIIIIIIIQQQII", PSMSG_MAGIC, op, 99, dev, 0,
+                       w_op, limit, 0, 0, 0, 0, 0, 0, auth, w_from, 0)
+
+
+def reply(raw):
+    magic, op, rid, rc, kind = struct.unpack_from("<IIQiI", raw, 0)
+    msg = raw[24:24 + ZERR_MSG_MAX].split(b"\0")[0].decode()
+    handle = struct.unpack_from("<Q", raw, 24 + ZERR_MSG_MAX + 16)[0]
+    assert magic == PSMSG_MAGIC and rid == 99
+    return rc, kind, msg, handle
+
+
+def children(pid):
+    return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children")
+            .read_text().split()]
+
+
+def network_pid(d):
+    for _ in range(100):
+        kids = [k for k in children(d.proc.pid)
+                if Path(f"/proc/{k}/comm").read_text().strip()
+                != "zeusd-janitor"]
+        if len(kids) == 1:
+            return kids[0]
+        time.sleep(0.05)
+    raise AssertionError("no network process")
+
+
+def steal(pid, fd):
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    try:
+        got = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
+        if got < 0:
+            raise OSError(ctypes.get_errno(), f"pidfd_getfd {pid} {fd}")
+        return got
+    finally:
+        os.close(pidfd)
+
+
+def unix_sockets(pid):
+    """fd -> (inode, type, state, path) of pid's Unix sockets."""
+    table = {}
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        f = line.split()
+        table[int(f[6])] = (int(f[4], 16), int(f[5], 16),
+                            f[7] if len(f) > 7 else "")
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            t = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        m = re.fullmatch(r"socket:\[(\d+)\]", t)
+        if m and int(m.group(1)) in table:
+            out[int(fd)] = (int(m.group(1)),) + table[int(m.group(1))]
+    return out
+
+
+def in_epoll(pid):
+    """The fds of pid that an epoll instance of it watches."""
+    fds = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            text = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        fds.update(int(x) for x in re.findall(r"^tfd:\s+(\d+)", text, re.M))
+    return fds
+
+
+def peers(pid):
+    """inode -> peer inode of pid's Unix sockets (ss, from sock_diag)."""
+    out = subprocess.run(["ss", "-xanp"], capture_output=True, text=True,
+                         check=True).stdout
+    m = {}
+    for line in out.splitlines():
+        if f"pid={pid}," not in line:
+            continue
+        f = line.split()
+        try:
+            m[int(f[5])] = int(f[7])
+        except (IndexError, ValueError):
+            continue
+    return m
+
+
+class Forger:
+    """The network process's channel and connections, in the test's hands."""
+
+    def __init__(self, d):
+        self.d = d
+        self.net = network_pid(d)
+        socks = unix_sockets(self.net)
+        watched = in_epoll(self.net)
+        seq = [fd for fd, (_, typ, _, _) in socks.items() if typ == 5]
+        # the control channel was made after the data channels: its end in
+        # the device process has the highest number of the device's ends
+        dev_socks = unix_sockets(d.proc.pid)
+        peer_of = peers(self.net)
+        dev_fd_of = {v[0]: fd for fd, v in dev_socks.items()}
+        by_dev = sorted(seq, key=lambda fd: dev_fd_of.get(
+            peer_of.get(socks[fd][0]), -1))
+        data = [fd for fd in by_dev[:-1] if fd not in watched]
+        assert data, (seq, watched)
+        self.chan = socket.socket(fileno=steal(self.net, data[0]))
+
+    def call(self, req, fd=None):
+        if fd is None:
+            self.chan.send(req)
+        else:
+            socket.send_fds(self.chan, [req], [fd])
+        return reply(self.chan.recv(1 << 16))
+
+    def connection_of(self, pid):
+        """The network process's end of a connection that `pid` made."""
+        for fd, (_, typ, st, path) in unix_sockets(self.net).items():
+            if typ != 1 or st != 3 or not path.endswith("/zeusd.sock"):
+                continue
+            s = socket.socket(fileno=steal(self.net, fd))
+            creds = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                 struct.calcsize("3i"))
+            if struct.unpack("3i", creds)[0] == pid:
+                return s
+            s.close()
+        raise AssertionError(f"no connection of pid {pid}")
+
+    def handle_of(self, pid):
+        s = self.connection_of(pid)
+        try:
+            rc, _, msg, handle = self.call(request(OP["peer"]), s.fileno())
+        finally:
+            s.close()
+        assert rc == 0 and handle != 0, msg
+        return handle
+
+    def write(self, gpu, limit, w_from, auth=0):
+        return self.call(request(OP["gpu_write"], auth, FROM[w_from], gpu,
+                                 SET_POWER_LIMIT, limit))
+
+
+def holder(d, uid):
+    """A process of uid that connected (and stays connected)."""
+    p = subprocess.Popen(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+         sys.executable, "-c", HOLD, d.sock],
+        stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "connected"
+    return p
+
+
+def limit_of(d, gpu):
+    r = d.client.get(f"/gpu/get_power_limit?gpu_ids={gpu}")
+    return r.json()[str(gpu)]["power_limit_mw"]
+
+
+def audit_refusals(path):
+    return [json.loads(x) for x in Path(path).read_text().splitlines()
+            if json.loads(x).get("result") == "refused"]
+
+
+def test_forged_writes_are_decided_by_the_device_process(node):
+    audit = node.base / "audit.log"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)], policy=POLICY)
+    kinds = errno_kinds()
+    f = Forger(d)
+    before = [limit_of(d, g) for g in range(4)]
+    nobody = holder(d, 65534)
+    other = holder(d, 4242)
+    try:
+        h_nobody = f.handle_of(nobody.pid)
+        h_other = f.handle_of(other.pid)
+
+        # outside the policy: nobody holds gpu-control on GPU 1 only
+        rc, kind, msg, _ = f.write(0, 150000, "unix", h_nobody)
+        assert (rc, kind) == (-1, kinds["ZERR_FORBIDDEN"]), msg
+        assert "not granted gpu-control on GPU 0" in msg
+        assert limit_of(d, 0) == before[0]
+        # no such connection, a TCP write on a Unix-socket zeusd, a write
+        # from nobody at all
+        for w_from, auth in (("unix", 12345), ("tcp", 0), ("none", 0)):
+            rc, kind, msg, _ = f.write(0, 150000, w_from, auth)
+            assert (rc, kind) == (-1, kinds["ZERR_FORBIDDEN"]), msg
+            assert limit_of(d, 0) == before[0]
+
+        # inside it: runs (the forger's channel does reach the device), and
+        # gives nobody's process the lease on GPU 1
+        rc, _, msg, _ = f.write(1, 150000, "unix", h_nobody)
+        assert rc == 0, msg
+        assert limit_of(d, 1) == 150000
+
+        # another user the policy grants GPU 1: leased to nobody, 409
+        rc, kind, msg, _ = f.write(1, 175000, "unix", h_other)
+        assert (rc, kind) == (-1, kinds["ZERR_CONFLICT"]), msg
+        assert "leased by uid 65534" in msg
+        # a "restore" while the holder lives, or to another value: refused
+        for value in (before[1], 100000):
+            rc, kind, msg, _ = f.write(1, value, "restore", 0)
+            assert (rc, kind) == (-1, kinds["ZERR_CONFLICT"]), msg
+        rc, kind, msg, _ = f.write(1, before[1], "restore", h_other)
+        assert (rc, kind) == (-1, kinds["ZERR_CONFLICT"]), msg
+        assert limit_of(d, 1) == 150000
+        # GPU 2 is the other user's to change
+        rc, _, msg, _ = f.write(2, 180000, "unix", h_other)
+        assert rc == 0, msg
+
+        # a forged peer: a socket that is not a connection to zeusd
+        a, b = socket.socketpair()
+        rc, _, msg, handle = f.call(request(OP["peer"]), a.fileno())
+        assert rc == -1 and handle == 0, msg
+        a.close()
+        b.close()
+    finally:
+        nobody.kill()
+        other.kill()
+        nobody.wait()
+        other.wait()
+
+    # every refusal left a line naming who the device process saw
+    lines = audit_refusals(audit)
+    gpu0 = [x for x in lines if x["gpu"] == 0]
+    assert len(gpu0) == 4, lines
+    assert gpu0[0]["identity"]["uid"] == 65534
+    assert gpu0[0]["requested"] == {"power_limit_mw": 150000}
+    gpu1 = [x for x in lines if x["gpu"] == 1]
+    assert [x["identity"].get("uid") for x in gpu1] == [4242, None, None,
+                                                       4242], gpu1
+    # nobody's process is gone, but its change is not undone yet: the GPU
+    # stays refused to others until the restore, and the restore runs now
+    rc, kind, msg, _ = f.write(1, 175000, "unix", h_other)
+    assert (rc, kind) == (-1, kinds["ZERR_CONFLICT"]), msg
+    rc, _, msg, _ = f.write(1, before[1], "restore", 0)
+    assert rc == 0, msg
+    assert limit_of(d, 1) == before[1]
+    rc, _, msg, _ = f.write(1, 175000, "unix", h_other)
+    assert rc == 0, msg
+    assert "event=device_write_refused" in d.logs()
+    assert d.proc.poll() is None
+
+
+def test_a_peer_request_without_its_socket_stops_zeusd(node):
+    d = node(args=["--gpu-leases"], policy=POLICY)
+    d.ready = False         # it is meant to stop with status 1
+    f = Forger(d)
+    f.chan.send(request(OP["peer"]))
+    assert d.proc.wait(timeout=20) == 1
+    assert "event=privsep_message_refused" in d.logs()
+    assert "a peer request without its socket" in d.logs()
