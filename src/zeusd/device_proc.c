@@ -40,6 +40,7 @@
 #include "privsep/remote_gpu.h"
 #include "zeusd/janitor.h"
 #include "zeusd/listen.h"
+#include "zeusd/logrelay.h"
 #include "zeusd/notify.h"
 #include "zeusd/reload.h"
 #include "zeusd/signals.h"
@@ -296,6 +297,7 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	    .tcp_transport = cfg->mode == MODE_TCP, .leases = cfg->gpu_leases,
 	    .policy = srv->ctx.policy, .net = ends->net };
 	struct psexec_guard guard;
+	struct logrelay *relay = NULL;
 	struct psdev *ps = NULL;
 	const struct sockaddr_un *un = (const void *)ends->listen_name;
 	struct zerr err;
@@ -317,6 +319,7 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	dev.policy = srv->ctx.policy;
 	srv->ctx.policy = NULL;
 	if (warden_create(&wc, &dev.warden, &err) != 0) {
+		close(ends->log_fd);
 		device_failed(&err, status);
 		return;
 	}
@@ -331,6 +334,7 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	 * socket file behind, which is what it is there for.
 	 */
 	if (janitor_start(&err) != 0) {
+		close(ends->log_fd);
 		device_failed(&err, status);
 		return;
 	}
@@ -339,6 +343,10 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	 * totals through), so the keepalive that feeds it runs here: an idle
 	 * pass wakes this process only. A thread, so after the janitor's fork.
 	 */
+	if (logrelay_start(ends->log_fd, &relay, &err) != 0) {
+		device_failed(&err, status);
+		return;
+	}
 	if (node->ncpu > 0 && rapl_start_keepalive(node->rapl, 0, &err) != 0) {
 		device_failed(&err, status);
 		return;
@@ -373,6 +381,7 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 		_exit(1);
 	}
 	close(dev.ctl);
+	logrelay_stop(relay, SPLIT_DEVICE_STOP_MS);	/* its last lines */
 	warden_destroy(dev.warden);
 	policy_holder_free(dev.policy);
 }

@@ -23,6 +23,8 @@ struct split_ends {
 	/* the listening socket's address (getsockname; len 0: unknown) */
 	const struct sockaddr_storage *listen_name;
 	socklen_t listen_name_len;
+	int log_fd;			/* the network process's stderr, read
+					 * end (zeusd/logrelay.h); taken */
 	/* the network process's */
 	struct pschan_pool *pool;	/* its ends of the device channels */
 	const struct sandbox_user *user;	/* to become; NULL: stay */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -48,7 +49,7 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	struct sockaddr_storage name;
 	socklen_t name_len;
 	sigset_t sigs;
-	int ctl[2], *peer;
+	int ctl[2] = { -1, -1 }, logp[2], *peer;
 	pid_t pid;
 
 	if (node->ngpu > PSMSG_MAX_GPUS || node->ncpu > PSMSG_MAX_PKGS)
@@ -78,13 +79,20 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 		free(peer);
 		return -1;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0 ||
+	    pipe2(logp, O_CLOEXEC) != 0) {
+		int e = errno;
+
+		if (ctl[0] >= 0) {
+			close(ctl[0]);
+			close(ctl[1]);
+		}
 		pschan_pool_destroy(pool);
 		for (unsigned i = 0; i < nchan; i++)
 			close(peer[i]);
 		free(peer);
-		return zerr_set(err, ZERR_INTERNAL, "socketpair: %s",
-		    strerror(errno));
+		return zerr_set(err, ZERR_INTERNAL, "socketpair or pipe: %s",
+		    strerror(e));
 	}
 	/* before the fork: no SIGCHLD of the network process is lost */
 	sigemptyset(&sigs);
@@ -101,6 +109,8 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 		free(peer);
 		close(ctl[0]);
 		close(ctl[1]);
+		close(logp[0]);
+		close(logp[1]);
 		return zerr_set(err, ZERR_INTERNAL, "fork: %s", strerror(e));
 	}
 	if (pid == 0) {
@@ -108,12 +118,18 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 			close(peer[i]);
 		free(peer);
 		close(ctl[0]);
+		/* our log goes through the device process (zeusd/logrelay.h) */
+		if (dup2(logp[1], STDERR_FILENO) < 0)
+			_exit(1);
+		close(logp[0]);
+		close(logp[1]);
 		ends = (struct split_ends){ .ctl = ctl[1], .net = 0,
 		    .pool = pool, .user = u, .listen_fd = listen_fd };
 		network_proc_become(cfg, srv, node, &ends);
 		return 0;
 	}
 	close(ctl[1]);
+	close(logp[1]);
 	/* the warden's proof that a peer's socket is one of ours */
 	name_len = sizeof(name);
 	memset(&name, 0, sizeof(name));
@@ -127,7 +143,8 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	sigaddset(&sigs, SIGUSR1);
 	sigaddset(&sigs, SIGUSR2);
 	ends = (struct split_ends){ .ctl = ctl[0], .net = pid, .peer = peer,
-	    .nchan = nchan, .listen_name = &name, .listen_name_len = name_len };
+	    .nchan = nchan, .listen_name = &name, .listen_name_len = name_len,
+	    .log_fd = logp[0] };
 	device_proc_run(cfg, srv, node, &ends, &sigs, status);
 	free(peer);
 	/*

@@ -309,3 +309,39 @@ def test_a_peer_request_without_its_socket_stops_zeusd(node):
     assert d.proc.wait(timeout=20) == 1
     assert "event=privsep_message_refused" in d.logs()
     assert "a peer request without its socket" in d.logs()
+
+
+def tagged(line):
+    """Whether a log line carries the network process's tag where the
+    relay puts it (zeusd/logrelay.h)."""
+    f = line.split(" ")
+    return "proc=network" in f[:2] or f[0].endswith(">proc=network")
+
+
+def test_the_network_process_cannot_log_as_the_device_process(node):
+    d = node()
+    net = network_pid(d)
+    logs = d.logs()
+    # its own lines are tagged, the device process's are not
+    assert any(tagged(x) for x in logs.splitlines()
+               if "event=listening" in x), logs
+    assert not any(tagged(x) for x in logs.splitlines()
+                   if "event=device_process " in x), logs
+    # whatever it writes on its stderr comes out tagged, line by line
+    err = steal(net, 2)
+    os.write(err, b"ts=2026-01-01T00:00:00.000Z level=error event=forged_a\n"
+             b"level=error event=forged_b\n<3>level=error event=forged_c\n"
+             + b"x" * 9000 + b" event=forged_d\n" + b"ts=\n"
+             + b"event=forged_e")
+    os.close(err)
+    deadline = time.monotonic() + 10
+    while "event=forged_d" not in d.logs() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = [x for x in d.logs().splitlines()
+             if "forged" in x or x.startswith("x") or "xxxx" in x
+             or x.endswith("ts=")]
+    assert len(lines) >= 5, d.logs()
+    assert all(tagged(x) for x in lines), lines
+    assert "ts=2026-01-01T00:00:00.000Z proc=network level=error " \
+           "event=forged_a" in lines[0]
+    assert "<3>proc=network level=error event=forged_c" in d.logs()

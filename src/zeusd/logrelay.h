@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * logrelay.h - the network process's log lines, passed on by the device
+ * process with the network process's name on each (docs/security.md,
+ * "Privilege separation").
+ *
+ * The network process's stderr is a pipe whose other end the device
+ * process reads here; every line that comes out of it is written to the
+ * device process's stderr (the journal, a file) with `proc=network` as its
+ * second field: after the "<P>" priority in the journal format, after the
+ * first field (the timestamp) in the plain one, first when the line starts
+ * with neither. The network process can write what it likes into the
+ * pipe, but no line it writes reaches the log without the tag, so a taken
+ * over network process cannot pass a line off as the device process's.
+ * Lines are split at '\n' and at LOGRELAY_LINE_MAX bytes (each piece gets
+ * the tag); NUL and other control bytes pass as they are (zlog_quote
+ * escapes what the network process's own code logs).
+ */
+#ifndef ZEUS_ZEUSD_LOGRELAY_H
+#define ZEUS_ZEUSD_LOGRELAY_H
+
+#include "common/err.h"
+
+#define LOGRELAY_LINE_MAX 8192
+
+struct logrelay;
+
+/* Starts a thread that relays `rfd` (taken) to stderr until end of file. */
+int logrelay_start(int rfd, struct logrelay **out, struct zerr *err);
+
+/*
+ * Waits (up to timeout_ms) for end of file, which comes once every writer
+ * (the network process) has gone, relaying what is left, and frees. Past
+ * the timeout the thread is left to the process's exit.
+ */
+void logrelay_stop(struct logrelay *r, unsigned timeout_ms);
+
+#endif
