@@ -51,6 +51,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/sock.h"
 #include "http/gate.h"
 #include "http/conn.h"
 #include "http/deadline.h"
@@ -138,8 +139,8 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 	    "\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
 	    "Connection: close\r\nContent-Length: %d\r\n\r\n%s", blen, body);
 	if (hlen > 0 && (size_t)hlen < sizeof(head))
-		(void)send(fd, head, (size_t)hlen, MSG_DONTWAIT | MSG_NOSIGNAL);
-	(void)shutdown(fd, SHUT_RDWR);
+		sock_send_nowait(fd, head, (size_t)hlen);
+	sock_shutdown(fd);
 	atomic_fetch_add(&srv->conns_refused, 1);
 	if (server_log_allowed())
 		zlog(ZLOG_WARN, "connection_refused", "%s reason=%s limit=%u%s",
@@ -174,7 +175,7 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 		return;
 	fd = ci->connect_fd;
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		(void)shutdown(fd, SHUT_RDWR);
+		sock_shutdown(fd);
 		return;
 	}
 	(void)peer_identify(fd, NULL, 0, &c->peer);
@@ -504,7 +505,7 @@ server_loop_commands(void *ctx, unsigned cmds)
 	if ((cmds & SERVER_LOOP_QUIESCE) != 0) {
 		fd = MHD_quiesce_daemon(srv->mhd);
 		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
+			sock_close(fd);
 		atomic_store(&srv->loop_quiesced, true);
 	}
 }
@@ -653,7 +654,7 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 		    !atomic_load(&srv->loop_quiesced); waited += 10)
 			usleep(10000);
 	} else if ((fd = MHD_quiesce_daemon(srv->mhd)) != MHD_INVALID_SOCKET)
-		close(fd);
+		sock_close((int)fd);
 	/* the streams end: they never end by themselves (main.c) */
 	if (srv->hooks.quiesce != NULL)
 		srv->hooks.quiesce(srv->hooks.ctx);
