@@ -81,11 +81,6 @@
 #define SERVER_MAX_PER_PEER 64		/* ZEUSD_MAX_CONNS_PER_PEER overrides */
 
 #define SERVER_QUIESCE_WAIT_MS 2000
-/* What other threads ask of the loop (loop_ask, server_loop_commands). */
-enum {
-	SERVER_LOOP_PROBE = 1u << 0,	/* add loop_probe_fd as a connection */
-	SERVER_LOOP_QUIESCE = 1u << 1,	/* stop accepting */
-};
 
 static struct conn *
 server_conn_state(struct MHD_Connection *conn)
@@ -503,9 +498,10 @@ server_loop_commands(void *ctx, unsigned cmds)
 		(void)MHD_add_connection(srv->mhd, fd,
 		    (const struct sockaddr *)&sun, sizeof(sun));
 	if ((cmds & SERVER_LOOP_QUIESCE) != 0) {
-		fd = MHD_quiesce_daemon(srv->mhd);
-		if (fd != MHD_INVALID_SOCKET)
-			sock_close(fd);
+		MHD_socket lfd = MHD_quiesce_daemon(srv->mhd);
+
+		if (lfd != MHD_INVALID_SOCKET)
+			sock_close((int)lfd);
 		atomic_store(&srv->loop_quiesced, true);
 	}
 }
@@ -558,8 +554,8 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 {
 	bool own_loop = srv->ctx.loop != NULL &&
 	    loop_watched(srv->ctx.loop) > 0;
-	unsigned flags = (own_loop ? MHD_USE_EPOLL :
-	    MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_ALLOW_SUSPEND_RESUME |
+	unsigned flags = server_os_mhd_flags(own_loop) |
+	    MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
 
 	if (!srv->configured && server_configure(srv, err) != 0)
@@ -609,35 +605,6 @@ fail:
 	srv->mhd = NULL;
 	server_start_undo(srv);
 	return -1;
-}
-
-bool
-server_loop_alive(struct server *srv, unsigned timeout_ms)
-{
-	unsigned long before = atomic_load(&srv->loop_beats);
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int sv[2], old;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-	    sv) == 0) {
-		if (!loop_running(srv->ctx.loop)) {
-			/* libmicrohttpd's thread: it takes it from any thread,
-			 * and closes sv[0] itself, even when it refuses it */
-			(void)MHD_add_connection(srv->mhd, sv[0],
-			    (const struct sockaddr *)&sun, sizeof(sun));
-		} else if ((old = atomic_exchange(&srv->loop_probe_fd,
-		    sv[0])) >= 0)
-			close(old);	/* a probe not taken yet is dropped */
-		if (loop_running(srv->ctx.loop))
-			loop_ask(srv->ctx.loop, SERVER_LOOP_PROBE);
-		close(sv[1]);	/* the loop reads EOF and closes its end */
-	}
-	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
-		if (atomic_load(&srv->loop_beats) - before >= 2)
-			return true;
-		usleep(5000);
-	}
-	return atomic_load(&srv->loop_beats) - before >= 2;
 }
 
 int

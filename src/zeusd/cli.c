@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "http/host.h"
 #include "zeusd/cli_os.h"
@@ -19,14 +18,11 @@
 void
 config_defaults(struct zeusd_config *cfg)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mode = MODE_UDS;
 	cfg->socket_path = ZEUSD_DEFAULT_SOCKET;
 	cfg->socket_permissions = 0666;
 	cfg->tcp_bind_address = ZEUSD_DEFAULT_TCP;
-	cfg->num_workers = ncpu > 0 ? (unsigned)ncpu : 1;
 	cfg->gpu_power_poll_hz = 20;
 	cfg->cpu_power_poll_hz = 10;
 	cfg->gpu_backend = GPU_BACKEND_AUTO;

@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cli_os_enable_default[] = "gpu-control,gpu-read,cpu-read,\n"
     "                                 metrics";
@@ -18,7 +19,10 @@ const char cli_os_enable_default[] = "gpu-control,gpu-read,cpu-read,\n"
 void
 cli_os_defaults(struct zeusd_config *cfg)
 {
-	(void)cfg;		/* config_defaults' are Linux's */
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* the rest of config_defaults' are Linux's */
+	cfg->num_workers = ncpu > 0 ? (unsigned)ncpu : 1;
 }
 
 int

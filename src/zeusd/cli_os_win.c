@@ -9,12 +9,18 @@
 #include "zeusd/cli_os.h"
 
 #include <string.h>
+#include <windows.h>
 
 const char cli_os_enable_default[] = "gpu-control,gpu-read,metrics";
 
 void
 cli_os_defaults(struct zeusd_config *cfg)
 {
+	SYSTEM_INFO si;
+
+	GetSystemInfo(&si);
+	cfg->num_workers = si.dwNumberOfProcessors > 0 ?
+	    (unsigned)si.dwNumberOfProcessors : 1;
 	cfg->mode = MODE_PIPE;
 	cfg->socket_path = NULL;
 	cfg->enabled = GROUP_BIT(GROUP_GPU_CONTROL) |
