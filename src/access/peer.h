@@ -70,6 +70,12 @@ int peer_take_pidfd(int fd, struct peer *p);
  */
 int peer_own_groups(int fd, gid_t gid, struct identity *id);
 
+/*
+ * The platform's part (peer_unix.c, peer_win.c): a Unix-socket peer's
+ * credentials into p; -1 when the system will not say.
+ */
+int peer_identify_unix(int fd, struct peer *p);
+
 /* Whether the process of p->pidfd has exited (true when there is none). */
 bool peer_exited(const struct peer *p);
 

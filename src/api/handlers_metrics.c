@@ -13,11 +13,7 @@
  * counted in zeusd_device_command_errors_total when the whole command
  * failed).
  */
-#include <sys/resource.h>
-
 #include <assert.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdalign.h>
 #include <stdbool.h>
@@ -25,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/membuf.h"
 #include "common/procstat.h"
 #include "devices/cpu_cmd.h"
 #include "devices/gpu_cmd.h"
@@ -489,9 +485,10 @@ metrics_finish(struct request *req)
 {
 	struct metrics_scrape *m = req->hctx;
 	struct server *srv = req->ctx->server;
+	struct membuf mb;
 	char *text = NULL;
 	size_t len = 0;
-	FILE *out = open_memstream(&text, &len);
+	FILE *out = membuf_open(&mb);
 
 	if (out == NULL) {
 		handlers_reply_oom(req);
@@ -502,8 +499,7 @@ metrics_finish(struct request *req)
 	metrics_cpus(out, srv->ctx.node, m);
 	metrics_workers(out, srv->ctx.node, m->shown);
 	metrics_daemon(out, srv, m);
-	if (fclose(out) != 0) {
-		free(text);
+	if (membuf_close(&mb, &text, &len) != 0) {
 		handlers_reply_oom(req);
 		return;
 	}

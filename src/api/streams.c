@@ -49,19 +49,16 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <linux/sockios.h>
 
 #include "common/log.h"
+#include "common/sock.h"
 #include "devices/rapl.h"
 #include "common/env.h"
 #include "node/config.h"
@@ -599,7 +596,7 @@ streams_outq_refresh(struct streams_sub *sub)
 {
 	int q;
 
-	if (ioctl(sub->fd, SIOCOUTQ, &q) != 0 || q < 0) {
+	if (sock_unsent(sub->fd, &q) != 0) {
 		zlog(ZLOG_DEBUG, "stream_outq_unavailable", "errno=%d", errno);
 		sub->fd = -1;
 		return;
@@ -817,10 +814,7 @@ streams_notice(struct streams_sub *sub, struct streams_out *o)
 static bool
 streams_peer_gone(const struct streams_sub *sub)
 {
-	struct pollfd pf = { .fd = sub->fd, .events = 0 };
-
-	return poll(&pf, 1, 0) == 1 &&
-	    (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+	return sock_peer_gone(sub->fd);
 }
 
 enum streams_stall { STALL_WAIT, STALL_NO_PROGRESS, STALL_PEER_GONE };

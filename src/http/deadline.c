@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/sock.h"
 
 struct deadlines {
 	pthread_t thread;
@@ -94,7 +94,7 @@ deadline_main(void *arg)
 		 * lock) before libmicrohttpd closes the socket. Last, so the
 		 * entry is settled before anyone can see the effect.
 		 */
-		(void)shutdown(e->fd, SHUT_RDWR);
+		sock_shutdown(e->fd);
 		pthread_mutex_unlock(&d->lock);
 		zlog(ZLOG_INFO, "request_deadline_expired", "%s timeout_ms=%llu",
 		    label, (unsigned long long)(d->timeout_ns / 1000000u));

@@ -241,7 +241,7 @@ request_socket(const struct request *req)
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn,
 	    MHD_CONNECTION_INFO_CONNECTION_FD);
 
-	return ci != NULL ? ci->connect_fd : -1;
+	return ci != NULL ? (int)ci->connect_fd : -1;
 }
 
 /* ---- Life cycle ---------------------------------------------------------- */

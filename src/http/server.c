@@ -51,6 +51,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/sock.h"
 #include "http/gate.h"
 #include "http/conn.h"
 #include "http/deadline.h"
@@ -80,11 +81,6 @@
 #define SERVER_MAX_PER_PEER 64		/* ZEUSD_MAX_CONNS_PER_PEER overrides */
 
 #define SERVER_QUIESCE_WAIT_MS 2000
-/* What other threads ask of the loop (loop_ask, server_loop_commands). */
-enum {
-	SERVER_LOOP_PROBE = 1u << 0,	/* add loop_probe_fd as a connection */
-	SERVER_LOOP_QUIESCE = 1u << 1,	/* stop accepting */
-};
 
 static struct conn *
 server_conn_state(struct MHD_Connection *conn)
@@ -138,8 +134,8 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 	    "\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
 	    "Connection: close\r\nContent-Length: %d\r\n\r\n%s", blen, body);
 	if (hlen > 0 && (size_t)hlen < sizeof(head))
-		(void)send(fd, head, (size_t)hlen, MSG_DONTWAIT | MSG_NOSIGNAL);
-	(void)shutdown(fd, SHUT_RDWR);
+		sock_send_nowait(fd, head, (size_t)hlen);
+	sock_shutdown(fd);
 	atomic_fetch_add(&srv->conns_refused, 1);
 	if (server_log_allowed())
 		zlog(ZLOG_WARN, "connection_refused", "%s reason=%s limit=%u%s",
@@ -174,7 +170,7 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 		return;
 	fd = ci->connect_fd;
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		(void)shutdown(fd, SHUT_RDWR);
+		sock_shutdown(fd);
 		return;
 	}
 	(void)peer_identify(fd, NULL, 0, &c->peer);
@@ -503,9 +499,10 @@ server_loop_commands(void *ctx, unsigned cmds)
 		(void)MHD_add_connection(srv->mhd, fd,
 		    (const struct sockaddr *)&sun, sizeof(sun));
 	if ((cmds & SERVER_LOOP_QUIESCE) != 0) {
-		fd = MHD_quiesce_daemon(srv->mhd);
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
+		MHD_socket lfd = MHD_quiesce_daemon(srv->mhd);
+
+		if (lfd != MHD_INVALID_SOCKET)
+			sock_close((int)lfd);
 		atomic_store(&srv->loop_quiesced, true);
 	}
 }
@@ -558,8 +555,8 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 {
 	bool own_loop = srv->ctx.loop != NULL &&
 	    loop_watched(srv->ctx.loop) > 0;
-	unsigned flags = (own_loop ? MHD_USE_EPOLL :
-	    MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_ALLOW_SUSPEND_RESUME |
+	unsigned flags = server_os_mhd_flags(own_loop) |
+	    MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
 
 	if (!srv->configured && server_configure(srv, err) != 0)
@@ -611,35 +608,6 @@ fail:
 	return -1;
 }
 
-bool
-server_loop_alive(struct server *srv, unsigned timeout_ms)
-{
-	unsigned long before = atomic_load(&srv->loop_beats);
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int sv[2], old;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-	    sv) == 0) {
-		if (!loop_running(srv->ctx.loop)) {
-			/* libmicrohttpd's thread: it takes it from any thread,
-			 * and closes sv[0] itself, even when it refuses it */
-			(void)MHD_add_connection(srv->mhd, sv[0],
-			    (const struct sockaddr *)&sun, sizeof(sun));
-		} else if ((old = atomic_exchange(&srv->loop_probe_fd,
-		    sv[0])) >= 0)
-			close(old);	/* a probe not taken yet is dropped */
-		if (loop_running(srv->ctx.loop))
-			loop_ask(srv->ctx.loop, SERVER_LOOP_PROBE);
-		close(sv[1]);	/* the loop reads EOF and closes its end */
-	}
-	for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
-		if (atomic_load(&srv->loop_beats) - before >= 2)
-			return true;
-		usleep(5000);
-	}
-	return atomic_load(&srv->loop_beats) - before >= 2;
-}
-
 int
 server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 {
@@ -654,7 +622,7 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 		    !atomic_load(&srv->loop_quiesced); waited += 10)
 			usleep(10000);
 	} else if ((fd = MHD_quiesce_daemon(srv->mhd)) != MHD_INVALID_SOCKET)
-		close(fd);
+		sock_close((int)fd);
 	/* the streams end: they never end by themselves (main.c) */
 	if (srv->hooks.quiesce != NULL)
 		srv->hooks.quiesce(srv->hooks.ctx);

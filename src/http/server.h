@@ -19,6 +19,12 @@
 #include "http/stats.h"
 
 struct MHD_Daemon;
+
+/* What other threads ask of the loop (loop_ask, server_loop_commands). */
+enum {
+	SERVER_LOOP_PROBE = 1u << 0,	/* add loop_probe_fd as a connection */
+	SERVER_LOOP_QUIESCE = 1u << 1,	/* stop accepting */
+};
 struct peer_limit;
 struct deadlines;
 
@@ -95,5 +101,11 @@ int server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms);
  * false when `timeout_ms` passes first.
  */
 bool server_loop_alive(struct server *srv, unsigned timeout_ms);
+
+/*
+ * The platform's part (server_posix.c, server_win.c): libmicrohttpd's
+ * polling flags, driven by our loop (own_loop) or by its own thread.
+ */
+unsigned server_os_mhd_flags(bool own_loop);
 
 #endif

@@ -14,7 +14,8 @@
 
 #include "node/groups.h"
 
-enum transport_mode { MODE_UDS, MODE_TCP };
+/* MODE_PIPE: a Windows named pipe (cli_os_win.c), not built yet */
+enum transport_mode { MODE_UDS, MODE_TCP, MODE_PIPE };
 enum gpu_backend_choice { GPU_BACKEND_AUTO, GPU_BACKEND_NVML, GPU_BACKEND_AMDSMI };
 
 #define ZEUSD_DEFAULT_SOCKET "/run/zeusd/zeusd.sock"

@@ -30,7 +30,6 @@
 #include "common/log.h"
 #include "common/identity.h"
 #include "common/procstat.h"
-#include "devices/amdsmi.h"
 #include "devices/cpu_cmd.h"
 #include "devices/gpu_cmd.h"
 #include "devices/nvml.h"
@@ -38,90 +37,8 @@
 #include "devices/rapl.h"
 #include "devices/rapl_sim.h"
 #include "devices/worker.h"
-#include "privsep/chan.h"
-#include "privsep/remote_gpu.h"
-#include "privsep/remote_rapl.h"
 #include "common/env.h"
-
-#ifndef ZEUS_SIM_INSTALLED
-#define ZEUS_SIM_INSTALLED "/usr/local/lib/zeus/libnvml-sim.so"
-#endif
-/* Where the simulators are installed (meson: <libdir>/zeus). */
-#ifndef ZEUS_SIM_DIR
-#define ZEUS_SIM_DIR "/usr/local/lib/zeus"
-#endif
-#define NODE_SIM_NAME "libnvml-sim.so"
-/*
- * The simulated AMD GPUs' start-up energy check: their power is constant,
- * so a tenth of a second shows what the real check's half second would,
- * and a test suite that starts hundreds of daemons does not wait for it.
- */
-#define NODE_AMD_SIM_CHECK_MS 100u
-
-/* The simulator `name` next to the running binary (the build tree), or NULL. */
-static const char *
-node_sim_beside_exe(const char *name, char *buf, size_t size)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	size_t len = strlen(name) + 1;
-	char *slash;
-
-	if (n > 0) {
-		exe[n] = '\0';
-		if ((slash = strrchr(exe, '/')) != NULL &&
-		    (size_t)(slash - exe) + len + 1 < size) {
-			memcpy(buf, exe, (size_t)(slash - exe) + 1);
-			memcpy(buf + (slash - exe) + 1, name, len);
-			if (access(buf, R_OK) == 0)
-				return buf;
-		}
-	}
-	return NULL;
-}
-
-/* The NVML simulator next to the running binary, or installed. */
-static const char *
-node_sim_library(char *buf, size_t size)
-{
-	const char *p = node_sim_beside_exe(NODE_SIM_NAME, buf, size);
-
-	return p != NULL ? p : ZEUS_SIM_INSTALLED;
-}
-
-/*
- * `--simulate --gpu-backend amdsmi`: the AMD SMI simulator built for the
- * ABI that ZEUS_AMDSMI_SIM_ABI names (24, 25 or 26; default 26, the
- * newest), next to the binary or installed. Its file name does not say
- * the ABI the way a soname does, so the backend is told.
- */
-static int
-node_open_amd_sim(struct node *node, struct zerr *err)
-{
-	const char *s = getenv("ZEUS_AMDSMI_SIM_ABI");
-	char name[32], buf[PATH_MAX];
-	const char *path;
-	unsigned abi = AMD_ABI_NEWEST;
-
-	if (s != NULL && *s != '\0') {
-		if (strcmp(s, "24") == 0)
-			abi = 24;
-		else if (strcmp(s, "25") == 0)
-			abi = 25;
-		else if (strcmp(s, "26") == 0)
-			abi = 26;
-		else
-			return zerr_set(err, ZERR_INVALID, "ZEUS_AMDSMI_SIM_ABI "
-			    "must be 24, 25 or 26, not '%.32s'", s);
-	}
-	snprintf(name, sizeof(name), "libamdsmi-sim%u.so", abi);
-	if ((path = node_sim_beside_exe(name, buf, sizeof(buf))) == NULL) {
-		snprintf(buf, sizeof(buf), "%s/%s", ZEUS_SIM_DIR, name);
-		path = buf;
-	}
-	return amd_backend_open_lib(path, abi, NODE_AMD_SIM_CHECK_MS,
-	    &node->gpu, err);
-}
+#include "node/node_os.h"
 
 /* No GPUs with `--gpu-backend auto`: logged, not an error. */
 static int
@@ -156,7 +73,7 @@ node_open_auto(struct node *node, struct zerr *err)
 	} else if (err->kind != ZERR_NOT_FOUND)
 		return -1;
 	zlog(ZLOG_DEBUG, "gpu_probe", "backend=nvml result=none");
-	if (amd_backend_open(&amd, err) == 0) {
+	if (node_os_amd_open(&amd, err) == 0) {
 		if (amd.ops->count(&amd) > 0) {
 			node->gpu = amd;
 			return 0;
@@ -177,17 +94,9 @@ node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
 	const char *lib = cfg->nvml_library;
 
 	if (cfg->gpu_backend == GPU_BACKEND_AMDSMI) {
-		const char *dir = getenv("AMDSMI_LIB_DIR");
 		char why[ZERR_MSG_MAX];
 
-		/*
-		 * With --simulate the simulator, unless AMDSMI_LIB_DIR names
-		 * a library: an explicit library wins, as --nvml-library
-		 * does over the NVML simulator.
-		 */
-		if ((cfg->simulate && (dir == NULL || *dir == '\0') ?
-		    node_open_amd_sim(node, err) :
-		    amd_backend_open(&node->gpu, err)) == 0)
+		if (node_os_amd_explicit(&node->gpu, cfg->simulate, err) == 0)
 			return 0;
 		/* explicit: fail fast, whatever the reason */
 		snprintf(why, sizeof(why), "%s", err->msg);
@@ -198,7 +107,7 @@ node_open_gpu_backend(struct node *node, const struct zeusd_config *cfg,
 	    !cfg->simulate)
 		return node_open_auto(node, err);
 	if (lib == NULL && cfg->simulate)
-		lib = node_sim_library(simbuf, sizeof(simbuf));
+		lib = node_os_sim_library(simbuf, sizeof(simbuf));
 	return nvml_backend_open(lib, &node->gpu, err);
 }
 
@@ -346,180 +255,35 @@ node_open(struct node *node, const struct zeusd_config *cfg,
 	return 0;
 }
 
-int
-node_open_remote(struct node *net, const struct node *dev,
-    struct pschan_pool *pool, struct zerr *err)
-{
-	struct gpu_backend devgpu = dev->gpu;	/* lacks take it non-const */
-	struct rapl_package_desc descs[PSMSG_MAX_PKGS];
-	struct psgpu_lacks *lacks;
-	void *ctx;
-
-	memset(net, 0, sizeof(*net));
-	net->queue_max = dev->queue_max;
-	net->overrides = dev->overrides;
-	net->pool = pool;
-	if (dev->gpu.ops != NULL) {
-		if ((lacks = malloc(sizeof(*lacks))) == NULL)
-			return zerr_set(err, ZERR_INTERNAL, "out of memory");
-		psgpu_lacks_of(&devgpu, lacks);
-		if (psgpu_create(pool, dev->ngpu, dev->gpu_info, lacks,
-		    &net->gpu, err) != 0) {
-			free(lacks);
-			return -1;
-		}
-		free(lacks);
-		for (unsigned i = 0; i < dev->ngpu; i++)
-			psgpu_set_lost(&net->gpu, i,
-			    devgpu.ops->lost(&devgpu, i));
-		net->ngpu = dev->ngpu;
-		net->gpu_info = calloc(net->ngpu ? net->ngpu : 1,
-		    sizeof(*net->gpu_info));
-		if (net->gpu_info == NULL)
-			goto oom;
-		memcpy(net->gpu_info, dev->gpu_info,
-		    net->ngpu * sizeof(*net->gpu_info));
-	}
-	if (dev->rapl != NULL) {
-		if (dev->ncpu > PSMSG_MAX_PKGS) {
-			node_close(net);
-			return zerr_set(err, ZERR_INTERNAL, "%u RAPL packages: "
-			    "privilege separation handles at most %d (try "
-			    "--no-privsep)", dev->ncpu, PSMSG_MAX_PKGS);
-		}
-		for (unsigned i = 0; i < dev->ncpu; i++)
-			rapl_describe(dev->rapl, i, &descs[i]);
-		if ((ctx = psrapl_create(pool, dev->rapl)) == NULL)
-			goto oom;
-		/* rapl_open_source destroys ctx when it fails */
-		if (rapl_open_source(&psrapl_ops, ctx, descs, dev->ncpu,
-		    &net->rapl, err) != 0) {
-			node_close(net);
-			return -1;
-		}
-		net->ncpu = dev->ncpu;
-	}
-	if (node_start(net, err) != 0) {
-		node_close(net);
-		return -1;
-	}
-	return 0;
-oom:
-	node_close(net);
-	return zerr_set(err, ZERR_INTERNAL, "out of memory");
-}
-
-/* ---- Stream samples ------------------------------------------------------ */
-
-/* One request to the device process for every device of the tick. */
-struct node_fetch {
-	struct node *node;
-	const unsigned *gpus, *pkgs;
-	unsigned ngpus, npkgs;
-	struct node_sample *out;
-	struct psmsg_reply rep;
-};
-
-static int
-node_fetch_remote(void *arg, struct rapl_raw_sample *raw)
-{
-	struct node_fetch *f = arg;
-	struct psmsg_request req;
-
-	psmsg_request_init(&req, PSMSG_SAMPLE, 0);
-	for (unsigned k = 0; k < f->ngpus; k++)
-		req.gpu_mask |= 1ull << f->gpus[k];
-	for (unsigned k = 0; k < f->npkgs; k++)
-		req.pkg_mask |= 1ull << f->pkgs[k];
-	pschan_call(f->node->pool, &req, &f->rep);
-	for (unsigned k = 0; raw != NULL && k < f->npkgs; k++)
-		psrapl_raw_of(&f->rep, f->pkgs[k], &raw[k]);
-	return 0;
-}
-
-static void
-node_sample_remote(struct node *node, struct node_fetch *f)
-{
-	struct node_sample *out = f->out;
-	struct rapl_raw_sample raw[PSMSG_MAX_PKGS] = { { 0 } };
-	struct rapl_sample rs[PSMSG_MAX_PKGS];
-	int rc[PSMSG_MAX_PKGS];
-
-	if (f->npkgs > 0)
-		(void)rapl_sample_batch(node->rapl, f->pkgs, f->npkgs,
-		    node_fetch_remote, f, raw, rs, rc, &out->cpu_err);
-	else
-		(void)node_fetch_remote(f, NULL);
-	psgpu_note_sample(&node->gpu, &f->rep);
-	for (unsigned k = 0; k < f->ngpus; k++) {
-		unsigned i = f->gpus[k];
-
-		out->gpu_rc[k] = (f->rep.gpu_ok >> i) & 1 ? 0 : -1;
-		out->gpu_mw[k] = f->rep.gpu_mw[i];
-	}
-	if (f->rep.err_gpu_kind != ZERR_NONE)
-		zerr_set(&out->gpu_err, (enum zerr_kind)f->rep.err_gpu_kind,
-		    "%s", f->rep.err_msg);
-	for (unsigned k = 0; k < f->npkgs; k++) {
-		out->cpu_rc[k] = rc[k];
-		out->cpu[k] = rs[k];
-		if (rc[k] != 0 && !raw[k].ok)
-			zerr_set(&out->cpu_err, ZERR_INTERNAL, "RAPL package "
-			    "%u: the device process could not read its "
-			    "counters", rapl_package_id(node->rapl, f->pkgs[k]));
-	}
-}
-
 void
 node_procstat(struct node *node, struct procstat *out, struct procstat *net)
 {
-	struct psmsg_request req;
-	struct psmsg_reply rep;
-
-	if (node->pool == NULL) {
-		procstat_self(out);
+	if (node->remote != NULL) {
+		node->remote->procstat(node, out, net);
 		return;
 	}
-	psmsg_request_init(&req, PSMSG_PROC, 0);
-	pschan_call(node->pool, &req, &rep);
-	psmsg_get_procstat(&rep, out);
-	if (net != NULL && rep.p_net_ok) {
-		net->open_fds = rep.p_net_fds;
-		net->ok |= PROCSTAT_FDS;
-	}
+	procstat_self(out);
 }
 
 void
 node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
     gid_t gid, pid_t pid, struct identity *out, uint64_t *handle)
 {
-	struct psmsg_request req;
-	struct psmsg_reply rep;
-
 	*handle = 0;
-	if (node->pool == NULL) {
-		identity_lookup(uid, gid, pid, out);
+	if (node->remote != NULL) {
+		node->remote->peer(node, sock, refresh, out, handle);
 		return;
 	}
-	psmsg_request_init(&req, PSMSG_PEER, 0);
-	req.auth = refresh;
-	pschan_call_fd(node->pool, &req, sock, &rep);
-	psmsg_get_identity(&rep, out);
-	if (rep.rc == 0)
-		*handle = rep.v;
+	(void)sock;
+	(void)refresh;
+	identity_lookup(uid, gid, pid, out);
 }
 
 void
 node_peer_end(struct node *node, uint64_t handle)
 {
-	struct psmsg_request req;
-	struct psmsg_reply rep;
-
-	if (node->pool == NULL || handle == 0)
-		return;
-	psmsg_request_init(&req, PSMSG_PEER_END, 0);
-	req.auth = handle;
-	pschan_call(node->pool, &req, &rep);
+	if (node->remote != NULL && handle != 0)
+		node->remote->peer_end(node, handle);
 }
 
 void
@@ -528,11 +292,8 @@ node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
 {
 	zerr_clear(&out->gpu_err);
 	zerr_clear(&out->cpu_err);
-	if (node->pool != NULL) {
-		struct node_fetch f = { .node = node, .gpus = gpus,
-		    .ngpus = ngpus, .pkgs = pkgs, .npkgs = npkgs, .out = out };
-
-		node_sample_remote(node, &f);
+	if (node->remote != NULL) {
+		node->remote->sample(node, gpus, ngpus, pkgs, npkgs, out);
 		return;
 	}
 	for (unsigned k = 0; k < ngpus; k++)

@@ -31,6 +31,25 @@ struct overrides;
 struct gpu_cmd;
 struct cpu_cmd;
 struct pschan_pool;
+struct node;
+struct node_sample;
+struct procstat;
+struct identity;
+
+/*
+ * A split daemon's network process reaches its devices through the device
+ * process (node_remote.c, Linux): these then replace the local reads.
+ */
+struct node_remote_ops {
+	void (*sample)(struct node *node, const unsigned *gpus, unsigned ngpus,
+	    const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
+	void (*procstat)(struct node *node, struct procstat *out,
+	    struct procstat *net);
+	/* node_peer and node_peer_end: the device process's look-up */
+	void (*peer)(struct node *node, int sock, uint64_t refresh,
+	    struct identity *out, uint64_t *handle);
+	void (*peer_end)(struct node *node, uint64_t handle);
+};
 
 struct node {
 	struct gpu_backend gpu;		/* ops NULL when there are no GPUs */
@@ -62,6 +81,7 @@ struct node {
 	 * backend, rapl a core over a remote source). NULL otherwise.
 	 */
 	struct pschan_pool *pool;
+	const struct node_remote_ops *remote;	/* set with pool */
 	unsigned queue_max;		/* ZEUSD_DEVICE_QUEUE_MAX */
 };
 

@@ -8,32 +8,27 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "http/host.h"
+#include "zeusd/cli_os.h"
 #include "zeusd/listen.h"
 
 void
 config_defaults(struct zeusd_config *cfg)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mode = MODE_UDS;
 	cfg->socket_path = ZEUSD_DEFAULT_SOCKET;
 	cfg->socket_permissions = 0666;
 	cfg->tcp_bind_address = ZEUSD_DEFAULT_TCP;
-	cfg->num_workers = ncpu > 0 ? (unsigned)ncpu : 1;
 	cfg->gpu_power_poll_hz = 20;
 	cfg->cpu_power_poll_hz = 10;
 	cfg->gpu_backend = GPU_BACKEND_AUTO;
 	cfg->enabled = GROUP_DEFAULT_SET;
 	cfg->privsep = true;
+	cli_os_defaults(cfg);
 }
 
 void
@@ -60,14 +55,9 @@ cli_print_serve_usage(FILE *out)
 {
 	fputs("Usage: zeusd serve [options]\n"
 	    "\n"
-	    "Transport:\n"
-	    "  --mode uds|tcp                 transport (default uds)\n"
-	    "  --socket-path PATH             UDS path (default " ZEUSD_DEFAULT_SOCKET ")\n"
-	    "  --socket-permissions OCTAL     socket file mode (default 666)\n"
-	    "  --socket-uid USER, --socket-gid GROUP\n"
-	    "                                 owner of the socket file (a name\n"
-	    "                                 or a number)\n"
-	    "  --tcp-bind-address HOST:PORT   TCP address (default " ZEUSD_DEFAULT_TCP ";\n"
+	    "Transport:\n", out);
+	cli_os_print_transport(out);
+	fputs("  --tcp-bind-address HOST:PORT   TCP address (default " ZEUSD_DEFAULT_TCP ";\n"
 	    "                                 IPv6 as [::1]:4938)\n"
 	    "  --tcp-allowed-hosts NAME,...   names clients may send in Host\n"
 	    "                                 on TCP besides the bound address\n"
@@ -89,8 +79,9 @@ cli_print_serve_usage(FILE *out)
 	    "\n"
 	    "API and security:\n"
 	    "  --enable LIST                  API groups (default\n"
-	    "                                 gpu-control,gpu-read,cpu-read,\n"
-	    "                                 metrics)\n"
+	    "                                 ", out);
+	fputs(cli_os_enable_default, out);
+	fputs(")\n"
 	    "  --signing-key-path FILE        require HS256 JWTs signed with\n"
 	    "                                 this key\n"
 	    "  --policy-file FILE             per-user scopes and GPUs on the\n"
@@ -121,54 +112,13 @@ int
 cli_parse_owner(const char *s, bool user, uint64_t *out, struct zerr *err)
 {
 	const char *what = user ? "--socket-uid" : "--socket-gid";
-	size_t size = 16384;
-	char *buf = NULL;
-	int rc;
 
 	if (s[0] >= '0' && s[0] <= '9')
 		return env_parse_uint(s, 0, UINT32_MAX - 1, out, what, err);
 	if (s[0] == '\0' || strlen(s) > 256)
 		return zerr_set(err, ZERR_INVALID, "invalid %s: expected a %s "
 		    "name or a number", what, user ? "user" : "group");
-	/* the NSS buffer grows on ERANGE, up to 1 MiB (huge group lists) */
-	for (;;) {
-		char *nbuf = realloc(buf, size);
-
-		if (nbuf == NULL) {
-			free(buf);
-			return zerr_set(err, ZERR_INTERNAL, "out of memory");
-		}
-		buf = nbuf;
-		if (user) {
-			struct passwd pw, *res = NULL;
-
-			rc = getpwnam_r(s, &pw, buf, size, &res);
-			if (rc == 0 && res != NULL)
-				*out = res->pw_uid;
-			else if (rc == 0)
-				rc = ENOENT;
-		} else {
-			struct group gr, *res = NULL;
-
-			rc = getgrnam_r(s, &gr, buf, size, &res);
-			if (rc == 0 && res != NULL)
-				*out = res->gr_gid;
-			else if (rc == 0)
-				rc = ENOENT;
-		}
-		if (rc != ERANGE || size >= 1024 * 1024)
-			break;
-		size *= 2;
-	}
-	free(buf);
-	if (rc == ENOENT)
-		return zerr_set(err, ZERR_INVALID, "invalid %s '%.64s': no such "
-		    "%s", what, s, user ? "user" : "group");
-	if (rc != 0)
-		return zerr_set(err, ZERR_INTERNAL, "cannot look up %s '%.64s' "
-		    "for %s: %s", user ? "user" : "group", s, what,
-		    strerror(rc));
-	return 0;
+	return cli_os_owner_by_name(s, user, out, err);
 }
 
 int
@@ -249,16 +199,19 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 	uint64_t v;
 	char bad[80];
 
+	if (opt == OPT_SOCKET_PATH || opt == OPT_SOCKET_PERMS ||
+	    opt == OPT_SOCKET_UID || opt == OPT_SOCKET_GID) {
+		char flag[32] = "";
+
+		for (const struct option *o = cli_serve_options; o->name; o++)
+			if (o->val == opt)
+				snprintf(flag, sizeof(flag), "--%s", o->name);
+		if (cli_os_socket_flag(flag, err) != 0)
+			return -1;
+	}
 	switch (opt) {
 	case OPT_MODE:
-		if (strcmp(arg, "uds") == 0)
-			cfg->mode = MODE_UDS;
-		else if (strcmp(arg, "tcp") == 0)
-			cfg->mode = MODE_TCP;
-		else
-			return zerr_set(err, ZERR_INVALID,
-			    "invalid --mode '%.32s': expected uds or tcp", arg);
-		return 0;
+		return cli_os_mode(arg, &cfg->mode, err);
 	case OPT_SOCKET_PATH:
 		if (arg[0] == '\0' || strlen(arg) > 107)
 			return zerr_set(err, ZERR_INVALID,

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sock_posix.c - sock.h on Linux: plain fds, SIOCOUTQ, poll(2).
+ */
+#include "common/sock.h"
+
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int
+sock_startup(struct zerr *err)
+{
+	(void)err;
+	return 0;
+}
+
+void
+sock_close(int fd)
+{
+	(void)close(fd);
+}
+
+void
+sock_shutdown(int fd)
+{
+	(void)shutdown(fd, SHUT_RDWR);
+}
+
+void
+sock_send_nowait(int fd, const void *buf, size_t len)
+{
+	(void)send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+int
+sock_unsent(int fd, int *bytes)
+{
+	int q;
+
+	if (ioctl(fd, SIOCOUTQ, &q) != 0 || q < 0)
+		return -1;
+	*bytes = q;
+	return 0;
+}
+
+bool
+sock_peer_gone(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = 0 };
+
+	return poll(&pf, 1, 0) == 1 &&
+	    (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}

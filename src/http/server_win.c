@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * server_win.c - server.h's Windows part: libmicrohttpd's own polling
+ * thread over Winsock (select, or WSAPoll where its build has it; no
+ * epoll). Windows zeusd is one process and never drives its own loop
+ * (there is no device process to read from), and has no systemd watchdog.
+ */
+#include "http/server.h"
+
+#include <microhttpd.h>
+
+unsigned
+server_os_mhd_flags(bool own_loop)
+{
+	(void)own_loop;
+	return MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cli_os_win.c - the command line's Windows part (cli_os.h), as upstream
+ * zeusd has it there: `--mode` is named-pipe (the default) or tcp, the
+ * Unix-socket flags do not exist (a clear usage error, exit 2), and the
+ * default `--enable` leaves out cpu-read (RAPL is Linux-only). The named
+ * pipe itself is not built yet: main_win.c refuses it at startup.
+ */
+#include "zeusd/cli_os.h"
+
+#include <string.h>
+#include <windows.h>
+
+const char cli_os_enable_default[] = "gpu-control,gpu-read,metrics";
+
+void
+cli_os_defaults(struct zeusd_config *cfg)
+{
+	SYSTEM_INFO si;
+
+	GetSystemInfo(&si);
+	cfg->num_workers = si.dwNumberOfProcessors > 0 ?
+	    (unsigned)si.dwNumberOfProcessors : 1;
+	cfg->mode = MODE_PIPE;
+	cfg->socket_path = NULL;
+	cfg->enabled = GROUP_BIT(GROUP_GPU_CONTROL) |
+	    GROUP_BIT(GROUP_GPU_READ) | GROUP_BIT(GROUP_METRICS);
+	/* one process: there is no privilege separation on Windows */
+	cfg->privsep = false;
+}
+
+int
+cli_os_mode(const char *arg, enum transport_mode *mode, struct zerr *err)
+{
+	if (strcmp(arg, "named-pipe") == 0)
+		*mode = MODE_PIPE;
+	else if (strcmp(arg, "tcp") == 0)
+		*mode = MODE_TCP;
+	else
+		return zerr_set(err, ZERR_INVALID, "invalid --mode '%.32s': "
+		    "expected named-pipe or tcp (Unix sockets are Linux-only)",
+		    arg);
+	return 0;
+}
+
+int
+cli_os_socket_flag(const char *flag, struct zerr *err)
+{
+	return zerr_set(err, ZERR_INVALID, "%s is not available on Windows: "
+	    "Unix sockets are Linux-only (use --mode tcp with "
+	    "--tcp-bind-address)", flag);
+}
+
+int
+cli_os_owner_by_name(const char *s, bool user, uint64_t *out,
+    struct zerr *err)
+{
+	(void)s;
+	(void)out;
+	return cli_os_socket_flag(user ? "--socket-uid" : "--socket-gid", err);
+}
+
+void
+cli_os_print_transport(FILE *out)
+{
+	fputs("  --mode named-pipe|tcp          transport (default named-pipe;\n"
+	    "                                 the named pipe is not built yet:\n"
+	    "                                 use tcp)\n", out);
+}
