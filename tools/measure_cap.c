@@ -401,7 +401,9 @@ cap_start(const struct cap_settings *set,
 	} else {
 		cap->unix_sock = o.socket_path != NULL;
 	}
-	if (zeus_client_open(&o, &cap->c, &e) != 0) {
+	if (zeus_client_open(&o, &cap->c, &e) != 0 ||
+	    (set->lease_label != NULL &&
+	    zeus_client_set_lease_label(cap->c, set->lease_label, &e) != 0)) {
 		cap_say("%s", e.message);
 		cap_free(cap);
 		return EXIT_FAIL;

@@ -27,6 +27,7 @@ struct cap_settings {
 	uint32_t gpu_clocks[2];		/* min, max MHz */
 	bool has_mem_clocks;
 	uint32_t mem_clocks[2];
+	const char *lease_label;	/* checked; NULL: none */
 };
 
 /* WATTS (decimal, > 0, at most 4294967 W) into set->limit_mw; 0 or -1. */
