@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cap_value.h"
 #include "common/lease_label.h"
 #include "measure_cap.h"
 #include "tool.h"
@@ -341,10 +342,10 @@ parse_opt(struct opts *o, int c, const char *arg)
 	case O_POWER_LIMIT: return cap_parse_watts(arg, &o->cap);
 	case O_GPU_CLOCKS:
 		o->cap.has_gpu_clocks = true;
-		return cap_parse_clocks(arg, o->cap.gpu_clocks);
+		return cap_value_clocks(arg, o->cap.gpu_clocks);
 	case O_MEM_CLOCKS:
 		o->cap.has_mem_clocks = true;
-		return cap_parse_clocks(arg, o->cap.mem_clocks);
+		return cap_value_clocks(arg, o->cap.mem_clocks);
 	case O_LEASE_LABEL:
 		o->cap.lease_label = arg;
 		return lease_label_invalid(arg) != NULL ? -1 : 0;
