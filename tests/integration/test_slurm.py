@@ -295,3 +295,18 @@ def test_sbatch_job_gets_its_limit_and_its_energy_line(node, zeusd, users):
     wait_for(lambda: "GPU energy" in out.read_text(), "no energy line")
     energy_line(out.read_text(), f"slurm:{jobid}.batch")
     assert set(limits(zeusd).values()) == {DEFAULT_MW}
+
+
+def test_two_tasks_share_the_lease_and_report_once(node, zeusd, users):
+    alice, _ = users
+    r = node.run(alice, ["srun", "--chdir=/tmp", "--ntasks=2", "--gpus=2",
+                         "--zeus-power-limit=220", "/usr/bin/python3", "-c",
+                         "import time; time.sleep(0.5)"])
+    assert r.returncode == 0, r.stderr
+    assert len(re.findall(r"^zeus: slurm:\d+\.0: GPU energy [0-9.]+ J",
+                          r.stderr, re.M)) == 1, r.stderr
+    ended = [x for x in audit_lines(zeusd.audit) if x["operation"] ==
+             "lease_end"]
+    assert len(ended) == 2 and {x["label"] for x in ended} == {
+        ended[0]["label"]}, ended
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
