@@ -1137,15 +1137,11 @@ leases_label(struct leases *l, const struct peer *p, const uint32_t *gpus,
 	if (l == NULL || p == NULL || p->kind != PEER_UNIX || p->uid == 0)
 		return;
 	pthread_mutex_lock(&l->lock);
-	for (unsigned i = 0; i < n; i++) {
-		struct lease_gpu *g;
-
-		if (gpus[i] >= l->ngpu)
-			continue;
-		g = &l->gpus[gpus[i]];
-		if (g->state != LEASE_FREE && g->uid == p->uid)
-			snprintf(g->label, sizeof(g->label), "%s", label);
-	}
+	for (unsigned i = 0; i < n; i++)
+		if (gpus[i] < l->ngpu && l->gpus[gpus[i]].state != LEASE_FREE &&
+		    l->gpus[gpus[i]].uid == p->uid)
+			snprintf(l->gpus[gpus[i]].label,
+			    sizeof(l->gpus[gpus[i]].label), "%s", label);
 	pthread_mutex_unlock(&l->lock);
 }
 
