@@ -220,6 +220,12 @@ task_start_report(const char *label, const unsigned *ids, size_t n)
 				dup2(null, 1);
 			}
 			prctl(PR_SET_NAME, "zeus-report");
+			/* scancel signals the step's processes at once: the
+			 * report outlives the task by the few ms it takes, and
+			 * Slurm's SIGKILL after KillWait still ends it */
+			signal(SIGTERM, SIG_IGN);
+			signal(SIGINT, SIG_IGN);
+			signal(SIGHUP, SIG_IGN);
 			spank_report_run(conf.socket, pidfd, label, ids, n,
 			    SPANK_REPORT_WAIT_MS);
 		}
