@@ -39,6 +39,9 @@ SPANK_PLUGIN(zeus, 1);
 #define SPANK_ENV_MAX 1024	/* longest GPU list read from the env */
 #define SPANK_REPORT_WAIT_MS 10000	/* for the ledger after the task */
 
+_Static_assert(SPANK_GPUS_MAX == ZEUS_MAX_DEVICES,
+    "a step's GPUs must fit libzeus's device lists");
+
 static struct spank_conf conf;
 
 /* The job's settings, from its options (local and remote context). */
@@ -219,6 +222,12 @@ task_start_report(const char *label, const unsigned *ids, size_t n)
 				dup2(null, 0);
 				dup2(null, 1);
 			}
+			/* nothing of the task's but its stderr and the pidfd
+			 * (slurmstepd's pipes would stay open otherwise) */
+			if (pidfd != 3 && dup2(pidfd, 3) == 3)
+				pidfd = 3;
+			if (pidfd == 3)
+				close_range(4, ~0u, 0);
 			prctl(PR_SET_NAME, "zeus-report");
 			/* scancel signals the step's processes at once: the
 			 * report outlives the task by the few ms it takes, and

@@ -254,6 +254,16 @@ def test_zeusd_stopped_warns_or_with_required_fails(node, zeusd, users):
     assert not job.env_file.exists()
 
 
+def test_a_step_without_gpus_warns(node, zeusd, users):
+    alice, _ = users
+    r = node.run(alice, ["srun", "--chdir=/tmp", "--zeus-power-limit=200",
+                         "/bin/true"])
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"zeus: warning: slurm:\d+\.0: the step has no GPUs; "
+                     r"its --zeus-\* options do nothing", r.stderr), r.stderr
+    assert leases(zeusd)["ended"] == []
+
+
 def test_a_job_without_options_is_untouched(node, zeusd, users):
     alice, _ = users
     job = Job(node, alice, "plain", "--gpus=2", wait=False).started()
