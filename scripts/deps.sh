@@ -10,7 +10,7 @@ libssl-dev scdoc"
 test_pkgs="python3 python3-pytest python3-httpx python3-jwt python3-cryptography
 util-linux valgrind systemd
 prometheus-pushgateway prometheus python3-prometheus-client bash-completion
-man-db"
+man-db libslurm-dev slurmctld slurmd slurm-client munge"
 package_pkgs="dpkg-dev debhelper fakeroot lintian"
 bench_pkgs="nginx-light"
 

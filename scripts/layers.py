@@ -24,8 +24,9 @@ LAYERS = [
     ["api"],
     ["zeusd"],
 ]
-# libzeus stands beside the daemon, on common/ and devices/ only
-BESIDE = {"lib": 1}
+# libzeus stands beside the daemon, on common/ and devices/ only; the Slurm
+# plugin (on libzeus's public headers) on common/ only
+BESIDE = {"lib": 1, "slurm": 0}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

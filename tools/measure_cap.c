@@ -20,13 +20,13 @@
 #include "measure_cap.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/cap_value.h"
 #include "tool.h"
 
 #define CAP_KEEPALIVE_S 15	/* below zeusd's idle timeout (60 s) and
@@ -67,49 +67,10 @@ struct cap {
 int
 cap_parse_watts(const char *s, struct cap_settings *set)
 {
-	char *end;
-	double w;
-
-	/* plain decimals: strtod would also take "0x10" and "1e3" */
-	if (*s < '0' || *s > '9' || s[strspn(s, "0123456789.")] != '\0')
-		return -1;
-	errno = 0;
-	w = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || !(w > 0) || w * 1000 > 4294967295.0)
+	if (cap_value_watts(s, &set->limit_mw) != 0)
 		return -1;
 	set->has_limit = true;
-	set->limit_mw = (uint32_t)llround(w * 1000);
 	return 0;
-}
-
-static int
-cap_parse_mhz(const char *s, const char *stop, uint32_t *out)
-{
-	unsigned long long v = 0;
-
-	if (s == stop || stop - s > 10)
-		return -1;
-	for (; s < stop; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (unsigned)(*s - '0');
-	}
-	if (v > 0xffffffffULL)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-int
-cap_parse_clocks(const char *s, uint32_t out[2])
-{
-	const char *colon = strchr(s, ':');
-
-	if (colon == NULL)
-		return -1;
-	return cap_parse_mhz(s, colon, &out[0]) != 0 ||
-	    cap_parse_mhz(colon + 1, colon + strlen(colon), &out[1]) != 0 ?
-	    -1 : 0;
 }
 
 bool
@@ -401,7 +362,9 @@ cap_start(const struct cap_settings *set,
 	} else {
 		cap->unix_sock = o.socket_path != NULL;
 	}
-	if (zeus_client_open(&o, &cap->c, &e) != 0) {
+	if (zeus_client_open(&o, &cap->c, &e) != 0 ||
+	    (set->lease_label != NULL &&
+	    zeus_client_set_lease_label(cap->c, set->lease_label, &e) != 0)) {
 		cap_say("%s", e.message);
 		cap_free(cap);
 		return EXIT_FAIL;

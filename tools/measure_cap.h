@@ -27,12 +27,12 @@ struct cap_settings {
 	uint32_t gpu_clocks[2];		/* min, max MHz */
 	bool has_mem_clocks;
 	uint32_t mem_clocks[2];
+	const char *lease_label;	/* checked; NULL: none */
 };
 
-/* WATTS (decimal, > 0, at most 4294967 W) into set->limit_mw; 0 or -1. */
+/* WATTS (cap_value_watts) into set->limit_mw; 0 or -1. Clock ranges:
+ * cap_value_clocks (common/cap_value.h). */
 int cap_parse_watts(const char *s, struct cap_settings *set);
-/* "MIN:MAX" MHz (each 0..4294967295; their order is zeusd's to judge). */
-int cap_parse_clocks(const char *s, uint32_t out[2]);
 bool cap_any(const struct cap_settings *set);
 
 struct cap;

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cap_value.h"
+#include "common/lease_label.h"
 #include "measure_cap.h"
 #include "tool.h"
 #include "zeus/zeus.h"
@@ -35,7 +37,8 @@ static const char measure_usage[] =
     "                    [--pushgateway URL --job NAME [--window NAME]\n"
     "                     [--instance NAME] [--counter S]]\n"
     "                    [--power-limit WATTS] [--gpu-clocks MIN:MAX]\n"
-    "                    [--mem-clocks MIN:MAX] -- COMMAND...\n"
+    "                    [--mem-clocks MIN:MAX] [--lease-label LABEL]\n"
+    "                    -- COMMAND...\n"
     "\n"
     "Runs COMMAND and prints the time and the energy of each device on\n"
     "stderr (--output FILE, or - for stdout): as text, as one JSON object\n"
@@ -57,7 +60,9 @@ static const char measure_usage[] =
     "A refused setting stops before COMMAND runs, with zeusd's message,\n"
     "anything applied given back, and exit status 4 (invalid value),\n"
     "5 (no permission) or 6 (GPU leased by another user); 1 when zeusd\n"
-    "cannot be reached or a setting could not be restored.\n";
+    "cannot be reached or a setting could not be restored.\n"
+    "--lease-label LABEL names the lease in zeusd's ledger (GET\n"
+    "/gpu/leases, the audit log): 1 to 64 letters, digits, . _ : @ + / -.\n";
 
 static const char gauge_usage[] =
     "usage: zeus gauge --pushgateway URL --job NAME [--period S]\n"
@@ -233,7 +238,8 @@ struct opts {
 
 enum { O_GPUS = 256, O_CPUS, O_JSON, O_CSV, O_OUTPUT, O_SOURCE, O_PUSH,
 	O_JOB, O_WINDOW, O_INSTANCE, O_PERIOD, O_SOCKET, O_HOSTPORT, O_TOKEN,
-	O_COUNTER, O_COUNT, O_MW, O_POWER_LIMIT, O_GPU_CLOCKS, O_MEM_CLOCKS };
+	O_COUNTER, O_COUNT, O_MW, O_POWER_LIMIT, O_GPU_CLOCKS, O_MEM_CLOCKS,
+	O_LEASE_LABEL };
 
 /* Which subcommands take an option. */
 #define FOR_MEASURE 1u
@@ -269,6 +275,7 @@ static const struct opt_def opt_defs[] = {
 	{ "power-limit", required_argument, O_POWER_LIMIT, FOR_MEASURE },
 	{ "gpu-clocks", required_argument, O_GPU_CLOCKS, FOR_MEASURE },
 	{ "mem-clocks", required_argument, O_MEM_CLOCKS, FOR_MEASURE },
+	{ "lease-label", required_argument, O_LEASE_LABEL, FOR_MEASURE },
 };
 
 #define NOPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -335,10 +342,13 @@ parse_opt(struct opts *o, int c, const char *arg)
 	case O_POWER_LIMIT: return cap_parse_watts(arg, &o->cap);
 	case O_GPU_CLOCKS:
 		o->cap.has_gpu_clocks = true;
-		return cap_parse_clocks(arg, o->cap.gpu_clocks);
+		return cap_value_clocks(arg, o->cap.gpu_clocks);
 	case O_MEM_CLOCKS:
 		o->cap.has_mem_clocks = true;
-		return cap_parse_clocks(arg, o->cap.mem_clocks);
+		return cap_value_clocks(arg, o->cap.mem_clocks);
+	case O_LEASE_LABEL:
+		o->cap.lease_label = arg;
+		return lease_label_invalid(arg) != NULL ? -1 : 0;
 	case O_SOURCE:
 		if (strcmp(arg, "auto") == 0)
 			o->source = ZEUS_SOURCE_AUTO;
@@ -806,6 +816,10 @@ cmd_measure(int argc, char **argv)
 	if (cap_any(&o.cap) && o.source == ZEUS_SOURCE_DIRECT)
 		return usage_error("GPU settings go through zeusd: not with "
 		    "--source direct");
+	if (o.cap.lease_label != NULL && !cap_any(&o.cap))
+		return usage_error("--lease-label names the lease that "
+		    "--power-limit, --gpu-clocks or --mem-clocks takes: not "
+		    "without one");
 	if (cap_any(&o.cap) && !o.gpus.all && o.gpus.n == 0)
 		return usage_error("GPU settings need GPUs: not with --gpus "
 		    "none");

@@ -124,6 +124,17 @@ ZEUS_API int zeus_client_gpu_get_persistence_mode(struct zeus_client *c,
 
 /* ---- GPU writes (POST; ids required, nids > 0) -------------------------- */
 
+/*
+ * A label for the GPU leases this client's writes take or extend (zeusd
+ * --gpu-leases): sent with every later write as the X-Zeus-Lease-Label
+ * header, shown in GET /gpu/leases and the ledger's audit line, e.g.
+ * "slurm:42.0". 1..64 bytes of letters, digits and . _ : @ + / -;
+ * anything else is ZEUS_ERR_INVALID and changes nothing. NULL: no label
+ * from now on. A daemon without leases ignores it.
+ */
+ZEUS_API int zeus_client_set_lease_label(struct zeus_client *c,
+    const char *label, struct zeus_error *err);
+
 ZEUS_API int zeus_client_gpu_set_power_limit(struct zeus_client *c,
     const unsigned *ids, size_t nids, uint32_t power_limit_mw, bool block,
     struct zeus_error *err);

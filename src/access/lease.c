@@ -109,6 +109,7 @@ struct lease_gpu {
 	unsigned gen;			/* bumped by every FREE -> HELD */
 	pid_t holder_pid;		/* the process that took it */
 	char cgroup[IDENTITY_CGROUP_MAX];
+	char label[LEASE_LABEL_MAX + 1];	/* leases_label's, "" none */
 	unsigned settings;		/* GPU_SETTING_* changed under it */
 	bool started;			/* its start was read (or tried) */
 	bool start_ok;			/* start_mj is a reading */
@@ -400,6 +401,7 @@ lease_fill(const struct lease_gpu *g, unsigned gpu, const uint64_t *now_mj,
 	snprintf(r->user, sizeof(r->user), "%s", g->user);
 	r->pid = g->holder_pid;
 	snprintf(r->cgroup, sizeof(r->cgroup), "%s", g->cgroup);
+	snprintf(r->label, sizeof(r->label), "%s", g->label);
 	r->state = g->state == LEASE_RESTORING ? LEASE_REC_RESTORING :
 	    LEASE_REC_HELD;
 	r->settings = g->settings;
@@ -453,7 +455,8 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 	who.uid = g->uid;
 	who.pid = g->holder_pid;
 	snprintf(who.user, sizeof(who.user), "%s", g->user);
-	le = (struct audit_lease){ .cgroup = g->cgroup, .reason = g->reason ?
+	le = (struct audit_lease){ .cgroup = g->cgroup, .label = g->label,
+	    .reason = g->reason ?
 	    g->reason : "ended", .settings = settings, .left = g->left,
 	    .duration_s =
 	    r->duration_s, .energy_ok = r->energy_ok, .energy_j =
@@ -1115,6 +1118,7 @@ leases_claim(struct leases *l, const struct peer *p,
 			g->holder_pid = p->pid;
 			g->started = g->start_ok = g->end_ok = false;
 			g->settings = 0;
+			g->label[0] = '\0';
 			snprintf(g->cgroup, sizeof(g->cgroup), "%s",
 			    id != NULL ? id->cgroup : "");
 			snprintf(g->user, sizeof(g->user), "%s",
@@ -1133,6 +1137,21 @@ leases_claim(struct leases *l, const struct peer *p,
 		}
 	pthread_mutex_unlock(&l->lock);
 	return rc;
+}
+
+void
+leases_label(struct leases *l, const struct peer *p, const uint32_t *gpus,
+    unsigned n, const char *label)
+{
+	if (l == NULL || p == NULL || p->kind != PEER_UNIX || p->uid == 0)
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (gpus[i] < l->ngpu && l->gpus[gpus[i]].state != LEASE_FREE &&
+		    l->gpus[gpus[i]].uid == p->uid)
+			snprintf(l->gpus[gpus[i]].label,
+			    sizeof(l->gpus[gpus[i]].label), "%s", label);
+	pthread_mutex_unlock(&l->lock);
 }
 
 void

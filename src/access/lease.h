@@ -28,6 +28,7 @@
 
 #include "common/err.h"
 #include "common/identity.h"
+#include "common/lease_label.h"
 
 struct leases;
 struct node;
@@ -49,6 +50,7 @@ struct lease_record {
 	char user[64];			/* "" without a passwd entry */
 	pid_t pid;			/* the process that took it */
 	char cgroup[IDENTITY_CGROUP_MAX];	/* "" unknown */
+	char label[LEASE_LABEL_MAX + 1];	/* the client's; "" none */
 	enum lease_rec_state state;
 	struct timespec start;		/* CLOCK_REALTIME of its first write */
 	struct timespec end;		/* ... of its end; 0 while open */
@@ -119,6 +121,16 @@ void leases_destroy(struct leases *l);
 int leases_claim(struct leases *l, const struct peer *p,
     const struct identity *id, const uint32_t *gpus, unsigned n,
     struct zerr *err);
+
+/*
+ * Loop thread, right after a successful leases_claim of a write that
+ * carried a label (lease_label_invalid(label) == NULL): labels the
+ * caller's leases on `gpus` with it, replacing an earlier one. Nothing
+ * for root or a TCP peer (no lease). A lease taken without a label has
+ * none; a later write without one keeps it.
+ */
+void leases_label(struct leases *l, const struct peer *p,
+    const uint32_t *gpus, unsigned n, const char *label);
 
 /*
  * Loop thread, after a successful leases_claim: the write is now queued

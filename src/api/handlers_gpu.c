@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lease_label.h"
 #include "common/log.h"
 #include "devices/gpu_cmd.h"
 #include "access/audit.h"
@@ -320,12 +321,20 @@ handle_gpu_write(struct request *req)
 	struct gpu_write w;
 	struct id_list ids;
 	struct zerr err;
+	const char *label = request_header(req, LEASE_LABEL_HEADER);
+	const char *bad;
 
 	if (handlers_parse(req, spec, &qv) != 0 ||
 	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0 ||
 	    (ids.n > 0 && handlers_gpu_lacks(req, gpu_write_op_name(op),
 	    node->gpu.ops->write_lacks(&node->gpu, op)) != 0))
 		return;
+	if (label != NULL && (bad = lease_label_invalid(label)) != NULL) {
+		zerr_set(&err, ZERR_INVALID, "invalid value in header "
+		    LEASE_LABEL_HEADER ": %s", bad);
+		request_reply_error(req, &err);
+		return;
+	}
 	memset(&w, 0, sizeof(w));
 	w.op = op;
 	if (spec == spec_limit)
@@ -354,6 +363,8 @@ handle_gpu_write(struct request *req)
 		request_reply_error(req, &err);
 		return;
 	}
+	if (leases != NULL && label != NULL)
+		leases_label(leases, peer, ids.ids, ids.n, label);
 	if (qv.v[1].b)
 		gpu_batch_submit(req, &ids, GPU_CMD_WRITE, &w, gpu_write_finish);
 	else

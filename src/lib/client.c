@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lease_label.h"
 #include "lease_json.h"
 #include "lib.h"
 #include "sse.h"
@@ -30,6 +31,7 @@ struct zeus_client {
 	char *token;
 	long timeout_ms;
 	pthread_mutex_t lock;
+	char lease_label[LEASE_LABEL_MAX + 1];	/* "": none; under lock */
 	CURL *curl;
 };
 
@@ -181,8 +183,8 @@ client_http_error(long status, const struct zbuf *body, const char *path,
  * body is empty, as writes answer). `out` may be NULL.
  */
 static int
-client_call(struct zeus_client *c, const char *method, const char *path,
-    json_t **out, struct zeus_error *err)
+client_call_as(struct zeus_client *c, const char *method, const char *path,
+    bool labelled, json_t **out, struct zeus_error *err)
 {
 	char url[CLIENT_URL_MAX * 2];
 	struct http_request rq = { 0 };
@@ -202,6 +204,8 @@ client_call(struct zeus_client *c, const char *method, const char *path,
 	rq.no_proxy = true;	/* the token is for zeusd, not for a proxy */
 	rq.timeout_ms = c->timeout_ms;
 	pthread_mutex_lock(&c->lock);
+	if (labelled && c->lease_label[0] != '\0')
+		rq.lease_label = c->lease_label;
 	rc = http_perform(c->curl, &rq, &resp, err);
 	pthread_mutex_unlock(&c->lock);
 	if (rc != 0)
@@ -219,6 +223,13 @@ client_call(struct zeus_client *c, const char *method, const char *path,
 out:
 	zbuf_free(&resp.body);
 	return rc;
+}
+
+static int
+client_call(struct zeus_client *c, const char *method, const char *path,
+    json_t **out, struct zeus_error *err)
+{
+	return client_call_as(c, method, path, false, out, err);
 }
 
 /* Appends "<sep><name>=1,2,3" for a non-empty id list. */
@@ -473,10 +484,25 @@ client_write(struct zeus_client *c, const char *path, const unsigned *ids,
 			zbuf_printf(&q, "&%s", extra);
 		zbuf_printf(&q, "&block=%s", block ? "true" : "false");
 		if (client_path(full, sizeof(full), path, &q, err) == 0)
-			rc = client_call(c, "POST", full, NULL, err);
+			rc = client_call_as(c, "POST", full, true, NULL, err);
 	}
 	zbuf_free(&q);
 	return rc;
+}
+
+int
+zeus_client_set_lease_label(struct zeus_client *c, const char *label,
+    struct zeus_error *err)
+{
+	const char *bad = label != NULL ? lease_label_invalid(label) : NULL;
+
+	if (bad != NULL)
+		return lib_err(err, ZEUS_ERR_INVALID, "%s", bad);
+	pthread_mutex_lock(&c->lock);
+	snprintf(c->lease_label, sizeof(c->lease_label), "%s",
+	    label != NULL ? label : "");
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 int

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/lease_label.h"
 #include "os.h"
 
 #define HTTP_BODY_MAX (4u << 20)
@@ -110,6 +111,8 @@ http_headers(const struct http_request *rq, struct zeus_error *err)
 		snprintf(line, sizeof(line), "Bearer %s", rq->bearer);
 		h = http_header_add(h, "Authorization", line);
 	}
+	if (h != NULL && rq->lease_label != NULL)
+		h = http_header_add(h, LEASE_LABEL_HEADER, rq->lease_label);
 	if (h != NULL && rq->content_type != NULL)
 		h = http_header_add(h, "Content-Type", rq->content_type);
 	if (h == NULL)

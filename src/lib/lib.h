@@ -56,6 +56,7 @@ struct http_request {
 	const char *url;		/* full URL ("http://zeusd/gpu/...") */
 	const char *unix_socket;	/* NULL: TCP */
 	const char *bearer;		/* NULL: no Authorization */
+	const char *lease_label;	/* checked; NULL: no X-Zeus-Lease-Label */
 	bool no_proxy;			/* ignore http_proxy and the like */
 	const char *content_type;	/* with body */
 	const char *body;

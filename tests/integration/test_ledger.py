@@ -27,16 +27,17 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 USERS = ("zeusledger-a", "zeusledger-b")
 
 # A client that keeps one connection and runs the requests it reads on
-# stdin ("METHOD TARGET" lines), printing one JSON line per answer: the
-# connection's process is the one a lease watches.
+# stdin ("METHOD TARGET [HEADER: VALUE]" lines), printing one JSON line
+# per answer: the connection's process is the one a lease watches.
 SESSION = r"""
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
-    method, target = line.split()
-    s.sendall(f"{method} {target} HTTP/1.1\r\nHost: z\r\n"
+    method, target, *extra = line.rstrip("\n").split(" ", 2)
+    extra = "".join(f"{h}\r\n" for h in extra)
+    s.sendall(f"{method} {target} HTTP/1.1\r\nHost: z\r\n{extra}"
               f"Content-Length: 0\r\n\r\n".encode())
     data = b""
     while b"\r\n\r\n" not in data:
@@ -65,8 +66,10 @@ class Session:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert json.loads(self.p.stdout.readline())["ready"]
 
-    def __call__(self, method, target):
-        self.p.stdin.write(f"{method} {target}\n")
+    def __call__(self, method, target, header=None):
+        """`header`: one more request header line ("Name: value")."""
+        extra = f" {header}" if header is not None else ""
+        self.p.stdin.write(f"{method} {target}{extra}\n")
         self.p.stdin.flush()
         line = self.p.stdout.readline()
         assert line, "the session ended"

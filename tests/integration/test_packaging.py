@@ -60,6 +60,9 @@ def test_install_file_list(installed):
         (o["includedir"], "zeus", "zeus.h"),
         (o["datadir"], "doc", "zeus", "LICENSE"),
     ]
+    if (BUILD / "src" / "slurm" / "zeus_spank.so").exists():
+        want.append((o["slurm_plugindir"] or f"{lib}/slurm-wlm",
+                     "zeus_spank.so"))
     for parts in want:
         assert at(dest, prefix, *parts).exists(), parts
     assert os.readlink(at(dest, prefix, lib, "libzeus.so.0")) == \
@@ -191,6 +194,7 @@ PACKAGES = {
                     "./usr/lib/{triplet}/pkgconfig/zeus.pc"},
     "zeus-tools": {"./usr/bin/zeus", "./usr/share/man/man1/zeus.1.gz",
                    "./usr/share/bash-completion/completions/zeus"},
+    "zeus-slurm": {"./usr/lib/{triplet}/slurm-wlm/zeus_spank.so"},
 }
 
 

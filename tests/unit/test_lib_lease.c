@@ -37,6 +37,7 @@ struct fake {
 	int status;			/* the canned answer */
 	char *body;
 	char request[512];		/* the last request line */
+	char head[8192];		/* ... and its whole head */
 	unsigned nreq, nconn;
 };
 
@@ -72,6 +73,7 @@ fake_serve(int fd)
 		pthread_mutex_lock(&fk.lock);
 		snprintf(fk.request, sizeof(fk.request), "%.*s",
 		    (int)strcspn(head, "\r"), head);
+		snprintf(fk.head, sizeof(fk.head), "%s", head);
 		fk.nreq++;
 		n = snprintf(out, sizeof(out), "HTTP/1.1 %d X\r\n"
 		    "Content-Type: application/json\r\n"
@@ -538,6 +540,51 @@ test_release_decoded_on_one_connection(void **state)
 	zeus_client_close(c);
 }
 
+/* zeus_client_set_lease_label: the header on writes only, checked first */
+static bool
+head_has(const char *line)
+{
+	bool has;
+
+	pthread_mutex_lock(&fk.lock);
+	has = strstr(fk.head, line) != NULL;
+	pthread_mutex_unlock(&fk.lock);
+	return has;
+}
+
+static void
+test_lease_label_header(void **state)
+{
+	static struct zeus_leases l;
+	const unsigned ids[] = { 1 };
+	struct zeus_client *c = client();
+	struct zeus_error e;
+
+	(void)state;
+	fake_answer(200, "");
+	assert_int_equal(zeus_client_set_lease_label(c, "slurm:42.0", &e), 0);
+	assert_int_equal(zeus_client_gpu_set_power_limit(c, ids, 1, 200000,
+	    true, &e), 0);
+	assert_true(head_has("\r\nX-Zeus-Lease-Label: slurm:42.0\r\n"));
+	fake_answer(200, "{\"leases\":[],\"ended\":[],\"unleased\":[]}");
+	assert_int_equal(zeus_client_gpu_leases(c, &l, &e), 0);
+	assert_false(head_has("X-Zeus-Lease-Label"));
+	/* refused, and the label in force stays */
+	assert_int_equal(zeus_client_set_lease_label(c, "a b", &e), -1);
+	assert_int_equal(e.code, ZEUS_ERR_INVALID);
+	assert_int_equal(zeus_client_set_lease_label(c, "", &e), -1);
+	fake_answer(200, "");
+	assert_int_equal(zeus_client_gpu_reset_locked_clocks(c, ids, 1, false,
+	    &e), 0);
+	assert_true(head_has("\r\nX-Zeus-Lease-Label: slurm:42.0\r\n"));
+	/* NULL: none from now on */
+	assert_int_equal(zeus_client_set_lease_label(c, NULL, &e), 0);
+	assert_int_equal(zeus_client_gpu_set_power_limit(c, ids, 1, 200000,
+	    true, &e), 0);
+	assert_false(head_has("X-Zeus-Lease-Label"));
+	zeus_client_close(c);
+}
+
 static void
 test_release_errors(void **state)
 {
@@ -597,6 +644,7 @@ main(void)
 		cmocka_unit_test(test_lists_are_bounded),
 		cmocka_unit_test(test_leases_off_is_the_daemons_404),
 		cmocka_unit_test(test_release_decoded_on_one_connection),
+		cmocka_unit_test(test_lease_label_header),
 		cmocka_unit_test(test_release_errors),
 		cmocka_unit_test(test_names),
 	};

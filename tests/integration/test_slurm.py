@@ -1,0 +1,331 @@
+"""The Slurm plugin (zeus_spank.so, docs/slurm.md) on a real single-node
+Slurm started here (slurmnode.py): --zeus-power-limit and the clock
+options applied by zeusd to a job's GPUs from the job's own task, which
+holds the lease (label slurm:JOB.STEP), so the settings come back when the
+job ends or is cancelled; the step's energy line on its stderr; zeusd's
+refusals and absence, with and without the plugin's `required`; bad
+option values refused at submission. zeusd runs --simulate with leases, a
+policy and the audit log; the jobs are real local users' (useradd).
+
+Skipped, with the reason, where Slurm or munge is not installed or the
+tests do not run as root.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, build_sanitizers
+from localusers import local_users
+from slurmnode import SlurmNode, missing
+from test_ledger import Session, audit_lines, leases
+
+PLUGIN = BUILD / "src" / "slurm" / "zeus_spank.so"
+# A plugin built with sanitizers cannot be loaded by srun and slurmstepd,
+# which are not (the sanitizer runtime must come first); its parsers are
+# run under ASan by the unit test (test_spank_parse).
+WHY = missing() or (
+    f"{PLUGIN} not built (-Dslurm: needs libslurm-dev)"
+    if not PLUGIN.exists() else
+    f"the plugin is built with -Db_sanitize={build_sanitizers()}, which "
+    "Slurm's programs cannot load" if build_sanitizers() else None)
+pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+
+USERS = ("zeusslurm-a", "zeusslurm-b")
+DEFAULT_MW = 400_000            # the A100 profile's default limit
+
+# The job: writes its Slurm environment to DIR/NAME.env, then waits for
+# DIR/NAME.go (or runs on at once when there is no such wait).
+JOB = r"""
+import json, os, sys, time
+d, name = sys.argv[1], sys.argv[2]
+keys = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_STEP_GPUS",
+        "CUDA_VISIBLE_DEVICES")
+tmp = os.path.join(d, name + ".env.tmp")
+with open(tmp, "w") as f:
+    json.dump({k: os.environ.get(k) for k in keys}, f)
+os.rename(tmp, os.path.join(d, name + ".env"))
+while len(sys.argv) > 3 and not os.path.exists(os.path.join(d, name + ".go")):
+    time.sleep(0.02)
+"""
+
+
+@pytest.fixture(scope="module")
+def users():
+    yield from local_users(USERS)
+
+
+@pytest.fixture(scope="module")
+def node(users):
+    t0 = time.monotonic()
+    n = SlurmNode(PLUGIN)
+    n.started_in = time.monotonic() - t0
+    yield n
+    n.stop()
+
+
+@pytest.fixture
+def zeusd(start_public, node, users):
+    """A zeusd (--gpu-leases, a policy, the audit log) the plugin talks
+    to, named in plugstack.conf (without `required`)."""
+    policy = start_public.base / "policy.toml"
+    policy.write_text('[[grant]]\nusers = [%s]\nscopes = ["gpu-read", '
+                      '"gpu-control"]\n' % ", ".join(f'"{u}"' for u in users))
+    os.chmod(policy, 0o644)
+    audit = start_public.base / "audit.jsonl"
+    d = start_public(["--gpu-leases", "--audit-log", str(audit),
+                      "--policy-file", str(policy)])
+    d.audit = audit
+    node.plugstack(d.sock)
+    yield d
+    node.plugstack(None)
+
+
+def limits(d):
+    r = d.get("/gpu/get_power_limit")
+    assert r.status_code == 200, r.text
+    return {int(k): v["power_limit_mw"] for k, v in r.json().items()}
+
+
+def wait_for(pred, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+class Job:
+    """An srun of JOB as `user`, waiting for its go-ahead."""
+
+    def __init__(self, node, user, name, *opts, wait=True):
+        self.node, self.name = node, name
+        self.env_file = node.scratch / f"{name}.env"
+        argv = ["srun", "--chdir=/tmp", *opts, "/usr/bin/python3", "-c",
+                JOB, str(node.scratch), name] + (["wait"] if wait else [])
+        self.p = node.popen(user, argv)
+
+    def started(self):
+        wait_for(lambda: self.env_file.exists() or self.p.poll() is not None,
+                 f"job {self.name} did not start")
+        assert self.env_file.exists(), self.finish()
+        self.env = json.loads(self.env_file.read_text())
+        self.gpus = [int(x) for x in self.env["SLURM_STEP_GPUS"].split(",")]
+        self.label = (f"slurm:{self.env['SLURM_JOB_ID']}."
+                      f"{self.env['SLURM_STEP_ID']}")
+        return self
+
+    def go(self):
+        (self.node.scratch / f"{self.name}.go").touch()
+        return self.finish()
+
+    def finish(self, timeout=60):
+        out, err = self.p.communicate(timeout=timeout)
+        return self.p.returncode, err
+
+
+def energy_line(err, label):
+    m = re.search(r"^zeus: " + re.escape(label) +
+                  r": GPU energy ([0-9.]+) J over .* on (GPU .*)$", err, re.M)
+    assert m, err
+    return float(m.group(1)), m.group(2)
+
+
+def test_a_capped_job_runs_at_its_limit_on_its_gpus_only(node, zeusd, users):
+    alice, _ = users
+    job = Job(node, alice, "capped", "--gpus=2", "--zeus-power-limit=200")
+    job.started()
+    assert len(job.gpus) == 2
+    now = limits(zeusd)
+    assert {g: now[g] for g in job.gpus} == {g: 200_000 for g in job.gpus}
+    assert all(now[g] == DEFAULT_MW for g in now if g not in job.gpus), now
+    held = leases(zeusd)["leases"]
+    assert sorted(r["gpu"] for r in held) == sorted(job.gpus)
+    assert {r["label"] for r in held} == {job.label}
+    assert {r["user"] for r in held} == {alice}
+    rc, err = job.go()
+    assert rc == 0, err
+    # back when the job ended (before srun returned: the energy line
+    # comes after the restore)
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
+    total, per_gpu = energy_line(err, job.label)
+    ended = [x for x in audit_lines(zeusd.audit) if x.get("label") ==
+             job.label]
+    assert sorted(x["gpu"] for x in ended) == sorted(job.gpus)
+    assert all(x["identity"]["user"] == alice for x in ended)
+    assert total == pytest.approx(sum(x["energy_j"] for x in ended), abs=0.2)
+    for x in ended:
+        assert f"GPU {x['gpu']}: {x['energy_j']:.1f} J" in per_gpu
+
+
+def test_limits_come_back_after_scancel(node, zeusd, users):
+    alice, _ = users
+    job = Job(node, alice, "cancelled", "--gpus=2", "--zeus-power-limit=150",
+              "--zeus-gpu-clocks=900:1200").started()
+    assert {limits(zeusd)[g] for g in job.gpus} == {150_000}
+    r = subprocess.run(["scancel", job.env["SLURM_JOB_ID"]], env=node.env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rc, err = job.finish()
+    assert "CANCELLED" in err, err
+    wait_for(lambda: set(limits(zeusd).values()) == {DEFAULT_MW},
+             "the limits did not come back after scancel")
+    # (its energy line may or may not reach srun: srun leaves on its own
+    # after a cancel, docs/slurm.md; the audit log has the energy)
+    wait_for(lambda: not leases(zeusd)["leases"], "the leases did not end")
+    ended = [x for x in audit_lines(zeusd.audit) if x.get("label") ==
+             job.label]
+    assert sorted(x["gpu"] for x in ended) == sorted(job.gpus)
+    assert {x["settings_restored"] for x in ended} == {"power_limit,gpu_clocks"}
+
+
+def test_two_jobs_at_once_on_different_gpus(node, zeusd, users):
+    alice, bob = users
+    a = Job(node, alice, "two-a", "--gpus=2", "--zeus-power-limit=200")
+    a.started()
+    b = Job(node, bob, "two-b", "--gpus=2", "--zeus-power-limit=250")
+    b.started()
+    assert not set(a.gpus) & set(b.gpus)
+    now = limits(zeusd)
+    assert {now[g] for g in a.gpus} == {200_000}
+    assert {now[g] for g in b.gpus} == {250_000}
+    by_gpu = {r["gpu"]: (r["user"], r["label"]) for r in
+              leases(zeusd)["leases"]}
+    assert by_gpu == {**{g: (alice, a.label) for g in a.gpus},
+                      **{g: (bob, b.label) for g in b.gpus}}
+    rc, err = a.go()
+    assert rc == 0, err
+    now = limits(zeusd)
+    assert {now[g] for g in a.gpus} == {DEFAULT_MW}
+    assert {now[g] for g in b.gpus} == {250_000}
+    rc, err = b.go()
+    assert rc == 0, err
+    energy_line(err, b.label)
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
+
+
+def test_a_gpu_leased_by_another_user_warns_or_with_required_fails(
+        node, zeusd, users):
+    alice, bob = users
+    # alice holds every GPU outside Slurm (a process of hers on the node)
+    s = Session(zeusd, alice)
+    assert s("POST", "/gpu/set_power_limit?gpu_ids=0,1,2,3&power_limit_mw="
+             "300000&block=true")[0] == 200
+    try:
+        job = Job(node, bob, "leased", "--gpus=1", "--zeus-power-limit=250",
+                  wait=False).started()
+        rc, err = job.finish()
+        assert rc == 0, err
+        assert "zeus: warning: " + job.label in err
+        assert f"leased by user {alice}" in err
+        assert "the job runs without the settings not applied" in err
+        assert set(limits(zeusd).values()) == {300_000}
+        node.plugstack(zeusd.sock, required=True)
+        job = Job(node, bob, "leased-req", "--gpus=1",
+                  "--zeus-power-limit=250", wait=False)
+        rc, err = job.finish()
+        assert rc != 0
+        assert "zeus: error: " in err and f"leased by user {alice}" in err
+        assert "the task does not start" in err
+        assert not job.env_file.exists()
+        assert set(limits(zeusd).values()) == {300_000}
+    finally:
+        s.close()
+
+
+def test_zeusd_stopped_warns_or_with_required_fails(node, zeusd, users):
+    alice, _ = users
+    assert zeusd.stop() == 0
+    job = Job(node, alice, "nozeusd", "--gpus=1", "--zeus-power-limit=200",
+              wait=False).started()
+    rc, err = job.finish()
+    assert rc == 0, err
+    assert re.search(r"zeus: warning: slurm:\d+\.0: --zeus-power-limit on "
+                     r"GPU \d+ through zeusd \(" + re.escape(zeusd.sock) +
+                     r"\) failed: ", err), err
+    node.plugstack(zeusd.sock, required=True)
+    job = Job(node, alice, "nozeusd-req", "--gpus=1",
+              "--zeus-power-limit=200", wait=False)
+    rc, err = job.finish()
+    assert rc != 0 and "zeus: error: " in err, err
+    assert not job.env_file.exists()
+
+
+def test_a_step_without_gpus_warns(node, zeusd, users):
+    alice, _ = users
+    r = node.run(alice, ["srun", "--chdir=/tmp", "--zeus-power-limit=200",
+                         "/bin/true"])
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"zeus: warning: slurm:\d+\.0: the step has no GPUs; "
+                     r"its --zeus-\* options do nothing", r.stderr), r.stderr
+    assert leases(zeusd)["ended"] == []
+
+
+def test_a_job_without_options_is_untouched(node, zeusd, users):
+    alice, _ = users
+    job = Job(node, alice, "plain", "--gpus=2", wait=False).started()
+    rc, err = job.finish()
+    assert rc == 0 and "zeus" not in err, err
+    assert leases(zeusd)["ended"] == []
+
+
+@pytest.mark.parametrize("opt,says", [
+    ("--zeus-power-limit=abc", "not a power limit in watts"),
+    ("--zeus-power-limit=-5", "not a power limit in watts"),
+    ("--zeus-power-limit=0", "not a power limit in watts"),
+    ("--zeus-gpu-clocks=900", "not a clock range MIN:MAX"),
+    ("--zeus-mem-clocks=1:x", "not a clock range MIN:MAX"),
+])
+@pytest.mark.parametrize("cmd", ["srun", "sbatch"])
+def test_a_bad_value_is_refused_at_submission(node, zeusd, users, opt, says,
+                                              cmd):
+    alice, _ = users
+    before = node.jobs()
+    argv = [cmd, "--chdir=/tmp", "--gpus=1", opt]
+    argv += ["/bin/true"] if cmd == "srun" else ["--wrap", "/bin/true"]
+    r = node.run(alice, argv)
+    assert r.returncode != 0, r.stdout
+    assert says in r.stderr and opt in r.stderr, r.stderr
+    assert node.jobs() == before
+
+
+def test_sbatch_job_gets_its_limit_and_its_energy_line(node, zeusd, users):
+    alice, _ = users
+    out = node.scratch / "batch.out"
+    r = node.run(alice, ["sbatch", "--parsable", "--chdir=/tmp", "--gpus=1",
+                         "--zeus-power-limit=175", f"--output={out}",
+                         "--wrap", f"/usr/bin/python3 -c '{JOB}' "
+                         f"{node.scratch} batch wait"])
+    assert r.returncode == 0, r.stderr
+    jobid = r.stdout.strip().split(";")[0]
+    env_file = node.scratch / "batch.env"
+    wait_for(env_file.exists, "the batch job did not start")
+    gpus = [int(x) for x in
+            json.loads(env_file.read_text())["CUDA_VISIBLE_DEVICES"]
+            .split(",")]
+    assert {limits(zeusd)[g] for g in gpus} == {175_000}
+    (held,) = leases(zeusd)["leases"]
+    assert held["label"] == f"slurm:{jobid}.batch"
+    (node.scratch / "batch.go").touch()
+    wait_for(lambda: jobid not in node.jobs(), "the batch job did not end")
+    wait_for(lambda: "GPU energy" in out.read_text(), "no energy line")
+    energy_line(out.read_text(), f"slurm:{jobid}.batch")
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
+
+
+def test_two_tasks_share_the_lease_and_report_once(node, zeusd, users):
+    alice, _ = users
+    r = node.run(alice, ["srun", "--chdir=/tmp", "--ntasks=2", "--gpus=2",
+                         "--zeus-power-limit=220", "/usr/bin/python3", "-c",
+                         "import time; time.sleep(0.5)"])
+    assert r.returncode == 0, r.stderr
+    assert len(re.findall(r"^zeus: slurm:\d+\.0: GPU energy [0-9.]+ J",
+                          r.stderr, re.M)) == 1, r.stderr
+    ended = [x for x in audit_lines(zeusd.audit) if x["operation"] ==
+             "lease_end"]
+    assert len(ended) == 2 and {x["label"] for x in ended} == {
+        ended[0]["label"]}, ended
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
