@@ -40,6 +40,11 @@ struct auth_claims {
 	group_set scopes;
 	bool has_exp;
 	int64_t exp;			/* unix seconds, when has_exp */
+	/*
+	 * The device process's handle for the token (access/warden.h), which
+	 * its writes name; 0 when verified in this process.
+	 */
+	uint64_t handle;
 };
 
 /*

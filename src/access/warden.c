@@ -30,7 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <nettle/sha2.h>
+
 #include "access/audit.h"
+#include "access/auth.h"
 #include "access/peer.h"
 #include "access/policy.h"
 #include "common/identity.h"
@@ -81,8 +84,20 @@ struct wgpu {
 	bool persist;
 };
 
+/* A verified token (the table is under w->lock). */
+struct wtoken {
+	uint32_t gen;			/* 0: free */
+	unsigned key_gen;		/* the key it was verified with */
+	uint8_t hash[SHA256_DIGEST_SIZE];
+	time_t used;			/* CLOCK_MONOTONIC seconds */
+	struct auth_claims c;
+};
+
 struct warden {
 	struct warden_config cfg;
+	struct wtoken **tok;		/* [WARDEN_MAX_TOKENS], lazily */
+	unsigned key_gen;
+	uint32_t tok_gen;
 	pthread_mutex_t lock;		/* the peer table */
 	struct wpeer **slot;		/* [WARDEN_MAX_PEERS], lazily filled */
 	uint32_t nused;			/* slots ever handed out */
@@ -121,10 +136,12 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	if (w == NULL || (w->slot = calloc(WARDEN_MAX_PEERS,
 	    sizeof(*w->slot))) == NULL || (w->freed = calloc(WARDEN_MAX_PEERS,
 	    sizeof(*w->freed))) == NULL || (w->gpu = calloc(cfg->ngpu ?
-	    cfg->ngpu : 1, sizeof(*w->gpu))) == NULL) {
+	    cfg->ngpu : 1, sizeof(*w->gpu))) == NULL ||
+	    (w->tok = calloc(WARDEN_MAX_TOKENS, sizeof(*w->tok))) == NULL) {
 		if (w != NULL) {
 			free(w->slot);
 			free(w->freed);
+			free(w->gpu);
 		}
 		free(w);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
@@ -134,6 +151,7 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	w->closed_head = w->closed_tail = NO_SLOT;
 	/* a random start: a handle from an earlier run names nothing */
 	w->next_gen = (uint32_t)(mono_s() ^ (time_t)getpid() << 16) | 1u;
+	w->tok_gen = w->next_gen ^ 0x5a5a0000u;
 	for (unsigned i = 0; i < cfg->ngpu; i++)
 		pthread_mutex_init(&w->gpu[i].lock, NULL);
 	atomic_init(&w->stopping, false);
@@ -164,6 +182,12 @@ warden_destroy(struct warden *w)
 		wgpu_forget_pids(&w->gpu[i]);
 		pthread_mutex_destroy(&w->gpu[i].lock);
 	}
+	for (unsigned i = 0; i < WARDEN_MAX_TOKENS; i++)
+		if (w->tok[i] != NULL) {
+			explicit_bzero(w->tok[i], sizeof(*w->tok[i]));
+			free(w->tok[i]);
+		}
+	free(w->tok);
 	pthread_mutex_destroy(&w->lock);
 	free(w->slot);
 	free(w->freed);
@@ -382,12 +406,136 @@ peer_copy(struct warden *w, uint64_t handle, struct wwho *out)
 	return 0;
 }
 
+/* ---- Tokens (w->lock held unless said) ------------------------------------ */
+
+_Static_assert(PSMSG_TOKEN_MAX == AUTH_TOKEN_MAX, "token sizes differ");
+_Static_assert(PSMSG_SUB_MAX >= AUTH_SUB_MAX + 1, "sub does not fit");
+
+static bool
+tok_expired(const struct auth_claims *c, time_t now)
+{
+	return c->has_exp && (int64_t)now > c->exp + AUTH_LEEWAY_S;
+}
+
+/* The slot for `hash`: its own, a free one, an expired or the oldest. */
+static unsigned
+tok_slot(struct warden *w, const uint8_t *hash, time_t now, bool *same)
+{
+	unsigned pick = WARDEN_MAX_TOKENS, oldest = 0;
+
+	*same = false;
+	for (unsigned i = 0; i < WARDEN_MAX_TOKENS; i++) {
+		struct wtoken *t = w->tok[i];
+
+		if (t == NULL || t->gen == 0 || t->key_gen != w->key_gen ||
+		    tok_expired(&t->c, now)) {
+			if (pick == WARDEN_MAX_TOKENS)
+				pick = i;
+			continue;
+		}
+		if (memcmp(t->hash, hash, sizeof(t->hash)) == 0) {
+			*same = true;
+			return i;
+		}
+		if (w->tok[oldest] == NULL || t->used < w->tok[oldest]->used)
+			oldest = i;
+	}
+	return pick != WARDEN_MAX_TOKENS ? pick : oldest;
+}
+
+int
+warden_token(struct warden *w, const char *token, size_t len,
+    struct auth_claims *c, uint64_t *handle, struct zerr *err)
+{
+	struct sha256_ctx h;
+	uint8_t hash[SHA256_DIGEST_SIZE];
+	time_t now = time(NULL);
+	struct wtoken *t;
+	unsigned i;
+	bool same;
+
+	*handle = 0;
+	if (w->cfg.key == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "no signing key");
+	if (auth_verify(w->cfg.key, token, len, now, c, err) != 0)
+		return -1;
+	sha256_init(&h);
+	sha256_update(&h, len, (const uint8_t *)token);
+	sha256_digest(&h, sizeof(hash), hash);
+	pthread_mutex_lock(&w->lock);
+	i = tok_slot(w, hash, now, &same);
+	if (w->tok[i] == NULL && (w->tok[i] = calloc(1,
+	    sizeof(*w->tok[i]))) == NULL) {
+		pthread_mutex_unlock(&w->lock);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	t = w->tok[i];
+	if (!same) {
+		if (++w->tok_gen == 0)
+			w->tok_gen = 1;
+		t->gen = w->tok_gen;
+		t->key_gen = w->key_gen;
+		memcpy(t->hash, hash, sizeof(hash));
+		t->c = *c;
+	}
+	t->used = mono_s();
+	*handle = handle_of(i, t->gen);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+void
+warden_key_reloaded(struct warden *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->key_gen++;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/*
+ * The token a write names, when a signing key is set: verified here, not
+ * expired, holding gpu-control. Copies its claims into *c. 0 or -1 with
+ * err (401, 403).
+ */
+static int
+tok_check(struct warden *w, uint64_t handle, struct auth_claims *c,
+    struct zerr *err)
+{
+	uint32_t idx = (uint32_t)handle, gen = (uint32_t)(handle >> 32);
+	struct wtoken *t;
+	char msg[400];
+	int rc = 0;
+
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_lock(&w->lock);
+	t = idx < WARDEN_MAX_TOKENS && gen != 0 ? w->tok[idx] : NULL;
+	if (t == NULL || t->gen != gen || t->key_gen != w->key_gen)
+		rc = zerr_set(err, ZERR_UNAUTHENTICATED, "No token the device "
+		    "process verified (a missing, unknown or superseded "
+		    "token handle).");
+	else
+		*c = t->c;
+	pthread_mutex_unlock(&w->lock);
+	if (rc != 0)
+		return rc;
+	if (tok_expired(c, time(NULL)))
+		return zerr_set(err, ZERR_UNAUTHENTICATED, AUTH_MSG_EXPIRED);
+	if (!(c->scopes & GROUP_BIT(GROUP_GPU_CONTROL))) {
+		auth_format_forbidden(c, GROUP_GPU_CONTROL, msg, sizeof(msg));
+		return zerr_set(err, ZERR_FORBIDDEN, "%s", msg);
+	}
+	return 0;
+}
+
 /* ---- Writes --------------------------------------------------------------- */
 
 static void
-who_of(const struct wwho *p, struct audit_who *a)
+who_of(const struct wwho *p, const struct auth_claims *c,
+    struct audit_who *a)
 {
 	memset(a, 0, sizeof(*a));
+	if (c != NULL && c->sub[0] != '\0')
+		snprintf(a->sub, sizeof(a->sub), "%s", c->sub);
 	if (p == NULL)
 		return;
 	a->unix_peer = true;
@@ -423,8 +571,9 @@ requested(const struct gpu_write *wr, char *buf, size_t size)
 
 /* A refusal: logged, counted, audited; returns -1 with err set. */
 static int
-refuse(struct warden *w, const struct wwho *p, unsigned gpu,
-    const struct gpu_write *wr, uint32_t from, struct zerr *err)
+refuse(struct warden *w, const struct wwho *p, const struct auth_claims *c,
+    unsigned gpu, const struct gpu_write *wr, uint32_t from,
+    struct zerr *err)
 {
 	struct audit_who a;
 	char q[ZERR_MSG_MAX + 64], req[96];
@@ -434,7 +583,7 @@ refuse(struct warden *w, const struct wwho *p, unsigned gpu,
 	    "error=%s", gpu, gpu_write_op_name(wr->op), from,
 	    p != NULL ? (long)p->uid : -1L, zlog_quote(q, sizeof(q),
 	    err->msg));
-	who_of(p, &a);
+	who_of(p, c, &a);
 	audit_write(&a, gpu, gpu_write_op_name(wr->op), NULL,
 	    requested(wr, req, sizeof(req)), err->msg, "refused");
 	return -1;
@@ -628,9 +777,10 @@ lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
 
 int
 warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
-    const struct gpu_write *wr, uint32_t from, uint64_t auth,
+    const struct gpu_write *wr, uint32_t from, uint64_t auth, uint64_t tok,
     struct zerr *err)
 {
+	struct auth_claims claims, *c = NULL;
 	struct wwho who, *p = NULL;
 	struct wgpu *g;
 	bool got_limit = false, got_persist = false, persist = false;
@@ -650,6 +800,15 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		zerr_set(err, ZERR_FORBIDDEN, "gpu-control is not enabled "
 		    "(--enable)");
 		goto refused;
+	}
+	/* with a signing key every write but a restore needs its token */
+	if (w->cfg.key != NULL && from != PSMSG_FROM_RESTORE) {
+		int rc_tok = tok_check(w, tok, &claims, err);
+
+		if (claims.sub[0] != '\0')
+			c = &claims;
+		if (rc_tok != 0)
+			goto refused;
 	}
 	switch (from) {
 	case PSMSG_FROM_UNIX:
@@ -711,7 +870,7 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	pthread_mutex_unlock(&g->lock);
 	goto done;
 refused:
-	rc = refuse(w, p, gpu, wr, from, err);
+	rc = refuse(w, p, c, gpu, wr, from, err);
 done:
 	if (p != NULL && p->pidfd >= 0)
 		close(p->pidfd);
@@ -735,10 +894,26 @@ guard_peer_end(void *ctx, uint64_t handle)
 
 static int
 guard_write(void *ctx, struct gpu_backend *b, unsigned gpu,
-    const struct gpu_write *wr, uint32_t from, uint64_t auth,
+    const struct gpu_write *wr, uint32_t from, uint64_t auth, uint64_t tok,
     struct zerr *err)
 {
-	return warden_write(ctx, b, gpu, wr, from, auth, err);
+	return warden_write(ctx, b, gpu, wr, from, auth, tok, err);
+}
+
+static int
+guard_token(void *ctx, const char *token, size_t len,
+    struct psexec_claims *out, uint64_t *handle, struct zerr *err)
+{
+	struct auth_claims c;
+
+	if (warden_token(ctx, token, len, &c, handle, err) != 0)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->sub, sizeof(out->sub), "%s", c.sub);
+	out->scopes = c.scopes;
+	out->has_exp = c.has_exp;
+	out->exp = c.exp;
+	return 0;
 }
 
 void
@@ -748,4 +923,5 @@ warden_guard(struct warden *w, struct psexec_guard *g)
 	g->peer = guard_peer;
 	g->peer_end = guard_peer_end;
 	g->write = guard_write;
+	g->token = guard_token;
 }

@@ -16,7 +16,10 @@
  *    is only ever made for a socket connected to zeusd's listening path,
  *    so the network process can speak only for peers that connected;
  *  - may they: the gpu-control group enabled, the transport the write says
- *    it came by being the one zeusd serves, and for a non-root Unix peer
+ *    it came by being the one zeusd serves, with a signing key a token
+ *    verified here (the network process holds no key: it asks here with
+ *    PSMSG_TOKEN and names the token by its handle) that holds the
+ *    gpu-control scope and has not expired, and for a non-root Unix peer
  *    the node policy's gpu-control grant on that GPU;
  *  - is the GPU someone else's (--gpu-leases): a lease of its own, kept
  *    from the writes it ran: the holder's user, the processes (pidfds)
@@ -49,10 +52,20 @@ struct identity;
 struct psexec_guard;
 
 #define WARDEN_MAX_PEERS 65536		/* handles at once */
+#define WARDEN_MAX_TOKENS 4096		/* verified tokens kept */
 #define WARDEN_CLOSED_GRACE_S 120	/* a closed peer's writes still run */
+
+struct auth_key;
 
 struct warden_config {
 	unsigned ngpu;
+	/*
+	 * The signing key (NULL: auth off), the device process's alone: a
+	 * split daemon's network process never holds it and asks here
+	 * (PSMSG_TOKEN). Not owned; replaced in place on SIGHUP
+	 * (auth_key_replace), then warden_key_reloaded.
+	 */
+	struct auth_key *key;
 	group_set enabled;		/* --enable */
 	bool unix_transport, tcp_transport;	/* what zeusd serves */
 	bool leases;			/* --gpu-leases */
@@ -100,8 +113,24 @@ void warden_peer_end(struct warden *w, uint64_t handle);
  * (ZERR_FORBIDDEN, ZERR_CONFLICT).
  */
 int warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
-    const struct gpu_write *wr, uint32_t from, uint64_t auth,
+    const struct gpu_write *wr, uint32_t from, uint64_t auth, uint64_t tok,
     struct zerr *err);
+
+/*
+ * PSMSG_TOKEN: verifies `token` with the signing key (the signature over
+ * the raw bytes first: nothing of an unsigned token is decoded, auth.h)
+ * and keeps its claims under a handle (the same handle for the same
+ * token), which the token's writes name. The table holds
+ * WARDEN_MAX_TOKENS; a full one forgets expired tokens first, then the
+ * least recently used. Returns 0, or -1 with err (ZERR_UNAUTHENTICATED;
+ * ZERR_INTERNAL without a key).
+ */
+struct auth_claims;
+int warden_token(struct warden *w, const char *token, size_t len,
+    struct auth_claims *c, uint64_t *handle, struct zerr *err);
+
+/* The key changed (SIGHUP): every token handle given so far is void. */
+void warden_key_reloaded(struct warden *w);
 
 /* Counters for tests and logs. */
 unsigned long warden_refused(const struct warden *w);

@@ -71,6 +71,7 @@ struct gpu_write {
 	uint32_t max_clock_mhz;
 	enum gpu_writer writer;
 	uint64_t writer_handle;
+	uint64_t token_handle;		/* the request's verified token */
 };
 
 /* The API name of an operation ("set_power_limit", ...). */

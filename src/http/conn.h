@@ -46,6 +46,11 @@ struct conn {
 	 * Plain memory: freed with the connection.
 	 */
 	struct conn_lookup *lookup;
+	/*
+	 * A bearer token the device process is verifying (gate.c), from its
+	 * start to the dispatch that keeps the verdict. Freed with it.
+	 */
+	struct tok_lookup *tok_lookup;
 };
 
 #endif

@@ -14,6 +14,7 @@
 #define ZEUS_CTX_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 struct zeusd_config;
 struct node;
@@ -24,11 +25,19 @@ struct streams;
 struct loop;
 struct pool;
 struct server;
+struct tokens;
 
 struct http_ctx {
 	const struct zeusd_config *cfg;
 	struct node *node;
-	struct auth_key *key;		/* NULL: auth off */
+	/*
+	 * A signing key is configured: tokens are checked. In one process
+	 * `key` is it; a split daemon's network process holds none and asks
+	 * the device process, keeping its verdicts in `tokens` (tokens.h).
+	 */
+	bool auth;
+	struct auth_key *key;		/* NULL: not in this process */
+	struct tokens *tokens;		/* split: the verdicts; else NULL */
 	struct policy_holder *policy;	/* NULL: no node policy */
 	struct leases *leases;		/* NULL: no --gpu-leases */
 	struct streams *streams;	/* the api's SSE streams, or NULL */

@@ -26,41 +26,17 @@
 #include "http/ctx.h"
 #include "http/request.h"
 #include "http/router.h"
+#include "http/tokens.h"
 #include "node/node.h"
 
+/* The route's scope in verified claims (attached to req): 0, or 403. */
 static int
-gate_check(struct request *req, const struct auth_key *key,
-    const struct route *r)
+gate_token_scope(struct request *req, const struct route *r)
 {
-	struct auth_claims *claims;
-	const char *hdr, *token;
-	size_t len;
+	const struct auth_claims *claims = req->claims;
 	struct zerr err;
 	char msg[512];
 
-	hdr = request_header(req, "Authorization");
-	if (hdr == NULL) {
-		zerr_set(&err, ZERR_UNAUTHENTICATED,
-		    "Missing Authorization: Bearer token.");
-		request_reply_unauthorized(req, &err);
-		return -1;
-	}
-	if (auth_parse_bearer(hdr, &token, &len, &err) != 0) {
-		request_reply_unauthorized(req, &err);
-		return -1;
-	}
-	if ((claims = calloc(1, sizeof(*claims))) == NULL) {
-		zerr_set(&err, ZERR_INTERNAL, "out of memory");
-		request_reply_error(req, &err);
-		return -1;
-	}
-	if (auth_verify(key, token, len, time(NULL), claims,
-	    &err) != 0) {
-		free(claims);
-		request_reply_unauthorized(req, &err);
-		return -1;
-	}
-	req->claims = claims;
 	if (r != NULL && r->access == ROUTE_SCOPE &&
 	    !(claims->scopes & GROUP_BIT(r->group))) {
 		auth_format_forbidden(claims, (enum api_group)r->group, msg,
@@ -70,6 +46,203 @@ gate_check(struct request *req, const struct auth_key *key,
 		return -1;
 	}
 	return 0;
+}
+
+/* The bearer token of the request, or -1 answered (401). */
+static int
+gate_bearer(struct request *req, const char **token, size_t *len)
+{
+	const char *hdr = request_header(req, "Authorization");
+	struct zerr err;
+
+	if (hdr == NULL) {
+		zerr_set(&err, ZERR_UNAUTHENTICATED,
+		    "Missing Authorization: Bearer token.");
+		request_reply_unauthorized(req, &err);
+		return -1;
+	}
+	if (auth_parse_bearer(hdr, token, len, &err) != 0) {
+		request_reply_unauthorized(req, &err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Claims attached to the request, or -1 answered (out of memory). */
+static int
+gate_attach(struct request *req, const struct auth_claims *c)
+{
+	struct auth_claims *claims = malloc(sizeof(*claims));
+	struct zerr err;
+
+	if (claims == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return -1;
+	}
+	*claims = *c;
+	req->claims = claims;
+	return 0;
+}
+
+/* One process: the key is here. */
+static int
+gate_check(struct request *req, const struct auth_key *key,
+    const struct route *r)
+{
+	struct auth_claims claims;
+	const char *token;
+	size_t len;
+	struct zerr err;
+
+	if (gate_bearer(req, &token, &len) != 0)
+		return -1;
+	if (auth_verify(key, token, len, time(NULL), &claims, &err) != 0) {
+		request_reply_unauthorized(req, &err);
+		return -1;
+	}
+	if (gate_attach(req, &claims) != 0)
+		return -1;
+	return gate_token_scope(req, r);
+}
+
+/*
+ * A split daemon: only the device process holds the key. A token sent to
+ * it from the look-up pool (conn.h: c->tok_lookup, from gate_tok_start
+ * until the re-dispatch keeps the verdict in ctx->tokens).
+ */
+struct tok_lookup {
+	struct pool_job job;		/* first: the pool hands it back */
+	struct request *req;
+	struct node *node;
+	uint8_t hash[TOKENS_HASH];
+	bool failed;			/* the pool's queue was full */
+	int rc;
+	struct node_claims nc;
+	struct zerr err;
+	size_t len;
+	char token[];			/* len bytes, wiped after the call */
+};
+
+static void
+gate_tok_run(struct pool_job *job)
+{
+	struct tok_lookup *l = (struct tok_lookup *)job;
+
+	l->rc = node_token(l->node, l->token, l->len, &l->nc, &l->err);
+	explicit_bzero(l->token, l->len);
+	request_complete_one(l->req);	/* the loop keeps the verdict */
+}
+
+/*
+ * The loop: a finished verification becomes a kept verdict. 0, or -1
+ * answered (the pool was full, or the device process could not say).
+ */
+static int
+gate_tok_install(struct request *req)
+{
+	struct conn *c = req->cstate;
+	struct tok_lookup *l = c->tok_lookup;
+	struct auth_claims ac;
+	struct zerr err;
+	int rc = 0;
+
+	c->tok_lookup = NULL;
+	if (l->failed) {
+		zerr_set(&err, ZERR_BUSY, "Too many token checks in progress; "
+		    "retry later");
+		request_reply_busy(req, &err);
+		rc = -1;
+	} else if (l->rc == 0) {
+		memset(&ac, 0, sizeof(ac));
+		memcpy(ac.sub, l->nc.sub, strnlen(l->nc.sub,
+		    sizeof(ac.sub) - 1));	/* ac is zeroed: NUL-ended */
+		ac.scopes = l->nc.scopes;
+		ac.has_exp = l->nc.has_exp;
+		ac.exp = l->nc.exp;
+		ac.handle = l->nc.handle;
+		tokens_put(req->ctx->tokens, l->hash, time(NULL), &ac, NULL);
+	} else if (l->err.kind == ZERR_UNAUTHENTICATED) {
+		tokens_put(req->ctx->tokens, l->hash, time(NULL), NULL,
+		    &l->err);
+	} else {
+		request_reply_error(req, &l->err);
+		rc = -1;
+	}
+	free(l);
+	return rc;
+}
+
+/* Starts a verification on the pool: 1 deferred, -1 answered. */
+static int
+gate_tok_start(struct request *req, const char *token, size_t len,
+    const uint8_t *hash, void (*again)(struct request *req))
+{
+	struct conn *c = req->cstate;
+	struct tok_lookup *l;
+	struct zerr err;
+
+	if (c == NULL || len > AUTH_TOKEN_MAX) {
+		zerr_set(&err, ZERR_UNAUTHENTICATED, "Token is too large (more "
+		    "than %d bytes).", AUTH_TOKEN_MAX);
+		request_reply_unauthorized(req, &err);
+		return -1;
+	}
+	if ((l = calloc(1, sizeof(*l) + len)) == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		request_reply_error(req, &err);
+		return -1;
+	}
+	l->job.run = gate_tok_run;
+	l->req = req;
+	l->node = req->ctx->node;
+	memcpy(l->hash, hash, TOKENS_HASH);
+	l->len = len;
+	memcpy(l->token, token, len);
+	c->tok_lookup = l;
+	request_defer(req, 1, again);
+	if (pool_submit(req->ctx->lookups, &l->job) != 0) {
+		explicit_bzero(l->token, l->len);
+		l->failed = true;
+		request_complete_one(req);	/* answered by `again` */
+	}
+	return 1;
+}
+
+/*
+ * A split daemon's token check: the kept verdict, or the device process's
+ * (deferred: 1). 0 with claims attached, or -1 answered.
+ */
+static int
+gate_check_remote(struct request *req, const struct route *r,
+    void (*again)(struct request *req))
+{
+	uint8_t hash[TOKENS_HASH];
+	struct auth_claims claims;
+	const char *token;
+	size_t len;
+	struct zerr err;
+
+	if (gate_bearer(req, &token, &len) != 0)
+		return -1;
+	tokens_hash(token, len, hash);
+	switch (tokens_get(req->ctx->tokens, hash, time(NULL), &claims,
+	    &err)) {
+	case 1:
+		if (gate_attach(req, &claims) != 0)
+			return -1;
+		return gate_token_scope(req, r);
+	case 0:
+		request_reply_unauthorized(req, &err);
+		return -1;
+	default:
+		if (req->ctx->lookups == NULL) {
+			zerr_set(&err, ZERR_INTERNAL, "no look-up pool");
+			request_reply_error(req, &err);
+			return -1;
+		}
+		return gate_tok_start(req, token, len, hash, again);
+	}
 }
 
 /* ---- The Unix peer's identity and the node policy ------------------------- */
@@ -468,13 +641,20 @@ gate_decide(struct request *req, const struct route *r,
 		}
 		gate_lookup_install(req);
 	}
+	if (c != NULL && c->tok_lookup != NULL &&
+	    gate_tok_install(req) != 0)
+		return -1;
 	if (ctx->lookups != NULL && gate_needs_identity(req, r) &&
 	    !gate_identity_fresh(req))
 		return gate_lookup_start(req, again);
-	if (ctx->key != NULL && req->claims == NULL &&
-	    (r == NULL || r->access != ROUTE_OPEN) &&
-	    gate_check(req, ctx->key, r) != 0)
-		return -1;	/* answered 401/403 */
+	if (ctx->auth && req->claims == NULL &&
+	    (r == NULL || r->access != ROUTE_OPEN)) {
+		int rc = ctx->key != NULL ? gate_check(req, ctx->key, r) :
+		    gate_check_remote(req, r, again);
+
+		if (rc != 0)
+			return rc;	/* answered 401/403, or deferred */
+	}
 	return gate_check_scope(req, r);	/* answered 403 on -1 */
 }
 
@@ -492,6 +672,7 @@ gate_writer(struct request *req, struct gpu_write *w)
 
 	w->writer = GPU_WRITER_TCP;
 	w->writer_handle = 0;
+	w->token_handle = req->claims != NULL ? req->claims->handle : 0;
 	if (req->cstate == NULL || req->cstate->peer.kind != PEER_UNIX)
 		return;
 	w->writer = GPU_WRITER_UNIX;

@@ -58,7 +58,7 @@ request_leases(const struct request *req)
 bool
 request_auth_on(const struct request *req)
 {
-	return req->ctx->key != NULL;
+	return req->ctx->auth;
 }
 
 bool

@@ -229,6 +229,7 @@ server_conn_notify(void *cls, struct MHD_Connection *mc,
 	peer_release(&c->peer);
 	free(c->who);
 	free(c->lookup);
+	free(c->tok_lookup);
 	free(c);
 	*socket_context = NULL;
 }
@@ -314,7 +315,7 @@ server_dispatch(struct request *req)
 	}
 	r = router_lookup(req->path);
 	/* /auth/whoami: with auth, or on the Unix socket (the peer's uid) */
-	if (r != NULL && r->needs_auth_enabled && ctx->key == NULL &&
+	if (r != NULL && r->needs_auth_enabled && !ctx->auth &&
 	    (req->cstate == NULL || req->cstate->peer.kind != PEER_UNIX))
 		r = NULL;
 	req->route = r;

@@ -286,6 +286,17 @@ node_peer_end(struct node *node, uint64_t handle)
 		node->remote->peer_end(node, handle);
 }
 
+int
+node_token(struct node *node, const char *token, size_t len,
+    struct node_claims *out, struct zerr *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (node->remote == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "no device process to "
+		    "verify the token");
+	return node->remote->token(node, token, len, out, err);
+}
+
 void
 node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
     const unsigned *pkgs, unsigned npkgs, struct node_sample *out)

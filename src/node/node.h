@@ -40,6 +40,15 @@ struct identity;
  * A split daemon's network process reaches its devices through the device
  * process (node_remote.c, Linux): these then replace the local reads.
  */
+/* A token's claims as the device process verified them (node_token). */
+struct node_claims {
+	char sub[264];			/* NUL-terminated */
+	unsigned scopes;		/* group_set */
+	bool has_exp;
+	int64_t exp;
+	uint64_t handle;		/* the device process's */
+};
+
 struct node_remote_ops {
 	void (*sample)(struct node *node, const unsigned *gpus, unsigned ngpus,
 	    const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
@@ -49,6 +58,8 @@ struct node_remote_ops {
 	void (*peer)(struct node *node, int sock, uint64_t refresh,
 	    struct identity *out, uint64_t *handle);
 	void (*peer_end)(struct node *node, uint64_t handle);
+	int (*token)(struct node *node, const char *token, size_t len,
+	    struct node_claims *out, struct zerr *err);
 };
 
 struct node {
@@ -175,6 +186,15 @@ void node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
 
 /* The peer of a handle from node_peer closed its connection. Blocking. */
 void node_peer_end(struct node *node, uint64_t handle);
+
+/*
+ * Split daemon only: the device process, which alone holds the signing
+ * key, verifies a bearer token (at most 8192 bytes) and answers its claims
+ * and a handle. 0, or -1 with err (ZERR_UNAUTHENTICATED: refused;
+ * ZERR_INTERNAL: not a split daemon). Blocking.
+ */
+int node_token(struct node *node, const char *token, size_t len,
+    struct node_claims *out, struct zerr *err);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

@@ -29,12 +29,15 @@ static void node_procstat_remote(struct node *node, struct procstat *out,
 static void node_peer_remote(struct node *node, int sock, uint64_t refresh,
     struct identity *out, uint64_t *handle);
 static void node_peer_end_remote(struct node *node, uint64_t handle);
+static int node_token_remote(struct node *node, const char *token,
+    size_t len, struct node_claims *out, struct zerr *err);
 
 static const struct node_remote_ops node_remote_ops = {
 	.sample = node_sample_remote,
 	.procstat = node_procstat_remote,
 	.peer = node_peer_remote,
 	.peer_end = node_peer_end_remote,
+	.token = node_token_remote,
 };
 
 int
@@ -208,4 +211,34 @@ node_peer_end_remote(struct node *node, uint64_t handle)
 	psmsg_request_init(&req, PSMSG_PEER_END, 0);
 	req.auth = handle;
 	pschan_call(node->pool, &req, &rep);
+}
+
+/* The token goes whole (struct psmsg_token); only the device has the key. */
+static int
+node_token_remote(struct node *node, const char *token, size_t len,
+    struct node_claims *out, struct zerr *err)
+{
+	static _Thread_local struct psmsg_token t;
+	struct psmsg_reply rep;
+
+	if (len == 0 || len > PSMSG_TOKEN_MAX)
+		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
+	memset(&t, 0, sizeof(t));
+	psmsg_request_init(&t.h, PSMSG_TOKEN, 0);
+	t.len = (uint32_t)len;
+	memcpy(t.token, token, len);
+	pschan_call_token(node->pool, &t, &rep);
+	explicit_bzero(&t, sizeof(t));
+	if (rep.rc != 0) {
+		zerr_set(err, (enum zerr_kind)rep.err_kind, "%s", rep.err_msg);
+		return -1;
+	}
+	memcpy(out->sub, rep.t_sub, sizeof(out->sub) < sizeof(rep.t_sub) ?
+	    sizeof(out->sub) : sizeof(rep.t_sub));
+	out->sub[sizeof(out->sub) - 1] = '\0';
+	out->scopes = rep.t_scopes;
+	out->has_exp = rep.t_has_exp != 0;
+	out->exp = rep.t_exp;
+	out->handle = rep.t_handle;
+	return 0;
 }

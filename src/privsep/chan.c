@@ -202,6 +202,24 @@ pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req, int pass,
 	pschan_give(p, fd);
 }
 
+void
+pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
+    struct psmsg_reply *rep)
+{
+	ssize_t n;
+	int fd;
+
+	t->h.id = atomic_fetch_add(&p->next_id, 1);
+	fd = pschan_take(p);
+	do
+		n = send(fd, t, sizeof(*t), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*t))
+		pschan_fatal("send", n < 0 ? errno : 0);
+	(void)pschan_recv(fd, &t->h, rep, 0);
+	pschan_give(p, fd);
+}
+
 int
 pschan_async_open(struct pschan_pool *p, struct pschan_async *a,
     struct zerr *err)

@@ -58,6 +58,10 @@ void pschan_call(struct pschan_pool *p, struct psmsg_request *req,
 void pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req,
     int pass, struct psmsg_reply *rep);
 
+/* pschan_call for the one larger request, PSMSG_TOKEN (its id set here). */
+void pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
+    struct psmsg_reply *rep);
+
 /*
  * A channel kept by one caller that does not wait for the reply: it sends,
  * and reads the reply once the fd is readable (the HTTP loop watches it).

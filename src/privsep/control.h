@@ -43,6 +43,7 @@ enum {
 	PSCTL_FD_KEY = 1u << 0,
 	PSCTL_FD_POLICY = 1u << 1,
 	PSCTL_FD_AUDIT = 1u << 2,
+	PSCTL_KEY_CHANGED = 1u << 3,	/* no fd: the device's key changed */
 };
 
 struct psctl_msg {

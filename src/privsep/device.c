@@ -111,12 +111,14 @@ psdev_main(void *arg)
 {
 	struct psdev_chan *c = arg;
 	struct psdev *d = c->d;
-	/* one byte more than a request: a longer datagram shows as such */
+	/* one byte more than the largest request: a longer one shows */
 	union {
 		struct psmsg_request req;
-		char raw[sizeof(struct psmsg_request) + 1];
+		struct psmsg_token tok;
+		char raw[sizeof(struct psmsg_token) + 1];
 	} in;
 	struct psmsg_request req;
+	static _Thread_local struct psmsg_token tok;
 	struct psmsg_reply rep;
 	char why[128];
 	ssize_t n;
@@ -130,6 +132,22 @@ psdev_main(void *arg)
 		if (n <= 0)
 			break;		/* end of file: the network side left */
 		why[0] = '\0';
+		if ((size_t)n == sizeof(struct psmsg_token)) {
+			if (psmsg_token_check(in.raw, (size_t)n, &tok, why,
+			    sizeof(why)) == 0 && (bad || fd >= 0))
+				snprintf(why, sizeof(why), "a descriptor with "
+				    "a token");
+			if (why[0] != '\0') {
+				if (fd >= 0)
+					close(fd);
+				psdev_refuse(d, why);
+				break;
+			}
+			psexec_token(&d->x, &tok, &rep);
+			explicit_bzero(&tok, sizeof(tok));
+			explicit_bzero(&in, sizeof(in));
+			goto answer;
+		}
 		if (psmsg_request_check(in.raw, (size_t)n, &d->lim, &req, why,
 		    sizeof(why)) != 0)
 			;	/* `why` says it */
@@ -151,6 +169,7 @@ psdev_main(void *arg)
 		psexec_run(&d->x, &req, fd, &rep);
 		if (fd >= 0)
 			close(fd);
+answer:
 		do
 			n = send(c->fd, &rep, sizeof(rep), MSG_NOSIGNAL);
 		while (n < 0 && errno == EINTR);

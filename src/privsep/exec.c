@@ -158,7 +158,7 @@ run_gpu(const struct psexec *x, const struct psmsg_request *req,
 	case PSMSG_GPU_WRITE:
 		to_gpu_write(req, &w);
 		rc = x->guard != NULL ? x->guard->write(x->guard->ctx, b, gpu,
-		    &w, req->w_from, req->auth, &err) :
+		    &w, req->w_from, req->auth, req->tok, &err) :
 		    ops->write(b, gpu, &w, &err);
 		break;
 	}
@@ -291,4 +291,36 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req, int fd,
 		internal(rep, "unknown op");
 		break;
 	}
+}
+
+void
+psexec_token(const struct psexec *x, const struct psmsg_token *t,
+    struct psmsg_reply *rep)
+{
+	struct psexec_claims c;
+	uint64_t handle = 0;
+	struct zerr err;
+	size_t n;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->magic = PSMSG_MAGIC;
+	rep->op = PSMSG_TOKEN;
+	rep->id = t->h.id;
+	zerr_clear(&err);
+	memset(&c, 0, sizeof(c));
+	if (x->guard == NULL || x->guard->token == NULL) {
+		internal(rep, "no signing key here");
+		return;
+	}
+	if (x->guard->token(x->guard->ctx, t->token, t->len, &c, &handle,
+	    &err) != 0) {
+		fail(rep, &err);
+		return;
+	}
+	n = strnlen(c.sub, sizeof(rep->t_sub) - 1);
+	memcpy(rep->t_sub, c.sub, n);
+	rep->t_scopes = c.scopes;
+	rep->t_has_exp = c.has_exp ? 1 : 0;
+	rep->t_exp = c.has_exp ? c.exp : 0;
+	rep->t_handle = handle;
 }

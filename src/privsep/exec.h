@@ -14,6 +14,7 @@
 #ifndef ZEUS_PRIVSEP_EXEC_H
 #define ZEUS_PRIVSEP_EXEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -22,6 +23,14 @@
 #include "msg.h"
 
 struct identity;
+
+/* A verified token's claims, as PSMSG_TOKEN's reply carries them. */
+struct psexec_claims {
+	char sub[PSMSG_SUB_MAX];
+	uint32_t scopes;		/* group_set */
+	bool has_exp;
+	int64_t exp;
+};
 
 /*
  * The device process's decisions about who may write (access/warden.h
@@ -40,10 +49,19 @@ struct psexec_guard {
 	int (*peer)(void *ctx, int fd, uint64_t refresh, struct identity *id,
 	    uint64_t *handle, struct zerr *err);
 	void (*peer_end)(void *ctx, uint64_t handle);
-	/* PSMSG_GPU_WRITE: decides, runs it on `b` if allowed, audits. */
+	/*
+	 * PSMSG_GPU_WRITE: decides, runs it on `b` if allowed, audits. `tok`
+	 * is the request's token handle (0: none).
+	 */
 	int (*write)(void *ctx, struct gpu_backend *b, unsigned gpu,
 	    const struct gpu_write *w, uint32_t from, uint64_t auth,
-	    struct zerr *err);
+	    uint64_t tok, struct zerr *err);
+	/*
+	 * PSMSG_TOKEN: verifies `token` with the signing key; fills *c and
+	 * *handle, or returns -1 with err (ZERR_UNAUTHENTICATED).
+	 */
+	int (*token)(void *ctx, const char *token, size_t len,
+	    struct psexec_claims *c, uint64_t *handle, struct zerr *err);
 };
 
 struct psexec {
@@ -84,5 +102,9 @@ struct psexec {
  */
 void psexec_run(const struct psexec *x, const struct psmsg_request *req,
     int fd, struct psmsg_reply *rep);
+
+/* A checked PSMSG_TOKEN (psmsg_token_check), answered in *rep. */
+void psexec_token(const struct psexec *x, const struct psmsg_token *t,
+    struct psmsg_reply *rep);
 
 #endif

@@ -34,6 +34,7 @@ static const char *const op_names[PSMSG_OP_END] = {
 	[PSMSG_PROC] = "proc",
 	[PSMSG_PEER] = "peer",
 	[PSMSG_PEER_END] = "peer_end",
+	[PSMSG_TOKEN] = "token",
 };
 
 const char *
@@ -239,6 +240,9 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 			return refuse(why, whysz, "sample with non-zero "
 			    "unused fields");
 		return 0;
+	case PSMSG_TOKEN:
+		return refuse(why, whysz, "a token request of %zu bytes, not "
+		    "%zu", sizeof(*r), sizeof(struct psmsg_token));
 	case PSMSG_PROC:
 	case PSMSG_PEER:
 	case PSMSG_PEER_END:
@@ -278,6 +282,8 @@ psmsg_request_check(const void *buf, size_t len,
 	 * nobody, or an unknown handle, is refused there, not a reason to
 	 * stop); here only that the fields are where they belong.
 	 */
+	if (r.op != PSMSG_GPU_WRITE && r.tok != 0)
+		return refuse(why, whysz, "op %u with a token handle", r.op);
 	if (r.op == PSMSG_GPU_WRITE) {
 		if (r.w_from >= PSMSG_FROM_END)
 			return refuse(why, whysz, "write from %u", r.w_from);
@@ -290,6 +296,38 @@ psmsg_request_check(const void *buf, size_t len,
 		return -1;
 	*out = r;
 	return 0;
+}
+
+int
+psmsg_token_check(const void *buf, size_t len, struct psmsg_token *out,
+    char *why, size_t whysz)
+{
+	struct psmsg_request zero;
+
+	memset(out, 0, sizeof(*out));
+	if (len != sizeof(*out))
+		return refuse(why, whysz, "token request of %zu bytes, not %zu",
+		    len, sizeof(*out));
+	memcpy(out, buf, sizeof(*out));
+	psmsg_request_init(&zero, PSMSG_TOKEN, out->h.id);
+	if (memcmp(&out->h, &zero, sizeof(zero)) != 0 || out->pad != 0) {
+		refuse(why, whysz, "token request with a bad header or non-zero "
+		    "fields");
+		goto bad;
+	}
+	if (out->len == 0 || out->len > PSMSG_TOKEN_MAX) {
+		refuse(why, whysz, "token of %u bytes", out->len);
+		goto bad;
+	}
+	for (size_t i = out->len; i < PSMSG_TOKEN_MAX; i++)
+		if (out->token[i] != '\0') {
+			refuse(why, whysz, "bytes after the token");
+			goto bad;
+		}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
 }
 
 int
@@ -343,6 +381,11 @@ psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
 	if (op == PSMSG_PEER && r->rc == 0 ? (r->i_ngids == 0 ||
 	    r->i_ngids > IDENTITY_MAX_GROUPS) : r->i_ngids != 0) {
 		refuse(why, whysz, "%u peer groups", r->i_ngids);
+		goto bad;
+	}
+	if (memchr(r->t_sub, '\0', sizeof(r->t_sub)) == NULL ||
+	    r->t_has_exp > 1) {
+		refuse(why, whysz, "unterminated token subject or bad flag");
 		goto bad;
 	}
 	if (r->p_ok > PROCSTAT_ALL || r->p_net_ok > 1) {

@@ -32,6 +32,8 @@
 #define PSMSG_MAGIC 0x7a707331u		/* "zps1" */
 #define PSMSG_MAX_GPUS 64		/* bits of a uint64_t mask */
 #define PSMSG_MAX_PKGS 64
+#define PSMSG_SUB_MAX 264		/* a token's sub (auth.h: 256) + NUL,
+					 * rounded up to 8 */
 
 /* Value ranges the device process accepts (the API's are narrower). */
 
@@ -47,6 +49,7 @@ enum psmsg_op {
 	PSMSG_PROC,			/* the device process's own figures */
 	PSMSG_PEER,			/* a connected Unix peer (its fd) */
 	PSMSG_PEER_END,			/* auth: that peer's connection closed */
+	PSMSG_TOKEN,			/* struct psmsg_token: verify a token */
 	PSMSG_OP_END
 };
 
@@ -78,6 +81,27 @@ struct psmsg_request {
 	uint64_t auth;
 	uint32_t w_from;
 	uint32_t pad1;			/* must be 0 */
+	/*
+	 * PSMSG_GPU_WRITE with a signing key configured: the handle of the
+	 * request's bearer token, as a PSMSG_TOKEN reply gave it (0: none).
+	 * Every other op: 0.
+	 */
+	uint64_t tok;
+};
+
+#define PSMSG_TOKEN_MAX 8192		/* bytes of a token (auth.h's max) */
+
+/*
+ * PSMSG_TOKEN, the one request larger than struct psmsg_request: a bearer
+ * token as the client sent it, for the device process (which alone holds
+ * the signing key) to verify. `h` has op PSMSG_TOKEN and every other field
+ * 0; token[len..] is 0.
+ */
+struct psmsg_token {
+	struct psmsg_request h;
+	uint32_t len;			/* 1..PSMSG_TOKEN_MAX */
+	uint32_t pad;			/* 0 */
+	char token[PSMSG_TOKEN_MAX];
 };
 
 /* Who a GPU write is for (psmsg_request.w_from). */
@@ -127,6 +151,12 @@ struct psmsg_reply {
 	uint32_t pad2;			/* 0 */
 	uint32_t i_gids[IDENTITY_MAX_GROUPS];
 	char i_cgroup[IDENTITY_CGROUP_MAX];	/* NUL-terminated */
+	/* PSMSG_TOKEN: the verified claims and the token's handle */
+	uint64_t t_handle;
+	int64_t t_exp;
+	uint32_t t_scopes;		/* group_set */
+	uint32_t t_has_exp;		/* 0 or 1 */
+	char t_sub[PSMSG_SUB_MAX];	/* NUL-terminated */
 };
 
 /*
@@ -137,7 +167,7 @@ struct psmsg_reply {
  */
 _Static_assert(ZERR_MSG_MAX % 8 == 0, "err_msg must keep 8-byte alignment");
 _Static_assert(sizeof(struct psmsg_request) == 2 * 4 + 8 + 8 * 4 + 2 * 8 +
-    8 + 2 * 4,
+    8 + 2 * 4 + 8,
     "struct psmsg_request has padding");
 _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");
@@ -145,10 +175,12 @@ _Static_assert(sizeof(struct psmsg_reply) ==
     2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
     PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 9 * 8 +
     IDENTITY_USER_MAX + IDENTITY_COMM_MAX + 2 * 4 + IDENTITY_MAX_GROUPS * 4 +
-    IDENTITY_CGROUP_MAX,
+    IDENTITY_CGROUP_MAX + 2 * 8 + 2 * 4 + PSMSG_SUB_MAX,
     "struct psmsg_reply has padding");
 _Static_assert(sizeof(struct psmsg_reply) % 8 == 0,
     "struct psmsg_reply size not a multiple of 8");
+_Static_assert(sizeof(struct psmsg_token) == sizeof(struct psmsg_request) +
+    2 * 4 + PSMSG_TOKEN_MAX, "struct psmsg_token has padding");
 
 /* What the device process serves: the bounds a request is checked against. */
 struct psmsg_limits {
@@ -186,6 +218,16 @@ struct psmsg_limits {
 int psmsg_request_check(const void *buf, size_t len,
     const struct psmsg_limits *lim, struct psmsg_request *out, char *why,
     size_t whysz);
+
+/*
+ * The same for a PSMSG_TOKEN (len == sizeof(struct psmsg_token)): the
+ * header as psmsg_request_check would take it with every field but magic
+ * and op 0, 1 <= len <= PSMSG_TOKEN_MAX, token[len..] all 0, pad 0.
+ * The token bytes themselves are the verifier's business (auth.h), not
+ * the decoder's. Returns 0 and fills *out, or -1 with a reason.
+ */
+int psmsg_token_check(const void *buf, size_t len, struct psmsg_token *out,
+    char *why, size_t whysz);
 
 /*
  * The network side's check of a reply to request (id, op): exact size,

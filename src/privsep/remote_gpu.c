@@ -211,6 +211,7 @@ psgpu_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
 	req.w_op = (uint32_t)w->op;
 	req.w_from = (uint32_t)w->writer;
 	req.auth = w->writer_handle;
+	req.tok = w->token_handle;
 	/* only the fields the operation uses: the device process checks */
 	switch (w->op) {
 	case GPU_SET_POWER_LIMIT:

@@ -60,6 +60,7 @@ static struct {
 	int wstatus;			/* the network process's, once reaped */
 	struct warden *warden;		/* decides every write */
 	struct policy_holder *policy;	/* the warden's; NULL: none */
+	struct auth_key *key;		/* the signing key: ours alone */
 	pthread_mutex_t reload_lock;
 	int reload_failed;		/* this side's failures of the last */
 } dev = { .ctl = -1, .reload_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -145,15 +146,21 @@ device_reload(const struct zeusd_config *cfg, struct node *node)
 	unsigned nsend = 0;
 	struct gpu_backend b = node->gpu;
 	static struct psctl_msg m;
+	bool key_changed;
 	int failed;
 
 	notify_send("RELOADING=1");
 	notify_status("Reloading the signing key, overrides and policy");
-	failed = reload_device(cfg, node, dev.policy, fds);
+	failed = reload_device(cfg, node, dev.policy, dev.key, &key_changed,
+	    fds);
+	if (key_changed)
+		warden_key_reloaded(dev.warden);
 	memset(&m, 0, sizeof(m));
 	m.magic = PSCTL_MAGIC;
 	m.type = PSCTL_RELOAD;
 	m.value = node->overrides;
+	if (key_changed)
+		m.flags |= PSCTL_KEY_CHANGED;
 	if (b.ops != NULL)
 		psgpu_lacks_of(&b, &m.lacks);
 	for (unsigned i = 0; i < RELOAD_NFDS; i++)
@@ -312,10 +319,11 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 		    sizeof(un->sun_path) ? sizeof(wc.listen_path) :
 		    sizeof(un->sun_path));
 
-	/* the network process holds the key now: ours goes; the policy
-	 * stays, for the warden's own decisions */
-	auth_key_free(srv->ctx.key);
+	/* the key and the policy are the warden's (the network process
+	 * wipes its copy of the key and asks here) */
+	dev.key = srv->ctx.key;
 	srv->ctx.key = NULL;
+	wc.key = dev.key;
 	dev.policy = srv->ctx.policy;
 	srv->ctx.policy = NULL;
 	if (warden_create(&wc, &dev.warden, &err) != 0) {
@@ -384,4 +392,5 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	logrelay_stop(relay, SPLIT_DEVICE_STOP_MS);	/* its last lines */
 	warden_destroy(dev.warden);
 	policy_holder_free(dev.policy);
+	auth_key_free(dev.key);
 }

@@ -43,6 +43,7 @@
 #include "common/pool.h"
 #include "http/host.h"
 #include "http/server.h"
+#include "http/tokens.h"
 #include "node/node.h"
 #include "node/remote_read.h"
 #include "overrides/overrides.h"
@@ -229,6 +230,7 @@ serve_main(int argc, char **argv)
 	    serve_open_policy(&cfg, &srv, &err) != 0 ||
 	    audit_open(cfg.audit_log, &err) != 0)
 		goto out;
+	srv.ctx.auth = srv.ctx.key != NULL;
 	serve_own_host_names(&cfg);
 	if (cfg.mode == MODE_TCP) {
 		char q[1024];
@@ -309,6 +311,7 @@ out:
 	else if (reaping)
 		serve_end_children();
 	auth_key_free(srv.ctx.key);
+	tokens_destroy(srv.ctx.tokens);
 	policy_holder_free(srv.ctx.policy);
 	audit_close();
 	if (device_status >= 0) {

@@ -37,6 +37,8 @@
 #include "http/server.h"
 #include "node/remote_read.h"
 #include "overrides/reaper.h"
+#include "access/auth.h"
+#include "http/tokens.h"
 #include "privsep/chan.h"
 #include "privsep/control.h"
 #include "privsep/remote_gpu.h"
@@ -113,7 +115,8 @@ network_apply_reload(const struct psctl_msg *m, const int *got, unsigned ngot)
 	memset(&r, 0, sizeof(r));
 	r.magic = PSCTL_MAGIC;
 	r.type = PSCTL_RELOADED;
-	r.value = (uint32_t)reload_network(net.cfg, net.srv, fds);
+	r.value = (uint32_t)reload_network(net.cfg, net.srv, fds,
+	    (m->flags & PSCTL_KEY_CHANGED) != 0);
 	if (fds[RELOAD_FD_KEY] >= 0)
 		close(fds[RELOAD_FD_KEY]);
 	if (fds[RELOAD_FD_POLICY] >= 0)
@@ -195,6 +198,19 @@ network_proc_become(const struct zeusd_config *cfg, struct server *srv,
 	}
 	reaper_disable();		/* no commands run here */
 	listen_forget_socket();		/* the device process removes it */
+	/*
+	 * The signing key is the device process's alone: ours is wiped
+	 * (auth_key_free) and tokens go there (PSMSG_TOKEN), their verdicts
+	 * kept here (http/tokens.h).
+	 */
+	if (srv->ctx.key != NULL) {
+		auth_key_free(srv->ctx.key);
+		srv->ctx.key = NULL;
+		if ((srv->ctx.tokens = tokens_create()) == NULL) {
+			zerr_set(&err, ZERR_INTERNAL, "out of memory");
+			network_fail("tokens", &err);
+		}
+	}
 	notify_relay_to(network_relay);
 	net.cfg = cfg;
 	net.srv = srv;
@@ -301,7 +317,7 @@ serve_reload(void *arg)
 	notify_send("READY=1");
 	notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, auth %s%s",
 	    st->where, st->node->ngpu, st->node->ncpu, st->groups,
-	    st->srv->ctx.key ? "on" : "off", rc > 0 ? " (last reload failed, "
+	    st->srv->ctx.auth ? "on" : "off", rc > 0 ? " (last reload failed, "
 	    "see the log)" : "");
 }
 
@@ -358,13 +374,13 @@ network_proc_serve(const struct zeusd_config *cfg, struct server *srv,
 	group_set_format(cfg->enabled, st.groups, sizeof(st.groups));
 	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
 	    "groups=\"%s\" auth=%s simulate=%s version=%s", st.where,
-	    node->ngpu, node->ncpu, st.groups, srv->ctx.key ? "on" : "off",
+	    node->ngpu, node->ncpu, st.groups, srv->ctx.auth ? "on" : "off",
 	    cfg->simulate ? "true" : "false", ZEUS_VERSION);
 	/* devices open, socket accepting: systemd may start dependents */
 	notify_send("READY=1");
 	notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, auth %s",
 	    st.where, node->ngpu, node->ncpu, st.groups,
-	    srv->ctx.key ? "on" : "off");
+	    srv->ctx.auth ? "on" : "off");
 	if (watchdog_start(srv, err) != 0)
 		zlog(ZLOG_WARN, "watchdog_not_started", "error=\"%s\"",
 		    err->msg);

@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "overrides/overrides.h"
 #include "access/audit.h"
+#include "http/tokens.h"
 #include "access/auth.h"
 #include "node/config.h"
 #include "node/node.h"
@@ -248,20 +249,6 @@ reload_run(const struct zeusd_config *cfg, struct server *srv,
 
 /* ---- The split daemon (docs/design.md, "Two processes") ----------------- */
 
-/* The key file for the network process, opened and trust-checked here;
- * -1 when none or failed. */
-static int
-reload_key_fd(const char *path, int *failed)
-{
-	struct zerr err;
-	int fd;
-
-	if (path == NULL)
-		return -1;
-	if ((fd = auth_key_open(path, &err)) < 0)
-		*failed += reload_failed(path, "signing_key", "key", err.msg);
-	return fd;
-}
 
 /* Writes all of buf to a fresh memfd, seals it and rewinds it; -1 if not. */
 static int
@@ -330,14 +317,42 @@ fail:
 	return -1;
 }
 
+/*
+ * The device process's own key, replaced in place (the warden's pointer
+ * stays good); *changed when the bytes differ. Its failures.
+ */
+static int
+reload_device_key(const struct zeusd_config *cfg, struct auth_key *key,
+    bool *changed)
+{
+	struct auth_key *fresh;
+	struct zerr err;
+	char qp[600];
+
+	*changed = false;
+	if (cfg->signing_key_path == NULL || key == NULL)
+		return 0;
+	if (auth_key_load_trusted(cfg->signing_key_path, &fresh, &err) != 0)
+		return reload_failed(cfg->signing_key_path, "signing_key",
+		    "key", err.msg);
+	*changed = auth_key_replace(key, fresh);
+	zlog(ZLOG_INFO, "signing_key_reloaded", "file=%s changed=%s%s",
+	    zlog_quote(qp, sizeof(qp), cfg->signing_key_path),
+	    *changed ? "true" : "false", *changed ? " msg=\"tokens signed with "
+	    "the previous key are refused from now on\"" : "");
+	return 0;
+}
+
 int
 reload_device(const struct zeusd_config *cfg, struct node *node,
-    struct policy_holder *policy, int fds[RELOAD_NFDS])
+    struct policy_holder *policy, struct auth_key *key, bool *key_changed,
+    int fds[RELOAD_NFDS])
 {
 	int failed = reload_overrides(cfg, node);
 
-	fds[RELOAD_FD_KEY] = reload_key_fd(cfg->signing_key_path,
-	    &failed);
+	/* the key stays here: the network process only hears it changed */
+	fds[RELOAD_FD_KEY] = -1;
+	failed += reload_device_key(cfg, key, key_changed);
 	fds[RELOAD_FD_POLICY] = reload_policy_fd(cfg, policy, &failed);
 	fds[RELOAD_FD_AUDIT] = audit_open_again();
 	/* ours too: the device process writes its refusals' lines */
@@ -349,7 +364,7 @@ reload_device(const struct zeusd_config *cfg, struct node *node,
 
 int
 reload_network(const struct zeusd_config *cfg, struct server *srv,
-    const int fds[RELOAD_NFDS])
+    const int fds[RELOAD_NFDS], bool key_changed)
 {
 	struct auth_key *key;
 	struct policy *pol;
@@ -359,6 +374,11 @@ reload_network(const struct zeusd_config *cfg, struct server *srv,
 	/* as in reload_run: before the log lines of the reload */
 	atomic_fetch_add(&srv->ctx.identity_gen, 1);
 
+	/* the device process's key changed: every verdict kept is void */
+	if (key_changed && srv->ctx.tokens != NULL) {
+		tokens_flush(srv->ctx.tokens);
+		reload_streams(srv, true, false);
+	}
 	if (fds[RELOAD_FD_KEY] >= 0 && srv->ctx.key != NULL) {
 		if (auth_key_load_fd(fds[RELOAD_FD_KEY],
 		    cfg->signing_key_path, &key, &err) != 0)

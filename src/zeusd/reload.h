@@ -5,6 +5,8 @@
 #ifndef ZEUS_RELOAD_H
 #define ZEUS_RELOAD_H
 
+#include <stdbool.h>
+
 #include <sys/types.h>
 
 struct zeusd_config;
@@ -35,14 +37,20 @@ int reload_run(const struct zeusd_config *cfg, struct server *srv,
  * the files from those fds, takes the audit fd, and returns its failures.
  * Key and policy fds stay the caller's to close. `policy` (the device
  * process's own, for access/warden.h; may be NULL) gets the new policy,
- * and the device process's own audit log is reopened too.
+ * and the device process's own audit log is reopened too. The signing key
+ * is reloaded here into `key` (the device process's, which it alone
+ * holds: no fd goes to the network process, fds[RELOAD_FD_KEY] is -1);
+ * *key_changed says whether its bytes changed, and reload_network's
+ * `key_changed` then voids the network process's kept token verdicts.
  */
 enum { RELOAD_FD_KEY, RELOAD_FD_POLICY, RELOAD_FD_AUDIT, RELOAD_NFDS };
 
 struct policy_holder;
+struct auth_key;
 int reload_device(const struct zeusd_config *cfg, struct node *node,
-    struct policy_holder *policy, int fds[RELOAD_NFDS]);
+    struct policy_holder *policy, struct auth_key *key, bool *key_changed,
+    int fds[RELOAD_NFDS]);
 int reload_network(const struct zeusd_config *cfg, struct server *srv,
-    const int fds[RELOAD_NFDS]);
+    const int fds[RELOAD_NFDS], bool key_changed);
 
 #endif

@@ -22,7 +22,8 @@ from test_policy import as_user, node  # noqa: F401 (fixture)
 
 SYS_PIDFD_GETFD = 438
 PSMSG_MAGIC = 0x7a707331
-OP = {"gpu_limit": 3, "gpu_write": 6, "peer": 10, "peer_end": 11}
+OP = {"gpu_limit": 3, "gpu_write": 6, "peer": 10, "peer_end": 11,
+      "token": 12}
 FROM = {"none": 0, "unix": 1, "tcp": 2, "restore": 3}
 SET_POWER_LIMIT = 0              # enum gpu_write_op
 ZERR_MSG_MAX = 512
@@ -60,9 +61,9 @@ def errno_kinds():
     return {n: i for i, n in enumerate(names)}
 
 
-def request(op, auth=0, w_from=0, dev=0, w_op=0, limit=0):
-    return struct.pack("<IIQIIIIIIIIQQQII", PSMSG_MAGIC, op, 99, dev, 0,
-                       w_op, limit, 0, 0, 0, 0, 0, 0, auth, w_from, 0)
+def request(op, auth=0, w_from=0, dev=0, w_op=0, limit=0, tok=0):
+    return struct.pack("<IIQIIIIIIIIQQQIIQ", PSMSG_MAGIC, op, 99, dev, 0,
+                       w_op, limit, 0, 0, 0, 0, 0, 0, auth, w_from, 0, tok)
 
 
 def reply(raw):
@@ -71,6 +72,15 @@ def reply(raw):
     handle = struct.unpack_from("<Q", raw, 24 + ZERR_MSG_MAX + 16)[0]
     assert magic == PSMSG_MAGIC and rid == 99
     return rc, kind, msg, handle
+
+
+def token_handle(raw):
+    """t_handle of a PSMSG_TOKEN reply: after the fixed part of the reply
+    (struct psmsg_reply in src/privsep/msg.h; its size less the token
+    fields)."""
+    rc, _, msg, _ = reply(raw)
+    assert rc == 0, msg
+    return struct.unpack_from("<Q", raw, len(raw) - (8 + 8 + 4 + 4 + 264))[0]
 
 
 def children(pid):
@@ -168,12 +178,15 @@ class Forger:
         assert data, (seq, watched)
         self.chan = socket.socket(fileno=steal(self.net, data[0]))
 
-    def call(self, req, fd=None):
+    def call_raw(self, req, fd=None):
         if fd is None:
             self.chan.send(req)
         else:
             socket.send_fds(self.chan, [req], [fd])
-        return reply(self.chan.recv(1 << 16))
+        return self.chan.recv(1 << 16)
+
+    def call(self, req, fd=None):
+        return reply(self.call_raw(req, fd))
 
     def connection_of(self, pid):
         """The network process's end of a connection that `pid` made."""
@@ -345,3 +358,80 @@ def test_the_network_process_cannot_log_as_the_device_process(node):
     assert "ts=2026-01-01T00:00:00.000Z proc=network level=error " \
            "event=forged_a" in lines[0]
     assert "<3>proc=network level=error event=forged_c" in d.logs()
+
+
+def memory_holds(pid, needle):
+    """Whether any readable private mapping of pid contains `needle`
+    (root reads /proc/PID/mem even of a non-dumpable process)."""
+    with open(f"/proc/{pid}/maps") as maps, \
+            open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for line in maps:
+            f = line.split()
+            if "r" not in f[1] or len(f) > 5 and f[5] in ("[vvar]",
+                                                          "[vsyscall]"):
+                continue
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            try:
+                mem.seek(lo)
+                if needle in mem.read(hi - lo):
+                    return True
+            except (OSError, ValueError, OverflowError):
+                continue
+    return False
+
+
+def token_request(tok):
+    head = request(OP["token"])
+    return head + struct.pack("<II", len(tok), 0) + tok + \
+        b"\0" * (8192 - len(tok))
+
+
+def test_only_the_device_process_holds_the_key(start, tmp_path):
+    import jwt
+    secret = os.urandom(24).hex().encode()   # no NUL, no newline
+    key = tmp_path / "key"
+    key.write_bytes(secret)
+    d = start("tcp", args=["--signing-key-path", str(key)])
+    f = Forger(d)
+    kinds = errno_kinds()
+    good = jwt.encode({"sub": "ops", "scopes": ["gpu-control",
+                                                "gpu-read"]},
+                      secret, algorithm="HS256").encode()
+    read_only = jwt.encode({"sub": "ro", "scopes": ["gpu-read"]}, secret,
+                           algorithm="HS256").encode()
+    # a client's token works (verified by the device process, kept)
+    hdr = {"Authorization": "Bearer " + good.decode()}
+    r = d.client.post("/gpu/set_power_limit?gpu_ids=0&block=true"
+                      "&power_limit_mw=190000", headers=hdr)
+    assert r.status_code == 200, r.text
+    assert memory_holds(d.proc.pid, secret)
+    assert not memory_holds(f.net, secret)
+
+    before = d.client.get("/gpu/get_power_limit?gpu_ids=1",
+                          headers=hdr).json()["1"]["power_limit_mw"]
+    # a forged TCP write: no token, a made-up one, one without the scope
+    rc, kind, msg, _ = f.write(1, 150000, "tcp")
+    assert (rc, kind) == (-1, kinds["ZERR_UNAUTHENTICATED"]), msg
+    rc, kind, msg, _ = f.call(request(OP["gpu_write"], 0, FROM["tcp"], 1,
+                                      SET_POWER_LIMIT, 150000, tok=77 << 32))
+    assert (rc, kind) == (-1, kinds["ZERR_UNAUTHENTICATED"]), msg
+    # the handle of a token is in the token reply (t_handle)
+    raw_ro = f.call_raw(token_request(read_only))
+    rc, kind, msg, _ = f.call(request(OP["gpu_write"], 0, FROM["tcp"], 1,
+                                      SET_POWER_LIMIT, 150000,
+                                      tok=token_handle(raw_ro)))
+    assert (rc, kind) == (-1, kinds["ZERR_FORBIDDEN"]), msg
+    assert "gpu-control" in msg
+    # a token the device process never saw signed: refused unparsed
+    bad = good[:-4] + (b"AAAA" if not good.endswith(b"AAAA") else b"BBBB")
+    rc, kind, msg, _ = f.call(token_request(bad))
+    assert (rc, kind) == (-1, kinds["ZERR_UNAUTHENTICATED"]), msg
+    assert d.client.get("/gpu/get_power_limit?gpu_ids=1",
+                        headers=hdr).json()["1"]["power_limit_mw"] == before
+    # and with the right one, it runs
+    raw = f.call_raw(token_request(good))
+    rc, _, msg, _ = f.call(request(OP["gpu_write"], 0, FROM["tcp"], 1,
+                                   SET_POWER_LIMIT, 150000,
+                                   tok=token_handle(raw)))
+    assert rc == 0, msg
+    assert d.proc.poll() is None

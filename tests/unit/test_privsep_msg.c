@@ -247,7 +247,7 @@ serve(const void *buf, size_t len, struct psmsg_reply *rep)
 static void
 test_layout(void **state)
 {
-	assert_int_equal(sizeof(struct psmsg_request), 80);
+	assert_int_equal(sizeof(struct psmsg_request), 88);
 	assert_int_equal(offsetof(struct psmsg_request, gpu_mask), 48);
 	assert_int_equal(sizeof(struct psmsg_reply) % 8, 0);
 	assert_int_equal(offsetof(struct psmsg_reply, v) % 8, 0);
@@ -467,7 +467,7 @@ struct field {
 static const struct field fields[] = {
 	F(dev), F(zone), F(w_op), F(w_power_limit_mw), F(w_enabled),
 	F(w_min_mhz), F(w_max_mhz), F(pad), F(gpu_mask), F(pkg_mask),
-	F(auth), F(w_from), F(pad1),
+	F(auth), F(w_from), F(pad1), F(tok),
 };
 #undef F
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -509,19 +509,19 @@ test_unused_fields(void **state)
 		cases[n++].used = " dev ";
 	}
 	cases[n].r = wreq(GPU_SET_POWER_LIMIT, 1000, 0, 0, 0);
-	cases[n++].used = " dev w_op auth w_from w_power_limit_mw ";
+	cases[n++].used = " dev w_op auth w_from tok w_power_limit_mw ";
 	cases[n].r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
-	cases[n++].used = " dev w_op auth w_from w_enabled ";
+	cases[n++].used = " dev w_op auth w_from tok w_enabled ";
 	cases[n].r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 1000, 2000);
-	cases[n++].used = " dev w_op auth w_from w_min_mhz w_max_mhz ";
+	cases[n++].used = " dev w_op auth w_from tok w_min_mhz w_max_mhz ";
 	cases[n].r = wreq(GPU_SET_MEM_LOCKED_CLOCKS, 0, 0, 1000, 2000);
-	cases[n++].used = " dev w_op auth w_from w_min_mhz w_max_mhz ";
+	cases[n++].used = " dev w_op auth w_from tok w_min_mhz w_max_mhz ";
 	cases[n].r = wreq(GPU_RESET_GPU_LOCKED_CLOCKS, 0, 0, 0, 0);
-	cases[n++].used = " dev w_op auth w_from ";
+	cases[n++].used = " dev w_op auth w_from tok ";
 	cases[n].r = wreq(GPU_RESET_MEM_LOCKED_CLOCKS, 0, 0, 0, 0);
-	cases[n++].used = " dev w_op auth w_from ";
+	cases[n++].used = " dev w_op auth w_from tok ";
 	cases[n].r = wreq(GPU_RESET_LOCKED_CLOCKS, 0, 0, 0, 0);
-	cases[n++].used = " dev w_op auth w_from ";
+	cases[n++].used = " dev w_op auth w_from tok ";
 	cases[n].r = req(PSMSG_RAPL_READ);
 	cases[n++].used = " dev zone ";
 	cases[n].r = req(PSMSG_SAMPLE);
@@ -1039,6 +1039,66 @@ test_peer(void **state)
 	    &back, why, sizeof(why)), -1);
 }
 
+/*
+ * A token request: the one larger message. Exactly its size, a header
+ * with nothing but magic, op and id, a length in range and nothing after
+ * the token; an ordinary-size request with op PSMSG_TOKEN is refused.
+ */
+static void
+test_token_request(void **state)
+{
+	static struct psmsg_token t, out;
+	struct psmsg_request r;
+	char why[128];
+
+	memset(&t, 0, sizeof(t));
+	psmsg_request_init(&t.h, PSMSG_TOKEN, 5);
+	t.len = 3;
+	memcpy(t.token, "a.b", 3);
+	assert_int_equal(psmsg_token_check(&t, sizeof(t), &out, why,
+	    sizeof(why)), 0);
+	assert_int_equal(out.len, 3);
+	assert_int_equal(psmsg_token_check(&t, sizeof(t) - 1, &out, why,
+	    sizeof(why)), -1);
+	t.token[3] = 'x';		/* a byte after the token */
+	assert_int_equal(psmsg_token_check(&t, sizeof(t), &out, why,
+	    sizeof(why)), -1);
+	t.token[3] = '\0';
+	t.len = 0;
+	assert_int_equal(psmsg_token_check(&t, sizeof(t), &out, why,
+	    sizeof(why)), -1);
+	t.len = PSMSG_TOKEN_MAX + 1;
+	assert_int_equal(psmsg_token_check(&t, sizeof(t), &out, why,
+	    sizeof(why)), -1);
+	t.len = 3;
+	t.h.dev = 1;			/* anything in the header */
+	assert_int_equal(psmsg_token_check(&t, sizeof(t), &out, why,
+	    sizeof(why)), -1);
+	t.h.dev = 0;
+	t.h.op = PSMSG_PEER;
+	assert_int_equal(psmsg_token_check(&t, sizeof(t), &out, why,
+	    sizeof(why)), -1);
+	t.h.op = PSMSG_TOKEN;
+	t.pad = 1;
+	assert_int_equal(psmsg_token_check(&t, sizeof(t), &out, why,
+	    sizeof(why)), -1);
+	psmsg_request_init(&r, PSMSG_TOKEN, 6);
+	assert_int_equal(check(&r), -1);
+	/* a token handle rides on writes only */
+	psmsg_request_init(&r, PSMSG_GPU_POWER, 7);
+	r.tok = 1;
+	assert_int_equal(check(&r), -1);
+	/* a write from no known sender is the warden's to refuse, but an
+	 * unknown kind of sender is a broken message */
+	r = req(PSMSG_GPU_WRITE);
+	r.w_op = GPU_RESET_LOCKED_CLOCKS;
+	r.w_from = PSMSG_FROM_END;
+	assert_int_equal(check(&r), -1);
+	r.w_from = PSMSG_FROM_TCP;
+	r.tok = 99;
+	assert_int_equal(check(&r), 0);
+}
+
 /* ---- control channel ----------------------------------------------- */
 
 static void
@@ -1179,6 +1239,7 @@ main(void)
 		cmocka_unit_test_setup(test_exec_defends, setup),
 		cmocka_unit_test_setup(test_proc, setup),
 		cmocka_unit_test_setup(test_peer, setup),
+		cmocka_unit_test_setup(test_token_request, setup),
 		cmocka_unit_test(test_ctl_from_network),
 		cmocka_unit_test(test_ctl_recv),
 	};
