@@ -163,21 +163,39 @@ run_one(const uint8_t *data, size_t size, const struct psmsg_limits *l)
 	struct psmsg_request r;
 	char why[128];
 
+	static struct psmsg_token tok;
+
 	cur = l;
 	calls = 0;
+	if (size == sizeof(tok)) {
+		/* the token request: checked, then (no key here) refused */
+		if (psmsg_token_check(data, size, &tok, why, sizeof(why)) != 0) {
+			must(tok.len == 0 && tok.h.magic == 0);
+			return;
+		}
+		must(tok.len >= 1 && tok.len <= PSMSG_TOKEN_MAX);
+		psexec_token(&x, &tok, &rep);
+		must(rep.rc == -1 && calls == 0);
+		must(psmsg_reply_check(&rep, sizeof(rep), tok.h.id, PSMSG_TOKEN,
+		    &back, why, sizeof(why)) == 0);
+		return;
+	}
 	if (psmsg_request_check(data, size, l, &r, why, sizeof(why)) != 0) {
 		must(r.magic == 0 && r.op == 0);	/* nothing to run */
 		return;
 	}
-	psexec_run(&x, &r, &rep);
-	must(rep.rc == 0 && rep.id == r.id && rep.op == r.op);
+	/* a peer request comes with its socket (device.c); none here */
+	psexec_run(&x, &r, -1, &rep);
+	must(rep.id == r.id && rep.op == r.op);
+	must(rep.rc == (r.op == PSMSG_PEER ? -1 : 0));
 	if (r.op == PSMSG_SAMPLE) {
 		unsigned n = (unsigned)__builtin_popcountll(r.gpu_mask);
 
 		must(rep.gpu_ok == r.gpu_mask && rep.pkg_ok == r.pkg_mask);
 		n += (unsigned)__builtin_popcountll(r.pkg_mask);	/* one each */
 		must(calls == n);
-	} else if (r.op == PSMSG_PROC || r.op == PSMSG_PEER) {
+	} else if (r.op == PSMSG_PROC || r.op == PSMSG_PEER ||
+	    r.op == PSMSG_PEER_END) {
 		/* the process's own /proc, or NSS and /proc/PID/comm: no
 		 * device */
 		must(calls == 0);
@@ -215,8 +233,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct psmsg_reply tmpl;
 	size_t off, n;
 
+	static struct psmsg_token tok;
+
 	for (unsigned i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
 		run_one(data, size, &limits[i]);
+	/* any bytes as a token, in a well-formed token request */
+	if (size >= 1 && size <= PSMSG_TOKEN_MAX) {
+		memset(&tok, 0, sizeof(tok));
+		psmsg_request_init(&tok.h, PSMSG_TOKEN, 3);
+		tok.len = (uint32_t)size;
+		memcpy(tok.token, data, size);
+		run_one((const uint8_t *)&tok, sizeof(tok), &limits[0]);
+	}
 
 	/*
 	 * Replies: random bytes of a reply's size (KiB) rarely get past the
