@@ -256,6 +256,7 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	memset(&w, 0, sizeof(w));
 	w.op = op;
 	w.writer = GPU_WRITER_RESTORE;
+	w.writer_reason = reason;
 	if (reason != NULL && strcmp(reason, "release") == 0)
 		w.writer_handle = g->rel_handle;
 	r->l = l;
@@ -268,7 +269,8 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	gpu_cmd_init(&r->cmd, GPU_CMD_WRITE, gpu, lease_restore_done, r);
 	gpu_cmd_set_write(&r->cmd, &w, NULL);
-	r->cmd.want_before = audit_enabled();
+	/* split: the device process reads it for the line it writes */
+	r->cmd.want_before = audit_enabled() && l->node->remote == NULL;
 	r->exec = r->cmd.work.exec;
 	r->cmd.work.exec = lease_restore_exec;
 	/* never refused for a full queue (filled by the holder, say): at
@@ -697,8 +699,11 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 		    cmd->write.enabled ? "true" : "false");
 		rq = req;
 	}
-	audit_write(&r->who, cmd->gpu, gpu_cmd_name(cmd), before[0] ?
-	    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL, r->reason);
+	/* split: the device process wrote the line of what it ran */
+	if (r->l->node->remote == NULL)
+		audit_write(&r->who, cmd->gpu, gpu_cmd_name(cmd), before[0] ?
+		    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL,
+		    r->reason);
 out:
 	pthread_mutex_lock(&l->lock);
 	if (last) {

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -73,6 +74,7 @@ struct wgpu {
 	bool held;
 	uid_t uid;
 	pid_t first_pid;
+	pid_t last_pid;			/* the last writer (restores' lines) */
 	char user[IDENTITY_USER_MAX];
 	char comm[IDENTITY_COMM_MAX];
 	int pidfd[WARDEN_MAX_PIDS];
@@ -545,6 +547,19 @@ who_of(const struct wwho *p, const struct auth_claims *c,
 	snprintf(a->comm, sizeof(a->comm), "%s", p->id.comm);
 }
 
+/* The identity of a TCP writer: its token's sub, its address. */
+static void
+who_tcp(const struct auth_claims *c, const struct psmsg_request *rq,
+    struct audit_who *a)
+{
+	who_of(NULL, c, a);
+	if (rq->w_addr_kind == 4)
+		(void)inet_ntop(AF_INET, rq->w_addr, a->addr, sizeof(a->addr));
+	else if (rq->w_addr_kind == 6)
+		(void)inet_ntop(AF_INET6, rq->w_addr, a->addr,
+		    sizeof(a->addr));
+}
+
 /* The audit line's "requested" (JSON), or NULL for a write of no value. */
 static const char *
 requested(const struct gpu_write *wr, char *buf, size_t size)
@@ -572,7 +587,7 @@ requested(const struct gpu_write *wr, char *buf, size_t size)
 /* A refusal: logged, counted, audited; returns -1 with err set. */
 static int
 refuse(struct warden *w, const struct wwho *p, const struct auth_claims *c,
-    unsigned gpu, const struct gpu_write *wr, uint32_t from,
+    unsigned gpu, const struct gpu_write *wr, const struct psmsg_request *rq,
     struct zerr *err)
 {
 	struct audit_who a;
@@ -580,10 +595,13 @@ refuse(struct warden *w, const struct wwho *p, const struct auth_claims *c,
 
 	atomic_fetch_add(&w->refused, 1);
 	zlog(ZLOG_WARN, "device_write_refused", "gpu=%u op=%s from=%u uid=%ld "
-	    "error=%s", gpu, gpu_write_op_name(wr->op), from,
+	    "error=%s", gpu, gpu_write_op_name(wr->op), rq->w_from,
 	    p != NULL ? (long)p->uid : -1L, zlog_quote(q, sizeof(q),
 	    err->msg));
-	who_of(p, c, &a);
+	if (p == NULL && rq->w_from == PSMSG_FROM_TCP)
+		who_tcp(c, rq, &a);
+	else
+		who_of(p, c, &a);
 	audit_write(&a, gpu, gpu_write_op_name(wr->op), NULL,
 	    requested(wr, req, sizeof(req)), err->msg, "refused");
 	return -1;
@@ -643,6 +661,7 @@ wgpu_take(struct wgpu *g, const struct wwho *p, const struct gpu_write *wr,
 		snprintf(g->user, sizeof(g->user), "%s", p->id.user);
 		snprintf(g->comm, sizeof(g->comm), "%s", p->id.comm);
 	}
+	g->last_pid = p->pid;
 	for (unsigned i = 0; i < g->npid; i++)
 		known |= g->pid[i] == p->pid;
 	if (!known && p->pidfd >= 0 && g->npid < WARDEN_MAX_PIDS) {
@@ -665,6 +684,61 @@ wgpu_take(struct wgpu *g, const struct wwho *p, const struct gpu_write *wr,
 	g->mem_clocks |= (t & GPU_SETTING_MEM_CLOCKS) != 0;
 }
 
+/* The value a write replaces, read just before it (its audit line). */
+struct wbefore {
+	bool limit_ok, persist_ok;
+	uint32_t limit_mw;
+	bool persist;
+};
+
+static void
+before_read(struct gpu_backend *b, unsigned gpu, const struct gpu_write *wr,
+    struct wbefore *bf)
+{
+	struct zerr e;
+
+	memset(bf, 0, sizeof(*bf));
+	if (wr->op == GPU_SET_POWER_LIMIT)
+		bf->limit_ok = b->ops->get_power_limit_mw(b, gpu,
+		    &bf->limit_mw, &e) == 0;
+	else if (wr->op == GPU_SET_PERSISTENCE_MODE)
+		bf->persist_ok = b->ops->get_persistence_mode(b, gpu,
+		    &bf->persist, &e) == 0;
+}
+
+static const char *const reasons[PSMSG_REASON_END] = {
+	[PSMSG_REASON_NONE] = "unspecified",
+	[PSMSG_REASON_PROCESS_EXIT] = "process_exit",
+	[PSMSG_REASON_RELEASE] = "release",
+	[PSMSG_REASON_SHUTDOWN] = "shutdown",
+};
+
+/*
+ * The audit line of a write the device process ran (ok or failed): who
+ * as this process knows them, the value before as it read it.
+ */
+static void
+audit_ran(const struct audit_who *a, unsigned gpu, const struct gpu_write *wr,
+    const struct wbefore *bf, int rc, const struct zerr *err,
+    const char *reason)
+{
+	char before[64], req[96];
+
+	if (!audit_enabled())
+		return;
+	before[0] = '\0';
+	if (bf->limit_ok)
+		snprintf(before, sizeof(before), "{\"power_limit_mw\":%u}",
+		    (unsigned)bf->limit_mw);
+	else if (bf->persist_ok)
+		snprintf(before, sizeof(before), "{\"enabled\":%s}",
+		    bf->persist ? "true" : "false");
+	audit_write(a, gpu, gpu_write_op_name(wr->op), before[0] ? before :
+	    NULL, requested(wr, req, sizeof(req)), rc != 0 ? err->msg : NULL,
+	    reason);
+}
+
+
 /*
  * A restore: only of a change recorded here, only to the recorded value,
  * only when the holder's processes are gone, the holder or root released
@@ -673,8 +747,10 @@ wgpu_take(struct wgpu *g, const struct wwho *p, const struct gpu_write *wr,
 static int
 restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
     unsigned gpu, const struct gpu_write *wr, const struct wwho *rel,
-    struct zerr *err)
+    const char *reason, struct zerr *err)
 {
+	struct audit_who holder;
+	struct wbefore bf;
 	bool match = false;
 	int rc;
 
@@ -703,7 +779,17 @@ restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 		return zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by uid "
 		    "%u, whose process still runs: only it or root may end "
 		    "the lease", gpu, (unsigned)g->uid);
-	if ((rc = b->ops->write(b, gpu, wr, err)) != 0)
+	memset(&holder, 0, sizeof(holder));
+	holder.unix_peer = true;
+	holder.uid = g->uid;
+	holder.pid = g->last_pid;
+	snprintf(holder.user, sizeof(holder.user), "%s", g->user);
+	memset(&bf, 0, sizeof(bf));
+	if (audit_enabled())
+		before_read(b, gpu, wr, &bf);
+	rc = b->ops->write(b, gpu, wr, err);
+	audit_ran(&holder, gpu, wr, &bf, rc, err, reason);
+	if (rc != 0)
 		return rc;
 	switch (wr->op) {
 	case GPU_SET_POWER_LIMIT:
@@ -777,14 +863,16 @@ lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
 
 int
 warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
-    const struct gpu_write *wr, uint32_t from, uint64_t auth, uint64_t tok,
+    const struct gpu_write *wr, const struct psmsg_request *rq,
     struct zerr *err)
 {
+	const uint32_t from = rq->w_from;
+	const uint64_t auth = rq->auth, tok = rq->tok;
 	struct auth_claims claims, *c = NULL;
 	struct wwho who, *p = NULL;
+	struct audit_who a;
+	struct wbefore bf;
 	struct wgpu *g;
-	bool got_limit = false, got_persist = false, persist = false;
-	uint32_t limit_mw = 0;
 	unsigned t;
 	int rc;
 
@@ -835,7 +923,8 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 			goto refused;
 		}
 		pthread_mutex_lock(&g->lock);
-		rc = restore(w, g, b, gpu, wr, p, err);
+		rc = restore(w, g, b, gpu, wr, p, reasons[rq->w_reason <
+		    PSMSG_REASON_END ? rq->w_reason : 0], err);
 		pthread_mutex_unlock(&g->lock);
 		if (rc != 0 && err->kind == ZERR_CONFLICT)
 			goto refused;
@@ -850,27 +939,29 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		pthread_mutex_unlock(&g->lock);
 		goto refused;
 	}
-	/* a lease's first change of a setting: the value to restore */
+	/*
+	 * The value it replaces: for the audit line, and for a lease's first
+	 * change of a setting (the value to restore).
+	 */
 	t = gpu_write_touches(wr->op);
-	if (w->cfg.leases && p != NULL && p->uid != 0) {
-		struct zerr e;
-
-		if ((t & GPU_SETTING_POWER_LIMIT) && !(g->held &&
-		    g->has_limit))
-			got_limit = b->ops->get_power_limit_mw(b, gpu,
-			    &limit_mw, &e) == 0;
-		if ((t & GPU_SETTING_PERSISTENCE) && !(g->held &&
-		    g->has_persist))
-			got_persist = b->ops->get_persistence_mode(b, gpu,
-			    &persist, &e) == 0;
-	}
+	memset(&bf, 0, sizeof(bf));
+	if (audit_enabled() || (w->cfg.leases && p != NULL && p->uid != 0 &&
+	    (((t & GPU_SETTING_POWER_LIMIT) && !(g->held && g->has_limit)) ||
+	    ((t & GPU_SETTING_PERSISTENCE) && !(g->held && g->has_persist)))))
+		before_read(b, gpu, wr, &bf);
 	rc = b->ops->write(b, gpu, wr, err);
 	if (rc == 0 && w->cfg.leases && p != NULL && p->uid != 0)
-		wgpu_take(g, p, wr, got_limit, limit_mw, got_persist, persist);
+		wgpu_take(g, p, wr, bf.limit_ok, bf.limit_mw, bf.persist_ok,
+		    bf.persist);
 	pthread_mutex_unlock(&g->lock);
+	if (p != NULL)
+		who_of(p, c, &a);
+	else
+		who_tcp(c, rq, &a);
+	audit_ran(&a, gpu, wr, &bf, rc, err, NULL);
 	goto done;
 refused:
-	rc = refuse(w, p, c, gpu, wr, from, err);
+	rc = refuse(w, p, c, gpu, wr, rq, err);
 done:
 	if (p != NULL && p->pidfd >= 0)
 		close(p->pidfd);
@@ -894,10 +985,10 @@ guard_peer_end(void *ctx, uint64_t handle)
 
 static int
 guard_write(void *ctx, struct gpu_backend *b, unsigned gpu,
-    const struct gpu_write *wr, uint32_t from, uint64_t auth, uint64_t tok,
+    const struct gpu_write *wr, const struct psmsg_request *rq,
     struct zerr *err)
 {
-	return warden_write(ctx, b, gpu, wr, from, auth, tok, err);
+	return warden_write(ctx, b, gpu, wr, rq, err);
 }
 
 static int
@@ -916,6 +1007,14 @@ guard_token(void *ctx, const char *token, size_t len,
 	return 0;
 }
 
+static void
+guard_audit(void *ctx, uint64_t *failures, bool *down)
+{
+	(void)ctx;
+	*failures = audit_failures();
+	*down = audit_down_now();
+}
+
 void
 warden_guard(struct warden *w, struct psexec_guard *g)
 {
@@ -924,4 +1023,5 @@ warden_guard(struct warden *w, struct psexec_guard *g)
 	g->peer_end = guard_peer_end;
 	g->write = guard_write;
 	g->token = guard_token;
+	g->audit = guard_audit;
 }

@@ -30,9 +30,10 @@
  *    never the network process's), and only when the holder's processes
  *    are gone, the holder (or root) released it, or zeusd stops.
  *
- * Every write it refuses gets an audit line here (the network process
- * still writes the lines of the writes it sees run, its own refusals and
- * the ledger's).
+ * Every write it runs or refuses gets its audit line here, with who as
+ * this process knows them and the value before as it read it (the network
+ * process still writes its own early refusals, superseded writes and the
+ * ledger's lines).
  */
 #ifndef ZEUS_ACCESS_WARDEN_H
 #define ZEUS_ACCESS_WARDEN_H
@@ -107,13 +108,14 @@ int warden_peer(struct warden *w, int fd, uint64_t refresh,
 void warden_peer_end(struct warden *w, uint64_t handle);
 
 /*
- * PSMSG_GPU_WRITE from `from` (enum psmsg_from) with handle `auth`:
- * decides; when allowed runs `wr` on `b` and keeps the lease; audits a
- * refusal. Returns the write's 0/-1 with err, or -1 with err when refused
+ * PSMSG_GPU_WRITE `rq` (who: w_from, auth, tok; for the audit line:
+ * w_reason, w_addr): decides; when allowed runs `wr` on `b` and keeps the
+ * lease; writes the audit line of what it ran or refused. Returns the write's 0/-1 with err, or -1 with err when refused
  * (ZERR_FORBIDDEN, ZERR_CONFLICT).
  */
+struct psmsg_request;
 int warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
-    const struct gpu_write *wr, uint32_t from, uint64_t auth, uint64_t tok,
+    const struct gpu_write *wr, const struct psmsg_request *rq,
     struct zerr *err);
 
 /*

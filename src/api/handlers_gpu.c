@@ -91,7 +91,19 @@ gpu_done_request(struct gpu_cmd *cmd, void *arg)
 struct gpu_nb {
 	struct audit_who who;
 	struct leases *leases;
+	bool audit;			/* its line is ours (gpu_audit_here) */
 };
+
+/*
+ * Whether this process writes the audit line of a write that ran: in a
+ * split daemon the device process does (access/warden.h), with what it
+ * read and who it knows; a write dropped before it ran is still ours.
+ */
+static bool
+gpu_audit_here(struct request *req)
+{
+	return audit_enabled() && request_node(req)->remote == NULL;
+}
 
 /* The audit line of one finished (or dropped) write. */
 static void
@@ -143,7 +155,8 @@ gpu_done_log_free(struct gpu_cmd *cmd, void *arg)
 		const struct gpu_nb *nb = arg;
 
 		leases_note(nb->leases, nb->who.unix_peer, nb->who.uid, cmd);
-		gpu_audit(&nb->who, cmd, NULL);
+		if (nb->audit)
+			gpu_audit(&nb->who, cmd, NULL);
 		free(arg);
 	}
 
@@ -189,7 +202,7 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 		gpu_cmd_init(&b->cmds[i], op, ids->ids[i], gpu_done_request, req);
 		if (w != NULL) {
 			gpu_cmd_set_write(&b->cmds[i], w, NULL);
-			b->cmds[i].want_before = audit_enabled() ||
+			b->cmds[i].want_before = gpu_audit_here(req) ||
 			    request_leases(req) != NULL;
 		}
 		if (batch_add_gpu(&bt, &b->cmds[i]) != 0)
@@ -222,11 +235,13 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 		if (whos[n] != NULL) {
 			gate_audit_who(req, &whos[n]->who);
 			whos[n]->leases = request_leases(req);
+			whos[n]->audit = gpu_audit_here(req);
 		}
 		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],
 		    gpu_done_log_free, whos[n]);
 		gpu_cmd_set_write(cmds[n], w, gpu_dropped_log_free);
-		cmds[n]->want_before = whos[n] != NULL;
+		cmds[n]->want_before = gpu_audit_here(req) ||
+		    request_leases(req) != NULL;
 		if (batch_add_gpu(&bt, cmds[n]) != 0) {
 			n++;
 			goto free;
@@ -248,7 +263,7 @@ gpu_write_finish(struct request *req)
 {
 	const struct gpu_batch *b = req->hctx;
 
-	if (audit_enabled()) {
+	if (gpu_audit_here(req)) {
 		struct audit_who who;
 
 		gate_audit_who(req, &who);

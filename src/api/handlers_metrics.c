@@ -56,6 +56,7 @@ struct metrics_scrape {
 	struct request *req;
 	struct node *node;
 	struct procstat dev, net;
+	struct node_audit dev_audit;	/* the device process's audit log */
 	unsigned ngpu, ncpu;
 	struct cpu_cmd *cpu;		/* [ncpu], at gpu + ngpu */
 	bool *shown;			/* [ngpu], at cpu + ncpu */
@@ -383,7 +384,7 @@ metrics_proc_run(struct pool_job *job)
 {
 	struct metrics_scrape *m = (struct metrics_scrape *)job;
 
-	node_procstat(m->node, &m->dev, &m->net);
+	node_procstat(m->node, &m->dev, &m->net, &m->dev_audit);
 	request_complete_one(m->req);
 }
 
@@ -455,12 +456,15 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    atomic_load(&srv->conns_refused));
 	metrics_head(out, "zeusd_audit_write_failures_total", "counter",
 	    "Audit log lines (--audit-log) that could not be written.");
-	fprintf(out, "zeusd_audit_write_failures_total %lu\n",
-	    audit_failures());
+	/* a split daemon's device process writes the lines of what it runs */
+	fprintf(out, "zeusd_audit_write_failures_total %llu\n",
+	    (unsigned long long)audit_failures() + (m->dev_audit.ok ?
+	    m->dev_audit.failures : 0));
 	metrics_head(out, "zeusd_audit_writable", "gauge",
 	    "1 while audit lines can be written (or there is no audit "
 	    "log), 0 since a line or its reserved room could not be.");
-	fprintf(out, "zeusd_audit_writable %d\n", audit_down_now() ? 0 : 1);
+	fprintf(out, "zeusd_audit_writable %d\n", audit_down_now() ||
+	    (m->dev_audit.ok && m->dev_audit.down) ? 0 : 1);
 	metrics_head(out, "zeusd_audit_required_refusals_total", "counter",
 	    "GPU writes refused (503) by --audit-required because the "
 	    "audit log could not be written.");

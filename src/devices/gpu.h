@@ -72,6 +72,10 @@ struct gpu_write {
 	enum gpu_writer writer;
 	uint64_t writer_handle;
 	uint64_t token_handle;		/* the request's verified token */
+	/* for the device process's audit line: */
+	const char *writer_reason;	/* a restore's: "process_exit", ... */
+	uint8_t writer_addr_kind;	/* a TCP writer's address: 4, 6; 0 */
+	uint8_t writer_addr[16];
 };
 
 /* The API name of an operation ("set_power_limit", ...). */

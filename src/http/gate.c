@@ -673,6 +673,15 @@ gate_writer(struct request *req, struct gpu_write *w)
 	w->writer = GPU_WRITER_TCP;
 	w->writer_handle = 0;
 	w->token_handle = req->claims != NULL ? req->claims->handle : 0;
+	w->writer_addr_kind = 0;
+	if (req->cstate != NULL && req->cstate->peer.kind == PEER_INET4) {
+		w->writer_addr_kind = 4;
+		memcpy(w->writer_addr, req->cstate->peer.addr, 4);
+	} else if (req->cstate != NULL &&
+	    req->cstate->peer.kind == PEER_INET6) {
+		w->writer_addr_kind = 6;
+		memcpy(w->writer_addr, req->cstate->peer.addr, 16);
+	}
 	if (req->cstate == NULL || req->cstate->peer.kind != PEER_UNIX)
 		return;
 	w->writer = GPU_WRITER_UNIX;

@@ -256,10 +256,13 @@ node_open(struct node *node, const struct zeusd_config *cfg,
 }
 
 void
-node_procstat(struct node *node, struct procstat *out, struct procstat *net)
+node_procstat(struct node *node, struct procstat *out, struct procstat *net,
+    struct node_audit *audit)
 {
+	if (audit != NULL)
+		memset(audit, 0, sizeof(*audit));
 	if (node->remote != NULL) {
-		node->remote->procstat(node, out, net);
+		node->remote->procstat(node, out, net, audit);
 		return;
 	}
 	procstat_self(out);

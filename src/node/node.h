@@ -49,11 +49,13 @@ struct node_claims {
 	uint64_t handle;		/* the device process's */
 };
 
+struct node_audit;
+
 struct node_remote_ops {
 	void (*sample)(struct node *node, const unsigned *gpus, unsigned ngpus,
 	    const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
 	void (*procstat)(struct node *node, struct procstat *out,
-	    struct procstat *net);
+	    struct procstat *net, struct node_audit *audit);
 	/* node_peer and node_peer_end: the device process's look-up */
 	void (*peer)(struct node *node, int sock, uint64_t refresh,
 	    struct identity *out, uint64_t *handle);
@@ -166,8 +168,19 @@ void node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
  * them.
  */
 struct procstat;
+/*
+ * `audit` (may be NULL): the audit log as the device process writes it
+ * (a split daemon's device process writes the lines of the writes it
+ * runs); audit->ok false in one process, where audit.h's own counters
+ * tell it all.
+ */
+struct node_audit {
+	bool ok;
+	uint64_t failures;
+	bool down;
+};
 void node_procstat(struct node *node, struct procstat *out,
-    struct procstat *net);
+    struct procstat *net, struct node_audit *audit);
 
 /*
  * A local peer's user, groups and command name (common/identity.h): looked

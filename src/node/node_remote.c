@@ -25,7 +25,7 @@ static void node_sample_remote(struct node *node, const unsigned *gpus,
     unsigned ngpus, const unsigned *pkgs, unsigned npkgs,
     struct node_sample *out);
 static void node_procstat_remote(struct node *node, struct procstat *out,
-    struct procstat *net);
+    struct procstat *net, struct node_audit *audit);
 static void node_peer_remote(struct node *node, int sock, uint64_t refresh,
     struct identity *out, uint64_t *handle);
 static void node_peer_end_remote(struct node *node, uint64_t handle);
@@ -170,7 +170,7 @@ node_sample_remote(struct node *node, const unsigned *gpus, unsigned ngpus,
 
 static void
 node_procstat_remote(struct node *node, struct procstat *out,
-    struct procstat *net)
+    struct procstat *net, struct node_audit *audit)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
@@ -178,6 +178,11 @@ node_procstat_remote(struct node *node, struct procstat *out,
 	psmsg_request_init(&req, PSMSG_PROC, 0);
 	pschan_call(node->pool, &req, &rep);
 	psmsg_get_procstat(&rep, out);
+	if (audit != NULL && rep.rc == 0) {
+		audit->ok = true;
+		audit->failures = rep.a_failures;
+		audit->down = rep.a_down != 0;
+	}
 	if (net != NULL && rep.p_net_ok) {
 		net->open_fds = rep.p_net_fds;
 		net->ok |= PROCSTAT_FDS;

@@ -158,7 +158,7 @@ run_gpu(const struct psexec *x, const struct psmsg_request *req,
 	case PSMSG_GPU_WRITE:
 		to_gpu_write(req, &w);
 		rc = x->guard != NULL ? x->guard->write(x->guard->ctx, b, gpu,
-		    &w, req->w_from, req->auth, req->tok, &err) :
+		    &w, req, &err) :
 		    ops->write(b, gpu, &w, &err);
 		break;
 	}
@@ -273,6 +273,12 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req, int fd,
 
 		procstat_self(&p);
 		psmsg_put_procstat(rep, &p);
+		if (x->guard != NULL && x->guard->audit != NULL) {
+			bool down = false;
+
+			x->guard->audit(x->guard->ctx, &rep->a_failures, &down);
+			rep->a_down = down;
+		}
 		if (x->net > 0 && procstat_count_fds(x->net,
 		    &rep->p_net_fds) == 0)
 			rep->p_net_ok = 1;

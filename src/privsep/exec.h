@@ -50,18 +50,20 @@ struct psexec_guard {
 	    uint64_t *handle, struct zerr *err);
 	void (*peer_end)(void *ctx, uint64_t handle);
 	/*
-	 * PSMSG_GPU_WRITE: decides, runs it on `b` if allowed, audits. `tok`
-	 * is the request's token handle (0: none).
+	 * PSMSG_GPU_WRITE: decides who `req` is for (w_from, auth, tok),
+	 * runs it on `b` if allowed, audits.
 	 */
 	int (*write)(void *ctx, struct gpu_backend *b, unsigned gpu,
-	    const struct gpu_write *w, uint32_t from, uint64_t auth,
-	    uint64_t tok, struct zerr *err);
+	    const struct gpu_write *w, const struct psmsg_request *req,
+	    struct zerr *err);
 	/*
 	 * PSMSG_TOKEN: verifies `token` with the signing key; fills *c and
 	 * *handle, or returns -1 with err (ZERR_UNAUTHENTICATED).
 	 */
 	int (*token)(void *ctx, const char *token, size_t len,
 	    struct psexec_claims *c, uint64_t *handle, struct zerr *err);
+	/* PSMSG_PROC: this process's audit log, lines lost and down now */
+	void (*audit)(void *ctx, uint64_t *failures, bool *down);
 };
 
 struct psexec {

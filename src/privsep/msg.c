@@ -112,6 +112,15 @@ psmsg_get_identity(const struct psmsg_reply *rep, struct identity *id)
 		id->gids[i] = (gid_t)rep->i_gids[i];
 }
 
+static bool
+all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
 /* Always returns -1 so that callers can `return refuse(...)`. */
 __attribute__((format(printf, 3, 4))) static int
 refuse(char *why, size_t whysz, const char *fmt, ...)
@@ -282,8 +291,20 @@ psmsg_request_check(const void *buf, size_t len,
 	 * nobody, or an unknown handle, is refused there, not a reason to
 	 * stop); here only that the fields are where they belong.
 	 */
-	if (r.op != PSMSG_GPU_WRITE && r.tok != 0)
-		return refuse(why, whysz, "op %u with a token handle", r.op);
+	if (r.op != PSMSG_GPU_WRITE && (r.tok != 0 || r.w_reason != 0 ||
+	    r.w_addr_kind != 0 || !all_zero(r.w_addr, sizeof(r.w_addr))))
+		return refuse(why, whysz, "op %u with a token or audit field",
+		    r.op);
+	if (r.w_reason >= PSMSG_REASON_END ||
+	    (r.w_reason != 0 && r.w_from != PSMSG_FROM_RESTORE))
+		return refuse(why, whysz, "reason %u for a write from %u",
+		    r.w_reason, r.w_from);
+	if ((r.w_addr_kind != 0 && r.w_addr_kind != 4 && r.w_addr_kind != 6) ||
+	    (r.w_addr_kind != 0 && r.w_from != PSMSG_FROM_TCP) ||
+	    (r.w_addr_kind != 6 && !all_zero(r.w_addr + 4,
+	    sizeof(r.w_addr) - 4)) ||
+	    (r.w_addr_kind == 0 && !all_zero(r.w_addr, 4)))
+		return refuse(why, whysz, "address kind %u", r.w_addr_kind);
 	if (r.op == PSMSG_GPU_WRITE) {
 		if (r.w_from >= PSMSG_FROM_END)
 			return refuse(why, whysz, "write from %u", r.w_from);
@@ -388,7 +409,8 @@ psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
 		refuse(why, whysz, "unterminated token subject or bad flag");
 		goto bad;
 	}
-	if (r->p_ok > PROCSTAT_ALL || r->p_net_ok > 1) {
+	if (r->p_ok > PROCSTAT_ALL || r->p_net_ok > 1 || r->a_down > 1 ||
+	    r->pad3 != 0) {
 		refuse(why, whysz, "bad procstat bits");
 		goto bad;
 	}

@@ -87,6 +87,24 @@ struct psmsg_request {
 	 * Every other op: 0.
 	 */
 	uint64_t tok;
+	/*
+	 * PSMSG_GPU_WRITE, for the audit line the device process writes:
+	 * a restore's reason (enum psmsg_reason; 0 for other writes), and a
+	 * TCP writer's address as the network process saw it (w_addr_kind 4
+	 * or 6, 0 for none; unused bytes 0). Every other op: all 0.
+	 */
+	uint32_t w_reason;
+	uint32_t w_addr_kind;
+	uint8_t w_addr[16];
+};
+
+/* Why a restore runs (psmsg_request.w_reason): its audit line's reason. */
+enum psmsg_reason {
+	PSMSG_REASON_NONE = 0,
+	PSMSG_REASON_PROCESS_EXIT,
+	PSMSG_REASON_RELEASE,
+	PSMSG_REASON_SHUTDOWN,
+	PSMSG_REASON_END
 };
 
 #define PSMSG_TOKEN_MAX 8192		/* bytes of a token (auth.h's max) */
@@ -145,6 +163,13 @@ struct psmsg_reply {
 	 * count itself (procstat.h): p_net_ok 1 when p_net_fds is set
 	 */
 	uint64_t p_net_ok, p_net_fds;
+	/*
+	 * ... and the audit log as the device process writes it (the lines
+	 * of the writes it runs): lines lost, and 1 while it cannot write
+	 */
+	uint64_t a_failures;
+	uint32_t a_down;
+	uint32_t pad3;			/* 0 */
 	/* PSMSG_PEER: struct identity (NUL-terminated strings) */
 	char i_user[IDENTITY_USER_MAX], i_comm[IDENTITY_COMM_MAX];
 	uint32_t i_ngids;		/* 1..IDENTITY_MAX_GROUPS; else 0 */
@@ -167,13 +192,13 @@ struct psmsg_reply {
  */
 _Static_assert(ZERR_MSG_MAX % 8 == 0, "err_msg must keep 8-byte alignment");
 _Static_assert(sizeof(struct psmsg_request) == 2 * 4 + 8 + 8 * 4 + 2 * 8 +
-    8 + 2 * 4 + 8,
+    8 + 2 * 4 + 8 + 2 * 4 + 16,
     "struct psmsg_request has padding");
 _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");
 _Static_assert(sizeof(struct psmsg_reply) ==
     2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
-    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 9 * 8 +
+    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 9 * 8 + 8 + 2 * 4 +
     IDENTITY_USER_MAX + IDENTITY_COMM_MAX + 2 * 4 + IDENTITY_MAX_GROUPS * 4 +
     IDENTITY_CGROUP_MAX + 2 * 8 + 2 * 4 + PSMSG_SUB_MAX,
     "struct psmsg_reply has padding");

@@ -212,6 +212,15 @@ psgpu_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
 	req.w_from = (uint32_t)w->writer;
 	req.auth = w->writer_handle;
 	req.tok = w->token_handle;
+	req.w_addr_kind = w->writer_addr_kind;
+	memcpy(req.w_addr, w->writer_addr, w->writer_addr_kind == 4 ? 4 :
+	    w->writer_addr_kind == 6 ? 16 : 0);
+	if (w->writer_reason != NULL && w->writer == GPU_WRITER_RESTORE)
+		req.w_reason = strcmp(w->writer_reason, "process_exit") == 0 ?
+		    PSMSG_REASON_PROCESS_EXIT : strcmp(w->writer_reason,
+		    "release") == 0 ? PSMSG_REASON_RELEASE :
+		    strcmp(w->writer_reason, "shutdown") == 0 ?
+		    PSMSG_REASON_SHUTDOWN : PSMSG_REASON_NONE;
 	/* only the fields the operation uses: the device process checks */
 	switch (w->op) {
 	case GPU_SET_POWER_LIMIT:

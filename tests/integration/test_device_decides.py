@@ -62,8 +62,10 @@ def errno_kinds():
 
 
 def request(op, auth=0, w_from=0, dev=0, w_op=0, limit=0, tok=0):
-    return struct.pack("<IIQIIIIIIIIQQQIIQ", PSMSG_MAGIC, op, 99, dev, 0,
-                       w_op, limit, 0, 0, 0, 0, 0, 0, auth, w_from, 0, tok)
+    """struct psmsg_request (src/privsep/msg.h), 112 bytes."""
+    return struct.pack("<IIQIIIIIIIIQQQIIQII16s", PSMSG_MAGIC, op, 99, dev,
+                       0, w_op, limit, 0, 0, 0, 0, 0, 0, auth, w_from, 0,
+                       tok, 0, 0, b"")
 
 
 def reply(raw):
@@ -312,6 +314,15 @@ def test_forged_writes_are_decided_by_the_device_process(node):
     assert rc == 0, msg
     assert "event=device_write_refused" in d.logs()
     assert d.proc.poll() is None
+    # and every write it ran has its line, written by the device process
+    # (the network process never saw these)
+    ran = [json.loads(x) for x in audit.read_text().splitlines()
+           if json.loads(x).get("result") == "ok"]
+    assert [(x["gpu"], x["identity"]["uid"], x.get("reason")) for x in ran] \
+        == [(1, 65534, None), (2, 4242, None), (1, 65534, "unspecified"),
+            (1, 4242, None)], ran
+    assert ran[0]["before"] == {"power_limit_mw": before[1]}
+    assert ran[0]["requested"] == {"power_limit_mw": 150000}
 
 
 def test_a_peer_request_without_its_socket_stops_zeusd(node):

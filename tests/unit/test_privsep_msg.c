@@ -247,7 +247,7 @@ serve(const void *buf, size_t len, struct psmsg_reply *rep)
 static void
 test_layout(void **state)
 {
-	assert_int_equal(sizeof(struct psmsg_request), 88);
+	assert_int_equal(sizeof(struct psmsg_request), 112);
 	assert_int_equal(offsetof(struct psmsg_request, gpu_mask), 48);
 	assert_int_equal(sizeof(struct psmsg_reply) % 8, 0);
 	assert_int_equal(offsetof(struct psmsg_reply, v) % 8, 0);
@@ -467,7 +467,8 @@ struct field {
 static const struct field fields[] = {
 	F(dev), F(zone), F(w_op), F(w_power_limit_mw), F(w_enabled),
 	F(w_min_mhz), F(w_max_mhz), F(pad), F(gpu_mask), F(pkg_mask),
-	F(auth), F(w_from), F(pad1), F(tok),
+	F(auth), F(w_from), F(pad1), F(tok), F(w_reason), F(w_addr_kind),
+	F(w_addr),
 };
 #undef F
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
