@@ -305,7 +305,9 @@ def test_sigterm_of_zeus_ends_the_command_and_restores(start, tmp_path, sig):
          WAIT, str(ran), str(go)],
         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(ran.exists, "the command did not start")
+        # the file exists before its pid is written in it
+        wait_for(lambda: ran.exists() and ran.read_text().strip(),
+                 "the command did not start")
         child = int(ran.read_text())
         assert limit_mw(d, 1) == 170_000
         p.send_signal(sig)
