@@ -30,6 +30,12 @@ static const char *audit_path;
 static atomic_ulong audit_failed;
 static atomic_ulong audit_refused;
 static atomic_bool audit_down;		/* no room for a line (last seen) */
+/*
+ * A split daemon's network process: its lines go to the device process
+ * (node_audit), and audit_fd is a read-only fd of the file, for
+ * audit_ready's free-space check only (audit_set_readonly).
+ */
+static atomic_bool audit_ro;
 
 /*
  * Opens the audit file for appending, or returns -1 with the reason in
@@ -144,6 +150,35 @@ audit_open_again(void)
 }
 
 int
+audit_open_readonly(void)
+{
+	if (audit_path == NULL)
+		return -1;
+	return open(audit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK);
+}
+
+void
+audit_set_readonly(int fd)
+{
+	int old;
+
+	atomic_store(&audit_ro, true);
+	pthread_mutex_lock(&audit_lock);
+	old = audit_fd;
+	audit_fd = fd;
+	pthread_mutex_unlock(&audit_lock);
+	if (old >= 0)
+		close(old);
+}
+
+bool
+audit_readonly(void)
+{
+	return atomic_load(&audit_ro);
+}
+
+int
 audit_fileno(void)
 {
 	return audit_fd;
@@ -236,10 +271,14 @@ audit_reserve(int fd, size_t len)
 
 	if (fstat(fd, &st) != 0)
 		return errno;
-	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t)len) == 0)
-		return 0;
-	if (errno != EOPNOTSUPP && errno != ENOSYS)
-		return errno;
+	/* read-only (a split daemon's network process): free space only */
+	if (!atomic_load(&audit_ro)) {
+		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size,
+		    (off_t)len) == 0)
+			return 0;
+		if (errno != EOPNOTSUPP && errno != ENOSYS)
+			return errno;
+	}
 	if (fstatfs(fd, &sf) != 0)
 		return errno;
 	if (sf.f_bsize <= 0 || (unsigned long long)sf.f_bavail <
@@ -258,6 +297,12 @@ audit_append(json_t *o)
 	ssize_t n = -1;
 	int e;
 
+	if (atomic_load(&audit_ro)) {
+		/* a call site that should have gone to the device process */
+		json_decref(o);
+		audit_fail("this process does not write the audit log");
+		return;
+	}
 	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(o);
 	if (line == NULL) {

@@ -58,6 +58,19 @@ int audit_open_again(void);
 void audit_replace_fd(int fd);
 
 /*
+ * A split daemon (docs/security.md, "Privilege separation"): the device
+ * process writes every line, the network process's ones sent to it as
+ * typed records (node_audit). The device process opens a read-only fd of
+ * the file (audit_open_readonly: at start and at each SIGHUP) for the
+ * network process, which keeps it (audit_set_readonly) only so that
+ * audit_ready can check free space for --audit-required; a line this
+ * process would write there is dropped and counted instead.
+ */
+int audit_open_readonly(void);
+void audit_set_readonly(int fd);
+bool audit_readonly(void);
+
+/*
  * Writes one line. `before`/`requested` are JSON texts (numbers, booleans,
  * objects) or NULL for null; `error` NULL means the result was ok.
  * `reason` is set for restores ("process_exit", "shutdown"): the line then

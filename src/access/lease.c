@@ -270,7 +270,7 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	gpu_cmd_init(&r->cmd, GPU_CMD_WRITE, gpu, lease_restore_done, r);
 	gpu_cmd_set_write(&r->cmd, &w, NULL);
 	/* split: the device process reads it for the line it writes */
-	r->cmd.want_before = audit_enabled() && l->node->remote == NULL;
+	r->cmd.want_before = audit_enabled() && !node_is_remote(l->node);
 	r->exec = r->cmd.work.exec;
 	r->cmd.work.exec = lease_restore_exec;
 	/* never refused for a full queue (filled by the holder, say): at
@@ -283,8 +283,12 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s error=%s",
 		    gpu, gpu_write_op_name(op), zlog_quote(q, sizeof(q),
 		    err.msg));
-		audit_write(&r->who, gpu, gpu_write_op_name(op), NULL, NULL,
-		    err.msg, reason);
+		if (!node_is_remote(l->node))
+			audit_write(&r->who, gpu, gpu_write_op_name(op), NULL,
+			    NULL, err.msg, reason);
+		else if (audit_enabled())
+			node_audit_unqueued(l->node, gpu, r->who.uid,
+			    r->who.pid, r->who.user, (int)op, err.msg, reason);
 		snprintf(g->why, sizeof(g->why), "%s: %s",
 		    gpu_write_op_name(op), err.msg);
 		free(r);
@@ -463,7 +467,20 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 	    .duration_s =
 	    r->duration_s, .energy_ok = r->energy_ok, .energy_j =
 	    (double)r->energy_mj / 1000 };
-	audit_write_lease(&who, gpu, &le);
+	if (node_is_remote(l->node)) {
+		/* the device process writes it (node.h: node_audit) */
+		struct node_lease_line nl = { .gpu = gpu, .uid = g->uid,
+		    .pid = g->holder_pid, .user = g->user, .cgroup = g->cgroup,
+		    .label = g->label, .reason = le.reason,
+		    .settings = g->settings, .left = g->left,
+		    .energy_ok = r->energy_ok, .duration_s = r->duration_s,
+		    .energy_mj = r->energy_mj };
+
+		if (audit_enabled())
+			node_audit_lease_end(l->node, &nl);
+	} else {
+		audit_write_lease(&who, gpu, &le);
+	}
 	zlog(ZLOG_INFO, "gpu_lease_ended", "gpu=%u uid=%u pid=%ld cgroup=%s "
 	    "reason=%s duration_s=%.3f energy_j=%s%.3f settings=%s", gpu,
 	    (unsigned)g->uid, (long)g->holder_pid, zlog_quote(q, sizeof(q),
@@ -700,7 +717,7 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 		rq = req;
 	}
 	/* split: the device process wrote the line of what it ran */
-	if (r->l->node->remote == NULL)
+	if (!node_is_remote(r->l->node))
 		audit_write(&r->who, cmd->gpu, gpu_cmd_name(cmd), before[0] ?
 		    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL,
 		    r->reason);

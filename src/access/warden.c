@@ -35,6 +35,7 @@
 
 #include "access/audit.h"
 #include "access/auth.h"
+#include "access/lease.h"
 #include "access/peer.h"
 #include "access/policy.h"
 #include "common/identity.h"
@@ -75,6 +76,8 @@ struct wgpu {
 	uid_t uid;
 	pid_t first_pid;
 	pid_t last_pid;			/* the last writer (restores' lines) */
+	bool ended;			/* ended_uid: the last lease's holder */
+	uid_t ended_uid;
 	char user[IDENTITY_USER_MAX];
 	char comm[IDENTITY_COMM_MAX];
 	int pidfd[WARDEN_MAX_PIDS];
@@ -160,6 +163,18 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	atomic_init(&w->refused, 0);
 	*out = w;
 	return 0;
+}
+
+/* The lease ends: its holder is remembered for the ledger's line. */
+static void
+wgpu_end(struct wgpu *g)
+{
+	g->held = false;
+	g->ended = true;
+	g->ended_uid = g->uid;
+	for (unsigned i = 0; i < g->npid; i++)
+		close(g->pidfd[i]);
+	g->npid = 0;
 }
 
 static void
@@ -637,10 +652,8 @@ wgpu_held(struct wgpu *g)
 {
 	bool live = g->held && wgpu_live(g);
 
-	if (g->held && !live && !wgpu_pending(g)) {
-		g->held = false;
-		wgpu_forget_pids(g);
-	}
+	if (g->held && !live && !wgpu_pending(g))
+		wgpu_end(g);
 	return g->held;
 }
 
@@ -805,10 +818,8 @@ restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 		g->mem_clocks = false;
 		break;
 	}
-	if (!wgpu_pending(g)) {		/* every change is back: it ends */
-		g->held = false;
-		wgpu_forget_pids(g);
-	}
+	if (!wgpu_pending(g))		/* every change is back: it ends */
+		wgpu_end(g);
 	return 0;
 }
 
@@ -898,6 +909,16 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		if (rc_tok != 0)
 			goto refused;
 	}
+	/* no room for its audit line: nothing runs (--audit-required) */
+	if (w->cfg.audit_required && from != PSMSG_FROM_RESTORE &&
+	    !audit_ready()) {
+		audit_count_refused();
+		zerr_set(err, ZERR_UNAVAILABLE, "The audit log (--audit-log) "
+		    "cannot be written (file system full or failing) and "
+		    "--audit-required is set: GPU writes are refused until it "
+		    "can be written again");
+		goto refused;
+	}
 	switch (from) {
 	case PSMSG_FROM_UNIX:
 		if (!w->cfg.unix_transport || p == NULL) {
@@ -968,6 +989,106 @@ done:
 	return rc;
 }
 
+/* ---- The network process's own lines --------------------------------------- */
+
+/* Who a refusal or a dropped write was for, as a write names them. */
+static void
+who_named(struct warden *w, const struct psmsg_request *rq,
+    struct audit_who *a)
+{
+	struct auth_claims claims, *c = NULL;
+	struct wwho who;
+	struct zerr e;
+
+	if (w->cfg.key != NULL && rq->tok != 0 &&
+	    (tok_check(w, rq->tok, &claims, &e) == 0 || claims.sub[0] != '\0'))
+		c = &claims;
+	if (rq->w_from == PSMSG_FROM_UNIX && peer_copy(w, rq->auth, &who) == 0) {
+		who_of(&who, c, a);
+		if (who.pidfd >= 0)
+			close(who.pidfd);
+	} else if (rq->w_from == PSMSG_FROM_TCP) {
+		who_tcp(c, rq, a);
+	} else {
+		who_of(NULL, c, a);	/* nobody this process knows */
+	}
+}
+
+int
+warden_audit(struct warden *w, const struct psmsg_audit *ra,
+    struct zerr *err)
+{
+	const struct psmsg_request *rq = &ra->h;
+	unsigned gpu = ra->no_gpu ? AUDIT_NO_GPU : rq->dev;
+	const char *reason = reasons[ra->reason < PSMSG_REASON_END ?
+	    ra->reason : 0];
+	struct gpu_write wr;
+	struct audit_who a;
+	struct audit_lease le;
+	char req[96], settings[96];
+	bool holder_ok;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.op = (enum gpu_write_op)rq->w_op;
+	wr.power_limit_mw = rq->w_power_limit_mw;
+	wr.enabled = rq->w_enabled != 0;
+	wr.min_clock_mhz = rq->w_min_mhz;
+	wr.max_clock_mhz = rq->w_max_mhz;
+	switch (ra->kind) {
+	case PSMSG_AUDIT_REFUSED:
+		who_named(w, rq, &a);
+		audit_write(&a, gpu, ra->op, NULL, NULL, ra->error, "refused");
+		return 0;
+	case PSMSG_AUDIT_SUPERSEDED:
+		who_named(w, rq, &a);
+		audit_write(&a, gpu, gpu_write_op_name(wr.op), NULL,
+		    requested(&wr, req, sizeof(req)), "superseded by a newer "
+		    "write before it ran", NULL);
+		return 0;
+	default:
+		break;
+	}
+	/* a lease's line: its holder must be the one this process saw */
+	if (gpu >= w->cfg.ngpu)
+		return zerr_set(err, ZERR_INVALID, "no such GPU");
+	pthread_mutex_lock(&w->gpu[gpu].lock);
+	/* a lease under which nothing changed never reached this record */
+	holder_ok = (ra->kind == PSMSG_AUDIT_LEASE_END && ra->settings == 0) ||
+	    (w->gpu[gpu].held && w->gpu[gpu].uid ==
+	    (uid_t)ra->holder_uid) || (w->gpu[gpu].ended &&
+	    w->gpu[gpu].ended_uid == (uid_t)ra->holder_uid);
+	pthread_mutex_unlock(&w->gpu[gpu].lock);
+	if (!holder_ok) {
+		zlog(ZLOG_WARN, "audit_record_refused", "gpu=%u uid=%u "
+		    "msg=\"a lease line for a holder the device process never "
+		    "saw on that GPU\"", gpu, (unsigned)ra->holder_uid);
+		return zerr_set(err, ZERR_CONFLICT, "uid %u held no lease on "
+		    "GPU %u", (unsigned)ra->holder_uid, gpu);
+	}
+	memset(&a, 0, sizeof(a));
+	a.unix_peer = true;
+	a.uid = (uid_t)ra->holder_uid;
+	a.pid = (pid_t)ra->holder_pid;
+	snprintf(a.user, sizeof(a.user), "%s", ra->user);
+	if (ra->kind == PSMSG_AUDIT_UNQUEUED) {
+		audit_write(&a, gpu, gpu_write_op_name(wr.op), NULL, NULL,
+		    ra->error, reason);
+		return 0;
+	}
+	lease_settings_format(ra->settings, settings, sizeof(settings));
+	memset(&le, 0, sizeof(le));
+	le.cgroup = ra->cgroup;
+	le.label = ra->label[0] != '\0' ? ra->label : NULL;
+	le.reason = reason;
+	le.settings = settings;
+	le.left = ra->left != 0;
+	le.duration_s = (double)ra->duration_us / 1e6;
+	le.energy_ok = ra->energy_ok != 0;
+	le.energy_j = (double)ra->energy_mj / 1000.0;
+	audit_write_lease(&a, gpu, &le);
+	return 0;
+}
+
 /* ---- The executor's calls ------------------------------------------------- */
 
 static int
@@ -1007,11 +1128,18 @@ guard_token(void *ctx, const char *token, size_t len,
 	return 0;
 }
 
+static int
+guard_audit_record(void *ctx, const struct psmsg_audit *a, struct zerr *err)
+{
+	return warden_audit(ctx, a, err);
+}
+
 static void
-guard_audit(void *ctx, uint64_t *failures, bool *down)
+guard_audit(void *ctx, uint64_t *failures, uint64_t *refused, bool *down)
 {
 	(void)ctx;
 	*failures = audit_failures();
+	*refused = audit_refused_writes();
 	*down = audit_down_now();
 }
 
@@ -1024,4 +1152,5 @@ warden_guard(struct warden *w, struct psexec_guard *g)
 	g->write = guard_write;
 	g->token = guard_token;
 	g->audit = guard_audit;
+	g->audit_record = guard_audit_record;
 }

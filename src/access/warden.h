@@ -70,6 +70,7 @@ struct warden_config {
 	group_set enabled;		/* --enable */
 	bool unix_transport, tcp_transport;	/* what zeusd serves */
 	bool leases;			/* --gpu-leases */
+	bool audit_required;		/* --audit-required */
 	struct policy_holder *policy;	/* NULL: none; not owned */
 	pid_t net;			/* the network process (refused as a
 					 * peer of its own) */
@@ -133,6 +134,15 @@ int warden_token(struct warden *w, const char *token, size_t len,
 
 /* The key changed (SIGHUP): every token handle given so far is void. */
 void warden_key_reloaded(struct warden *w);
+
+/*
+ * PSMSG_AUDIT: one of the network process's own lines (psmsg.h), written
+ * with who as this process knows them; a lease's line only for the holder
+ * this process's record of that GPU has (-1 with err otherwise).
+ */
+struct psmsg_audit;
+int warden_audit(struct warden *w, const struct psmsg_audit *a,
+    struct zerr *err);
 
 /* Counters for tests and logs. */
 unsigned long warden_refused(const struct warden *w);

@@ -91,6 +91,7 @@ gpu_done_request(struct gpu_cmd *cmd, void *arg)
 struct gpu_nb {
 	struct audit_who who;
 	struct leases *leases;
+	struct node *node;
 	bool audit;			/* its line is ours (gpu_audit_here) */
 };
 
@@ -176,8 +177,14 @@ gpu_dropped_log_free(struct gpu_cmd *cmd, void *arg)
 	zlog(ZLOG_INFO, "nonblocking_write_superseded", "gpu=%u op=%s",
 	    cmd->gpu, gpu_cmd_name(cmd));
 	if (arg != NULL) {
-		gpu_audit(&((struct gpu_nb *)arg)->who, cmd, "superseded by a "
-		    "newer write before it ran");
+		struct gpu_nb *nb = arg;
+
+		/* the device process never saw it: its line is ours to give */
+		if (node_is_remote(nb->node))
+			node_audit_superseded(nb->node, &cmd->write, cmd->gpu);
+		else
+			gpu_audit(&nb->who, cmd, "superseded by a newer write "
+			    "before it ran");
 		free(arg);
 	}
 	free(cmd);
@@ -235,6 +242,7 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 		if (whos[n] != NULL) {
 			gate_audit_who(req, &whos[n]->who);
 			whos[n]->leases = request_leases(req);
+			whos[n]->node = request_node(req);
 			whos[n]->audit = gpu_audit_here(req);
 		}
 		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],

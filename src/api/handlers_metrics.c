@@ -468,8 +468,9 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	metrics_head(out, "zeusd_audit_required_refusals_total", "counter",
 	    "GPU writes refused (503) by --audit-required because the "
 	    "audit log could not be written.");
-	fprintf(out, "zeusd_audit_required_refusals_total %lu\n",
-	    audit_refused_writes());
+	fprintf(out, "zeusd_audit_required_refusals_total %llu\n",
+	    (unsigned long long)audit_refused_writes() + (m->dev_audit.ok ?
+	    m->dev_audit.refused : 0));
 	metrics_head(out, "zeusd_request_deadline_expired_total", "counter",
 	    "Connections closed because no whole request arrived within "
 	    "ZEUSD_REQUEST_TIMEOUT_S.");

@@ -465,6 +465,62 @@ gate_audit_who(struct request *req, struct audit_who *w)
 	}
 }
 
+/*
+ * A split daemon: the device process writes the refusal's lines (node.h,
+ * node_audit_refused), sent from the look-up pool so that the loop never
+ * waits for a device channel; in place when the pool is full.
+ */
+struct refusal_job {
+	struct pool_job job;		/* first: the pool hands it back */
+	struct node *node;
+	struct gpu_write who;
+	char op[32];
+	char error[ZERR_MSG_MAX];
+	unsigned n;
+	uint32_t gpus[];
+};
+
+static void
+gate_refusal_run(struct pool_job *job)
+{
+	struct refusal_job *j = (struct refusal_job *)job;
+
+	if (j->n == 0)
+		node_audit_refused(j->node, &j->who, UINT32_MAX, j->op,
+		    j->error);
+	for (unsigned i = 0; i < j->n; i++)
+		node_audit_refused(j->node, &j->who, j->gpus[i], j->op,
+		    j->error);
+	free(j);
+}
+
+static void
+gate_audit_refusal_remote(struct request *req, const uint32_t *gpus,
+    unsigned n, const char *op, const char *error)
+{
+	struct refusal_job *j = calloc(1, sizeof(*j) + n * sizeof(*gpus));
+	struct gpu_write who;
+
+	memset(&who, 0, sizeof(who));
+	gate_writer(req, &who);
+	if (j == NULL) {
+		for (unsigned i = 0; i < (n ? n : 1); i++)
+			node_audit_refused(req->ctx->node, &who, n ? gpus[i] :
+			    UINT32_MAX, op, error);
+		return;
+	}
+	j->job.run = gate_refusal_run;
+	j->node = req->ctx->node;
+	j->who = who;
+	memcpy(j->op, op, strnlen(op, sizeof(j->op) - 1));	/* j: zeroed */
+	memcpy(j->error, error, strnlen(error, sizeof(j->error) - 1));
+	j->n = n;
+	memcpy(j->gpus, gpus, n * sizeof(*gpus));
+	if (req->ctx->lookups == NULL ||
+	    pool_submit(req->ctx->lookups, &j->job) != 0)
+		gate_refusal_run(&j->job);
+}
+
 void
 gate_audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
     const char *error)
@@ -478,6 +534,10 @@ gate_audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
 	/* the route's operation: "/gpu/set_power_limit" -> "set_power_limit" */
 	op = strrchr(req->path, '/');
 	snprintf(q, sizeof(q), "%s", op != NULL ? op + 1 : req->path);
+	if (node_is_remote(req->ctx->node)) {
+		gate_audit_refusal_remote(req, gpus, n, q, error);
+		return;
+	}
 	gate_audit_who(req, &who);
 	if (n == 0)
 		audit_write(&who, AUDIT_NO_GPU, q, NULL, NULL, error,

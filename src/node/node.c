@@ -289,6 +289,52 @@ node_peer_end(struct node *node, uint64_t handle)
 		node->remote->peer_end(node, handle);
 }
 
+void
+node_audit_refused(struct node *node, const struct gpu_write *who,
+    unsigned gpu, const char *op, const char *error)
+{
+	if (node->remote != NULL)
+		node->remote->audit_refused(node, who, gpu, op, error);
+}
+
+void
+node_audit_superseded(struct node *node, const struct gpu_write *w,
+    unsigned gpu)
+{
+	if (node->remote != NULL)
+		node->remote->audit_superseded(node, w, gpu);
+}
+
+void
+node_audit_lease_end(struct node *node, const struct node_lease_line *l)
+{
+	if (node->remote != NULL)
+		node->remote->audit_lease_end(node, l);
+}
+
+void
+node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
+    const char *user, int op, const char *error, const char *reason)
+{
+	if (node->remote != NULL)
+		node->remote->audit_unqueued(node, gpu, uid, pid, user, op,
+		    error, reason);
+}
+
+bool
+node_is_remote(const struct node *node)
+{
+	return node->remote != NULL;
+}
+
+int
+node_audit(struct node *node, struct psmsg_audit *a, struct zerr *err)
+{
+	if (node->remote == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "no device process");
+	return node->remote->audit(node, a, err);
+}
+
 int
 node_token(struct node *node, const char *token, size_t len,
     struct node_claims *out, struct zerr *err)

@@ -50,6 +50,9 @@ struct node_claims {
 };
 
 struct node_audit;
+struct psmsg_audit;
+struct node_lease_line;
+struct gpu_write;
 
 struct node_remote_ops {
 	void (*sample)(struct node *node, const unsigned *gpus, unsigned ngpus,
@@ -62,6 +65,17 @@ struct node_remote_ops {
 	void (*peer_end)(struct node *node, uint64_t handle);
 	int (*token)(struct node *node, const char *token, size_t len,
 	    struct node_claims *out, struct zerr *err);
+	int (*audit)(struct node *node, struct psmsg_audit *a,
+	    struct zerr *err);
+	void (*audit_refused)(struct node *node, const struct gpu_write *who,
+	    unsigned gpu, const char *op, const char *error);
+	void (*audit_superseded)(struct node *node, const struct gpu_write *w,
+	    unsigned gpu);
+	void (*audit_lease_end)(struct node *node,
+	    const struct node_lease_line *l);
+	void (*audit_unqueued)(struct node *node, unsigned gpu, uid_t uid,
+	    pid_t pid, const char *user, int op, const char *error,
+	    const char *reason);
 };
 
 struct node {
@@ -176,7 +190,7 @@ struct procstat;
  */
 struct node_audit {
 	bool ok;
-	uint64_t failures;
+	uint64_t failures, refused;
 	bool down;
 };
 void node_procstat(struct node *node, struct procstat *out,
@@ -208,6 +222,44 @@ void node_peer_end(struct node *node, uint64_t handle);
  */
 int node_token(struct node *node, const char *token, size_t len,
     struct node_claims *out, struct zerr *err);
+
+/*
+ * Split daemon only: one of the network process's own audit lines
+ * (privsep/msg.h, struct psmsg_audit: its h.op, magic and id are set
+ * here), which the device process writes: this process holds no writable
+ * fd of the log (audit.h). 0, or -1 with err (refused: logged there).
+ * Blocking. The four kinds, built here:
+ *   refused:    a write (or release) refused here; `who` names the writer
+ *               as a write does (gate_writer), `gpu` UINT32_MAX for none
+ *   superseded: a non-blocking write dropped before it ran (`w`, with
+ *               its writer)
+ *   lease end:  the ledger's line (struct node_lease_line)
+ *   unqueued:   a restore that could not be queued (op, error, reason)
+ */
+int node_audit(struct node *node, struct psmsg_audit *a, struct zerr *err);
+void node_audit_refused(struct node *node, const struct gpu_write *who,
+    unsigned gpu, const char *op, const char *error);
+void node_audit_superseded(struct node *node, const struct gpu_write *w,
+    unsigned gpu);
+
+struct node_lease_line {
+	unsigned gpu;
+	uid_t uid;
+	pid_t pid;
+	const char *user, *cgroup, *label;	/* label: NULL none */
+	const char *reason;		/* "process_exit", "release", ... */
+	unsigned settings;		/* GPU_SETTING_* */
+	bool left, energy_ok;
+	double duration_s;
+	uint64_t energy_mj;
+};
+void node_audit_lease_end(struct node *node, const struct node_lease_line *l);
+void node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid,
+    pid_t pid, const char *user, int op, const char *error,
+    const char *reason);
+
+/* Whether this node is a split daemon's network process's (node_audit). */
+bool node_is_remote(const struct node *node);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

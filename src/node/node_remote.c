@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/identity.h"
+#include "common/log.h"
 #include "common/procstat.h"
 #include "devices/rapl.h"
 #include "privsep/chan.h"
@@ -31,6 +32,18 @@ static void node_peer_remote(struct node *node, int sock, uint64_t refresh,
 static void node_peer_end_remote(struct node *node, uint64_t handle);
 static int node_token_remote(struct node *node, const char *token,
     size_t len, struct node_claims *out, struct zerr *err);
+static int node_audit_remote(struct node *node, struct psmsg_audit *a,
+    struct zerr *err);
+static void node_audit_refused_remote(struct node *node,
+    const struct gpu_write *who, unsigned gpu, const char *op,
+    const char *error);
+static void node_audit_superseded_remote(struct node *node,
+    const struct gpu_write *w, unsigned gpu);
+static void node_audit_lease_end_remote(struct node *node,
+    const struct node_lease_line *l);
+static void node_audit_unqueued_remote(struct node *node, unsigned gpu,
+    uid_t uid, pid_t pid, const char *user, int op, const char *error,
+    const char *reason);
 
 static const struct node_remote_ops node_remote_ops = {
 	.sample = node_sample_remote,
@@ -38,6 +51,11 @@ static const struct node_remote_ops node_remote_ops = {
 	.peer = node_peer_remote,
 	.peer_end = node_peer_end_remote,
 	.token = node_token_remote,
+	.audit = node_audit_remote,
+	.audit_refused = node_audit_refused_remote,
+	.audit_superseded = node_audit_superseded_remote,
+	.audit_lease_end = node_audit_lease_end_remote,
+	.audit_unqueued = node_audit_unqueued_remote,
 };
 
 int
@@ -181,6 +199,7 @@ node_procstat_remote(struct node *node, struct procstat *out,
 	if (audit != NULL && rep.rc == 0) {
 		audit->ok = true;
 		audit->failures = rep.a_failures;
+		audit->refused = rep.a_refused;
 		audit->down = rep.a_down != 0;
 	}
 	if (net != NULL && rep.p_net_ok) {
@@ -246,4 +265,141 @@ node_token_remote(struct node *node, const char *token, size_t len,
 	out->exp = rep.t_exp;
 	out->handle = rep.t_handle;
 	return 0;
+}
+
+static int
+node_audit_remote(struct node *node, struct psmsg_audit *a, struct zerr *err)
+{
+	struct psmsg_reply rep;
+
+	a->h.magic = PSMSG_MAGIC;
+	a->h.op = PSMSG_AUDIT;
+	pschan_call_audit(node->pool, a, &rep);
+	if (rep.rc != 0) {
+		char q[ZERR_MSG_MAX + 64];
+
+		zerr_set(err, (enum zerr_kind)rep.err_kind, "%s", rep.err_msg);
+		zlog(ZLOG_WARN, "audit_line_refused", "error=%s",
+		    zlog_quote(q, sizeof(q), err->msg));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- The network process's audit lines, as records ------------------------ */
+
+/* `src` into a record's string field, cut to fit; the rest stays 0. */
+static void
+rec_str(char *dst, size_t size, const char *src)
+{
+	size_t n = src != NULL ? strnlen(src, size - 1) : 0;
+
+	memcpy(dst, src != NULL ? src : "", n);
+}
+
+static uint32_t
+rec_reason(const char *r)
+{
+	struct gpu_write w = { .writer = GPU_WRITER_RESTORE, .writer_reason =
+	    r };
+
+	return psgpu_reason(&w);
+}
+
+static void
+rec_send(struct node *node, struct psmsg_audit *a)
+{
+	struct zerr err;
+
+	(void)node_audit(node, a, &err);	/* a refusal is logged */
+}
+
+static void
+node_audit_refused_remote(struct node *node, const struct gpu_write *who,
+    unsigned gpu, const char *op, const char *error)
+{
+	static _Thread_local struct psmsg_audit a;
+	struct gpu_write w = *who;
+	size_t k = 0;
+
+	memset(&a, 0, sizeof(a));
+	/* only who it was for: the values of the refused write are not kept */
+	w.op = GPU_RESET_LOCKED_CLOCKS;
+	w.writer_reason = NULL;
+	psgpu_write_fields(&a.h, &w);
+	a.h.w_op = 0;
+	a.kind = PSMSG_AUDIT_REFUSED;
+	if (gpu < node->ngpu)
+		a.h.dev = gpu;
+	else
+		a.no_gpu = 1;
+	/* [a-z_] only, as the record takes it */
+	for (const char *p = op; p != NULL && *p != '\0' &&
+	    k < sizeof(a.op) - 1; p++)
+		a.op[k++] = (*p >= 'a' && *p <= 'z') ? *p : '_';
+	if (k == 0)
+		memcpy(a.op, "unknown", 7);
+	rec_str(a.error, sizeof(a.error), error);
+	rec_send(node, &a);
+}
+
+static void
+node_audit_superseded_remote(struct node *node, const struct gpu_write *w,
+    unsigned gpu)
+{
+	static _Thread_local struct psmsg_audit a;
+	struct gpu_write c = *w;
+
+	memset(&a, 0, sizeof(a));
+	c.writer_reason = NULL;
+	if (c.writer == GPU_WRITER_RESTORE)
+		c.writer = GPU_WRITER_UNSET;
+	psgpu_write_fields(&a.h, &c);
+	a.h.dev = gpu;
+	a.kind = PSMSG_AUDIT_SUPERSEDED;
+	rec_send(node, &a);
+}
+
+static void
+node_audit_lease_end_remote(struct node *node, const struct node_lease_line *l)
+{
+	static _Thread_local struct psmsg_audit a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = PSMSG_AUDIT_LEASE_END;
+	a.h.dev = l->gpu;
+	a.reason = rec_reason(l->reason);
+	a.settings = l->settings;
+	a.holder_uid = (uint32_t)l->uid;
+	a.holder_pid = l->pid > 0 ? (uint32_t)l->pid : 0;
+	a.left = l->left;
+	a.energy_ok = l->energy_ok;
+	a.duration_us = l->duration_s > 0 ? (uint64_t)(l->duration_s * 1e6) :
+	    0;
+	a.energy_mj = l->energy_ok ? l->energy_mj : 0;
+	rec_str(a.user, sizeof(a.user), l->user);
+	rec_str(a.cgroup, sizeof(a.cgroup), l->cgroup);
+	rec_str(a.label, sizeof(a.label), l->label);
+	rec_send(node, &a);
+}
+
+static void
+node_audit_unqueued_remote(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
+    const char *user, int op, const char *error, const char *reason)
+{
+	static _Thread_local struct psmsg_audit a;
+	struct gpu_write w = { .op = (enum gpu_write_op)op };
+
+	memset(&a, 0, sizeof(a));
+	psgpu_write_fields(&a.h, &w);	/* a restore's op: takes no value */
+	a.h.w_power_limit_mw = 0;
+	a.h.w_enabled = 0;
+	a.kind = PSMSG_AUDIT_UNQUEUED;
+	a.h.dev = gpu;
+	a.reason = rec_reason(reason);
+	a.holder_uid = (uint32_t)uid;
+	a.holder_pid = pid > 0 ? (uint32_t)pid : 0;
+	rec_str(a.user, sizeof(a.user), user);
+	rec_str(a.error, sizeof(a.error), error);
+	rec_send(node, &a);
 }

@@ -202,22 +202,37 @@ pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req, int pass,
 	pschan_give(p, fd);
 }
 
-void
-pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
-    struct psmsg_reply *rep)
+/* One larger request of `size` bytes whose header is `h`. */
+static void
+pschan_call_big(struct pschan_pool *p, struct psmsg_request *h,
+    const void *msg, size_t size, struct psmsg_reply *rep)
 {
 	ssize_t n;
 	int fd;
 
-	t->h.id = atomic_fetch_add(&p->next_id, 1);
+	h->id = atomic_fetch_add(&p->next_id, 1);
 	fd = pschan_take(p);
 	do
-		n = send(fd, t, sizeof(*t), MSG_NOSIGNAL);
+		n = send(fd, msg, size, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(*t))
+	if (n != (ssize_t)size)
 		pschan_fatal("send", n < 0 ? errno : 0);
-	(void)pschan_recv(fd, &t->h, rep, 0);
+	(void)pschan_recv(fd, h, rep, 0);
 	pschan_give(p, fd);
+}
+
+void
+pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
+    struct psmsg_reply *rep)
+{
+	pschan_call_big(p, &t->h, t, sizeof(*t), rep);
+}
+
+void
+pschan_call_audit(struct pschan_pool *p, struct psmsg_audit *a,
+    struct psmsg_reply *rep)
+{
+	pschan_call_big(p, &a->h, a, sizeof(*a), rep);
 }
 
 int

@@ -58,8 +58,10 @@ void pschan_call(struct pschan_pool *p, struct psmsg_request *req,
 void pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req,
     int pass, struct psmsg_reply *rep);
 
-/* pschan_call for the one larger request, PSMSG_TOKEN (its id set here). */
+/* pschan_call for the larger requests, PSMSG_TOKEN and PSMSG_AUDIT. */
 void pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
+    struct psmsg_reply *rep);
+void pschan_call_audit(struct pschan_pool *p, struct psmsg_audit *a,
     struct psmsg_reply *rep);
 
 /*

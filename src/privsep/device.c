@@ -115,8 +115,10 @@ psdev_main(void *arg)
 	union {
 		struct psmsg_request req;
 		struct psmsg_token tok;
+		struct psmsg_audit audit;
 		char raw[sizeof(struct psmsg_token) + 1];
 	} in;
+	static _Thread_local struct psmsg_audit audit;
 	struct psmsg_request req;
 	static _Thread_local struct psmsg_token tok;
 	struct psmsg_reply rep;
@@ -146,6 +148,20 @@ psdev_main(void *arg)
 			psexec_token(&d->x, &tok, &rep);
 			explicit_bzero(&tok, sizeof(tok));
 			explicit_bzero(&in, sizeof(in));
+			goto answer;
+		}
+		if ((size_t)n == sizeof(struct psmsg_audit)) {
+			if (psmsg_audit_check(in.raw, (size_t)n, &d->lim,
+			    &audit, why, sizeof(why)) == 0 && (bad || fd >= 0))
+				snprintf(why, sizeof(why), "a descriptor with "
+				    "an audit line");
+			if (why[0] != '\0') {
+				if (fd >= 0)
+					close(fd);
+				psdev_refuse(d, why);
+				break;
+			}
+			psexec_audit(&d->x, &audit, &rep);
 			goto answer;
 		}
 		if (psmsg_request_check(in.raw, (size_t)n, &d->lim, &req, why,

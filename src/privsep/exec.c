@@ -276,7 +276,8 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req, int fd,
 		if (x->guard != NULL && x->guard->audit != NULL) {
 			bool down = false;
 
-			x->guard->audit(x->guard->ctx, &rep->a_failures, &down);
+			x->guard->audit(x->guard->ctx, &rep->a_failures,
+			    &rep->a_refused, &down);
 			rep->a_down = down;
 		}
 		if (x->net > 0 && procstat_count_fds(x->net,
@@ -329,4 +330,23 @@ psexec_token(const struct psexec *x, const struct psmsg_token *t,
 	rep->t_has_exp = c.has_exp ? 1 : 0;
 	rep->t_exp = c.has_exp ? c.exp : 0;
 	rep->t_handle = handle;
+}
+
+void
+psexec_audit(const struct psexec *x, const struct psmsg_audit *a,
+    struct psmsg_reply *rep)
+{
+	struct zerr err;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->magic = PSMSG_MAGIC;
+	rep->op = PSMSG_AUDIT;
+	rep->id = a->h.id;
+	zerr_clear(&err);
+	if (x->guard == NULL || x->guard->audit_record == NULL) {
+		internal(rep, "no audit log here");
+		return;
+	}
+	if (x->guard->audit_record(x->guard->ctx, a, &err) != 0)
+		fail(rep, &err);
 }

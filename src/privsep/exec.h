@@ -63,7 +63,15 @@ struct psexec_guard {
 	int (*token)(void *ctx, const char *token, size_t len,
 	    struct psexec_claims *c, uint64_t *handle, struct zerr *err);
 	/* PSMSG_PROC: this process's audit log, lines lost and down now */
-	void (*audit)(void *ctx, uint64_t *failures, bool *down);
+	void (*audit)(void *ctx, uint64_t *failures, uint64_t *refused,
+	    bool *down);
+	/*
+	 * PSMSG_AUDIT: writes the network process's line (checked by
+	 * psmsg_audit_check), or refuses it (-1 with err: a holder that is
+	 * not this process's record's, a peer it does not know).
+	 */
+	int (*audit_record)(void *ctx, const struct psmsg_audit *a,
+	    struct zerr *err);
 };
 
 struct psexec {
@@ -104,6 +112,10 @@ struct psexec {
  */
 void psexec_run(const struct psexec *x, const struct psmsg_request *req,
     int fd, struct psmsg_reply *rep);
+
+/* A checked PSMSG_AUDIT (psmsg_audit_check), answered in *rep. */
+void psexec_audit(const struct psexec *x, const struct psmsg_audit *a,
+    struct psmsg_reply *rep);
 
 /* A checked PSMSG_TOKEN (psmsg_token_check), answered in *rep. */
 void psexec_token(const struct psexec *x, const struct psmsg_token *t,

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/lease_label.h"
 #include "common/procstat.h"
 #include "devices/gpu.h"
 #include "devices/rapl.h"
@@ -267,6 +268,9 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 	}
 }
 
+static int check_h(const struct psmsg_request *rp,
+    const struct psmsg_limits *lim, char *why, size_t whysz);
+
 int
 psmsg_request_check(const void *buf, size_t len,
     const struct psmsg_limits *lim, struct psmsg_request *out, char *why,
@@ -282,6 +286,19 @@ psmsg_request_check(const void *buf, size_t len,
 		    len, sizeof(r));
 	/* a copy: `buf` may be unaligned, and the checks see one snapshot */
 	memcpy(&r, buf, sizeof(r));
+	if (check_h(&r, lim, why, whysz) != 0)
+		return -1;
+	*out = r;
+	return 0;
+}
+
+/* psmsg_request_check's checks of one request (a copy). */
+static int
+check_h(const struct psmsg_request *rp, const struct psmsg_limits *lim,
+    char *why, size_t whysz)
+{
+	const struct psmsg_request r = *rp;
+
 	if (r.magic != PSMSG_MAGIC)
 		return refuse(why, whysz, "bad magic 0x%08x", r.magic);
 	if (r.pad != 0 || r.pad1 != 0)
@@ -313,10 +330,7 @@ psmsg_request_check(const void *buf, size_t len,
 		return refuse(why, whysz, "op %u with non-zero peer fields",
 		    r.op);
 	}
-	if (check_fields(&r, lim, why, whysz) != 0)
-		return -1;
-	*out = r;
-	return 0;
+	return check_fields(&r, lim, why, whysz);
 }
 
 int
@@ -345,6 +359,108 @@ psmsg_token_check(const void *buf, size_t len, struct psmsg_token *out,
 			refuse(why, whysz, "bytes after the token");
 			goto bad;
 		}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+/* A NUL-terminated string in its field, nothing after the NUL. */
+static bool
+field_str(const char *f, size_t size)
+{
+	const char *nul = memchr(f, '\0', size);
+
+	return nul != NULL && all_zero((const uint8_t *)nul,
+	    size - (size_t)(nul - f));
+}
+
+static bool
+op_name_ok(const char *op)
+{
+	if (op[0] == '\0')
+		return false;
+	for (; *op != '\0'; op++)
+		if (!((*op >= 'a' && *op <= 'z') || *op == '_'))
+			return false;
+	return true;
+}
+
+int
+psmsg_audit_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_audit *out, char *why,
+    size_t whysz)
+{
+	struct psmsg_audit *a = out;
+	struct psmsg_request h;
+	bool ledger, holder;
+
+	memset(out, 0, sizeof(*out));
+	if (len != sizeof(*out))
+		return refuse(why, whysz, "audit request of %zu bytes, not %zu",
+		    len, sizeof(*out));
+	memcpy(out, buf, sizeof(*out));
+	h = a->h;
+	if (h.magic != PSMSG_MAGIC || h.op != PSMSG_AUDIT) {
+		refuse(why, whysz, "audit request with magic 0x%08x op %u",
+		    h.magic, h.op);
+		goto bad;
+	}
+	if (a->kind < PSMSG_AUDIT_REFUSED || a->kind >= PSMSG_AUDIT_KIND_END) {
+		refuse(why, whysz, "audit kind %u", a->kind);
+		goto bad;
+	}
+	/* the header as a GPU write's, so the who fields are checked alike */
+	h.op = PSMSG_GPU_WRITE;
+	if (a->kind != PSMSG_AUDIT_SUPERSEDED &&
+	    a->kind != PSMSG_AUDIT_UNQUEUED && h.w_op == 0)
+		h.w_op = GPU_RESET_LOCKED_CLOCKS;	/* takes no value */
+	if (a->no_gpu > 1 || (a->no_gpu && (a->kind != PSMSG_AUDIT_REFUSED ||
+	    h.dev != 0)))
+		h.dev = UINT32_MAX;
+	else if (a->no_gpu)
+		h.dev = 0;
+	if (lim->ngpu == 0 && a->no_gpu) {
+		struct psmsg_limits one = *lim;
+
+		one.ngpu = 1;	/* a refusal that names no GPU, on no GPU */
+		if (check_h(&h, &one, why, whysz) != 0)
+			goto bad;
+	} else if (check_h(&h, lim, why, whysz) != 0) {
+		goto bad;
+	}
+	ledger = a->kind == PSMSG_AUDIT_LEASE_END;
+	holder = ledger || a->kind == PSMSG_AUDIT_UNQUEUED;
+	if ((a->kind == PSMSG_AUDIT_REFUSED) != op_name_ok(a->op) ||
+	    (a->kind != PSMSG_AUDIT_REFUSED && !all_zero((const uint8_t *)
+	    a->op, sizeof(a->op)))) {
+		refuse(why, whysz, "audit operation name");
+		goto bad;
+	}
+	if (!field_str(a->op, sizeof(a->op)) ||
+	    !field_str(a->error, sizeof(a->error)) ||
+	    !field_str(a->user, sizeof(a->user)) ||
+	    !field_str(a->cgroup, sizeof(a->cgroup)) ||
+	    !field_str(a->label, sizeof(a->label)) ||
+	    (a->label[0] != '\0' && lease_label_invalid(a->label) != NULL)) {
+		refuse(why, whysz, "an audit string without its NUL, with "
+		    "bytes after it, or a bad label");
+		goto bad;
+	}
+	if (a->left > 1 || a->energy_ok > 1 || a->reason >= PSMSG_REASON_END ||
+	    (!ledger && (a->settings | a->left | a->energy_ok) != 0) ||
+	    (!ledger && (a->duration_us | a->energy_mj) != 0) ||
+	    (!ledger && (a->cgroup[0] != '\0' || a->label[0] != '\0')) ||
+	    (!holder && (a->holder_uid | a->holder_pid | a->reason) != 0) ||
+	    (!holder && a->user[0] != '\0') ||
+	    (a->holder_pid > INT32_MAX) ||
+	    (a->kind == PSMSG_AUDIT_LEASE_END && a->error[0] != '\0') ||
+	    (a->kind == PSMSG_AUDIT_SUPERSEDED && a->error[0] != '\0') ||
+	    (a->kind == PSMSG_AUDIT_LEASE_END && (a->h.w_op != 0 ||
+	    a->h.w_from != 0 || a->h.auth != 0 || a->h.tok != 0))) {
+		refuse(why, whysz, "audit fields the kind does not use");
+		goto bad;
+	}
 	return 0;
 bad:
 	memset(out, 0, sizeof(*out));

@@ -50,6 +50,7 @@ enum psmsg_op {
 	PSMSG_PEER,			/* a connected Unix peer (its fd) */
 	PSMSG_PEER_END,			/* auth: that peer's connection closed */
 	PSMSG_TOKEN,			/* struct psmsg_token: verify a token */
+	PSMSG_AUDIT,			/* struct psmsg_audit: an audit line */
 	PSMSG_OP_END
 };
 
@@ -168,6 +169,7 @@ struct psmsg_reply {
 	 * of the writes it runs): lines lost, and 1 while it cannot write
 	 */
 	uint64_t a_failures;
+	uint64_t a_refused;		/* writes --audit-required refused */
 	uint32_t a_down;
 	uint32_t pad3;			/* 0 */
 	/* PSMSG_PEER: struct identity (NUL-terminated strings) */
@@ -185,6 +187,45 @@ struct psmsg_reply {
 };
 
 /*
+ * PSMSG_AUDIT: an audit line of the network process's own (its early
+ * refusals, writes dropped before they ran, the ledger's lease_end and a
+ * restore it could not queue), which the device process writes: the
+ * network process holds no writable fd of the audit log. Typed fields
+ * only; who a refusal or a dropped write was for is named as a write
+ * names it (h.w_from, h.auth, h.tok, h.w_addr*), so the identity in the
+ * line is the device process's. The device process checks that a
+ * lease's holder is the one its own record of that GPU has.
+ */
+enum psmsg_audit_kind {
+	PSMSG_AUDIT_REFUSED = 1,	/* op, error; gpu or no_gpu */
+	PSMSG_AUDIT_SUPERSEDED,		/* the write in h.w_* */
+	PSMSG_AUDIT_LEASE_END,		/* holder, ledger fields */
+	PSMSG_AUDIT_UNQUEUED,		/* a restore (h.w_op), holder, error */
+	PSMSG_AUDIT_KIND_END
+};
+
+#define PSMSG_AUDIT_OP_MAX 32
+#define PSMSG_AUDIT_LABEL_MAX 72
+
+struct psmsg_audit {
+	struct psmsg_request h;		/* op PSMSG_AUDIT; dev: the GPU */
+	uint32_t kind;			/* enum psmsg_audit_kind */
+	uint32_t no_gpu;		/* REFUSED: 1 when no GPU is named */
+	uint32_t reason;		/* LEASE_END, UNQUEUED: psmsg_reason */
+	uint32_t settings;		/* LEASE_END: GPU_SETTING_* bits */
+	uint32_t holder_uid, holder_pid;	/* LEASE_END, UNQUEUED */
+	uint32_t left, energy_ok;	/* LEASE_END: 0 or 1 each */
+	uint64_t duration_us;		/* LEASE_END */
+	uint64_t energy_mj;		/* LEASE_END, when energy_ok */
+	/* NUL-terminated, every byte after the NUL 0 */
+	char op[PSMSG_AUDIT_OP_MAX];	/* REFUSED: [a-z_]+ */
+	char error[ZERR_MSG_MAX];	/* REFUSED, UNQUEUED */
+	char user[IDENTITY_USER_MAX];	/* LEASE_END, UNQUEUED: holder's */
+	char cgroup[IDENTITY_CGROUP_MAX];	/* LEASE_END */
+	char label[PSMSG_AUDIT_LABEL_MAX];	/* LEASE_END: "" none */
+};
+
+/*
  * No implicit padding anywhere: each size is the sum of its fields, so
  * every byte on the wire is a named field that the sender zeroes or fills
  * and the receiver can check. A multiple of 8 keeps arrays of messages and
@@ -198,7 +239,7 @@ _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");
 _Static_assert(sizeof(struct psmsg_reply) ==
     2 * 4 + 8 + 4 + 4 + ZERR_MSG_MAX + 4 * 4 + 8 + 3 * 8 + 2 * 4 +
-    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 9 * 8 + 8 + 2 * 4 +
+    PSMSG_MAX_GPUS * 4 + 3 * PSMSG_MAX_PKGS * 8 + 9 * 8 + 2 * 8 + 2 * 4 +
     IDENTITY_USER_MAX + IDENTITY_COMM_MAX + 2 * 4 + IDENTITY_MAX_GROUPS * 4 +
     IDENTITY_CGROUP_MAX + 2 * 8 + 2 * 4 + PSMSG_SUB_MAX,
     "struct psmsg_reply has padding");
@@ -206,6 +247,13 @@ _Static_assert(sizeof(struct psmsg_reply) % 8 == 0,
     "struct psmsg_reply size not a multiple of 8");
 _Static_assert(sizeof(struct psmsg_token) == sizeof(struct psmsg_request) +
     2 * 4 + PSMSG_TOKEN_MAX, "struct psmsg_token has padding");
+_Static_assert(sizeof(struct psmsg_audit) == sizeof(struct psmsg_request) +
+    8 * 4 + 2 * 8 + PSMSG_AUDIT_OP_MAX + ZERR_MSG_MAX + IDENTITY_USER_MAX +
+    IDENTITY_CGROUP_MAX + PSMSG_AUDIT_LABEL_MAX,
+    "struct psmsg_audit has padding");
+_Static_assert(sizeof(struct psmsg_audit) != sizeof(struct psmsg_token) &&
+    sizeof(struct psmsg_audit) != sizeof(struct psmsg_request),
+    "requests are told apart by their size");
 
 /* What the device process serves: the bounds a request is checked against. */
 struct psmsg_limits {
@@ -253,6 +301,19 @@ int psmsg_request_check(const void *buf, size_t len,
  */
 int psmsg_token_check(const void *buf, size_t len, struct psmsg_token *out,
     char *why, size_t whysz);
+
+/*
+ * The same for a PSMSG_AUDIT (len == sizeof(struct psmsg_audit)): the
+ * header checked as a GPU write's would be (dev < ngpu unless no_gpu;
+ * for SUPERSEDED a valid write, for UNQUEUED a restore's op; who fields as
+ * a write's), a known kind whose unused fields are all 0, flags 0 or 1,
+ * a reason in range, every string NUL-terminated with 0 after it, `op`
+ * of [a-z_], `label` of the lease label's characters. Returns 0 and
+ * fills *out, or -1 with a reason.
+ */
+int psmsg_audit_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_audit *out, char *why,
+    size_t whysz);
 
 /*
  * The network side's check of a reply to request (id, op): exact size,

@@ -10,11 +10,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint32_t
+psgpu_reason(const struct gpu_write *w)
+{
+	const char *r = w->writer_reason;
+
+	if (r == NULL || w->writer != GPU_WRITER_RESTORE)
+		return PSMSG_REASON_NONE;
+	return strcmp(r, "process_exit") == 0 ? PSMSG_REASON_PROCESS_EXIT :
+	    strcmp(r, "release") == 0 ? PSMSG_REASON_RELEASE :
+	    strcmp(r, "shutdown") == 0 ? PSMSG_REASON_SHUTDOWN :
+	    PSMSG_REASON_NONE;
+}
+
 /* gpu.h's writers are the messages' senders, by number */
 _Static_assert(GPU_WRITER_UNSET == (int)PSMSG_FROM_NONE &&
     GPU_WRITER_UNIX == (int)PSMSG_FROM_UNIX &&
     GPU_WRITER_TCP == (int)PSMSG_FROM_TCP &&
     GPU_WRITER_RESTORE == (int)PSMSG_FROM_RESTORE, "gpu_writer != psmsg_from");
+
+void
+psgpu_write_fields(struct psmsg_request *req, const struct gpu_write *w)
+{
+	req->w_op = (uint32_t)w->op;
+	req->w_from = (uint32_t)w->writer;
+	req->auth = w->writer_handle;
+	req->tok = w->token_handle;
+	req->w_addr_kind = w->writer_addr_kind;
+	memcpy(req->w_addr, w->writer_addr, w->writer_addr_kind == 4 ? 4 :
+	    w->writer_addr_kind == 6 ? 16 : 0);
+	req->w_reason = psgpu_reason(w);
+	/* only the fields the operation uses: the device process checks */
+	switch (w->op) {
+	case GPU_SET_POWER_LIMIT:
+		req->w_power_limit_mw = w->power_limit_mw;
+		break;
+	case GPU_SET_PERSISTENCE_MODE:
+		req->w_enabled = w->enabled ? 1 : 0;
+		break;
+	case GPU_SET_GPU_LOCKED_CLOCKS:
+	case GPU_SET_MEM_LOCKED_CLOCKS:
+		req->w_min_mhz = w->min_clock_mhz;
+		req->w_max_mhz = w->max_clock_mhz;
+		break;
+	default:
+		break;
+	}
+}
 
 /* A lacks table and the ones it replaced (freed with the backend). */
 struct psgpu_table {
@@ -208,35 +250,7 @@ psgpu_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
 	struct psmsg_reply rep;
 
 	psmsg_request_init(&req, PSMSG_GPU_WRITE, 0);
-	req.w_op = (uint32_t)w->op;
-	req.w_from = (uint32_t)w->writer;
-	req.auth = w->writer_handle;
-	req.tok = w->token_handle;
-	req.w_addr_kind = w->writer_addr_kind;
-	memcpy(req.w_addr, w->writer_addr, w->writer_addr_kind == 4 ? 4 :
-	    w->writer_addr_kind == 6 ? 16 : 0);
-	if (w->writer_reason != NULL && w->writer == GPU_WRITER_RESTORE)
-		req.w_reason = strcmp(w->writer_reason, "process_exit") == 0 ?
-		    PSMSG_REASON_PROCESS_EXIT : strcmp(w->writer_reason,
-		    "release") == 0 ? PSMSG_REASON_RELEASE :
-		    strcmp(w->writer_reason, "shutdown") == 0 ?
-		    PSMSG_REASON_SHUTDOWN : PSMSG_REASON_NONE;
-	/* only the fields the operation uses: the device process checks */
-	switch (w->op) {
-	case GPU_SET_POWER_LIMIT:
-		req.w_power_limit_mw = w->power_limit_mw;
-		break;
-	case GPU_SET_PERSISTENCE_MODE:
-		req.w_enabled = w->enabled ? 1 : 0;
-		break;
-	case GPU_SET_GPU_LOCKED_CLOCKS:
-	case GPU_SET_MEM_LOCKED_CLOCKS:
-		req.w_min_mhz = w->min_clock_mhz;
-		req.w_max_mhz = w->max_clock_mhz;
-		break;
-	default:
-		break;
-	}
+	psgpu_write_fields(&req, w);
 	return psgpu_call(psgpu_of(b), &req, gpu, &rep, err);
 }
 

@@ -45,6 +45,16 @@ void psgpu_note_sample(struct gpu_backend *b, const struct psmsg_reply *rep);
 /* Sets a GPU's lost flag (at the split: as the device backend has it). */
 void psgpu_set_lost(struct gpu_backend *b, unsigned gpu, bool lost);
 
+/*
+ * A write's fields in a request (PSMSG_GPU_WRITE, or the header of a
+ * PSMSG_AUDIT naming a dropped write): the operation's values only, who
+ * it is for, a TCP writer's address, a restore's reason.
+ */
+void psgpu_write_fields(struct psmsg_request *req, const struct gpu_write *w);
+
+/* A restore's reason ("process_exit", ...) as enum psmsg_reason. */
+uint32_t psgpu_reason(const struct gpu_write *w);
+
 /* True when b is a remote backend. */
 bool psgpu_is_remote(const struct gpu_backend *b);
 

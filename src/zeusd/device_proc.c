@@ -302,6 +302,7 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	struct warden_config wc = { .ngpu = node->ngpu,
 	    .enabled = cfg->enabled, .unix_transport = cfg->mode == MODE_UDS,
 	    .tcp_transport = cfg->mode == MODE_TCP, .leases = cfg->gpu_leases,
+	    .audit_required = cfg->audit_required,
 	    .policy = srv->ctx.policy, .net = ends->net };
 	struct psexec_guard guard;
 	struct logrelay *relay = NULL;

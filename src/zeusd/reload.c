@@ -354,10 +354,15 @@ reload_device(const struct zeusd_config *cfg, struct node *node,
 	fds[RELOAD_FD_KEY] = -1;
 	failed += reload_device_key(cfg, key, key_changed);
 	fds[RELOAD_FD_POLICY] = reload_policy_fd(cfg, policy, &failed);
-	fds[RELOAD_FD_AUDIT] = audit_open_again();
-	/* ours too: the device process writes its refusals' lines */
-	if (fds[RELOAD_FD_AUDIT] >= 0)
-		(void)audit_reopen();
+	/*
+	 * Ours is reopened (the device process writes every line); the
+	 * network process gets a read-only fd, for free-space checks only
+	 */
+	fds[RELOAD_FD_AUDIT] = -1;
+	if (cfg->audit_log != NULL && audit_reopen() == 0 &&
+	    (fds[RELOAD_FD_AUDIT] = audit_open_readonly()) < 0)
+		zlog(ZLOG_WARN, "audit_not_passed", "msg=\"the network process "
+		    "keeps checking the previous file's free space\"");
 	failed += cfg->audit_log != NULL && fds[RELOAD_FD_AUDIT] < 0;
 	return failed;
 }

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "access/audit.h"
 #include "common/log.h"
 #include "privsep/chan.h"
 #include "privsep/msg.h"
@@ -49,7 +50,7 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	struct sockaddr_storage name;
 	socklen_t name_len;
 	sigset_t sigs;
-	int ctl[2] = { -1, -1 }, logp[2], *peer;
+	int ctl[2] = { -1, -1 }, logp[2], *peer, audit_ro;
 	pid_t pid;
 
 	if (node->ngpu > PSMSG_MAX_GPUS || node->ncpu > PSMSG_MAX_PKGS)
@@ -94,6 +95,22 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 		return zerr_set(err, ZERR_INTERNAL, "socketpair or pipe: %s",
 		    strerror(e));
 	}
+	/* the network process's view of the audit log: read-only */
+	audit_ro = audit_open_readonly();
+	if (audit_enabled() && audit_ro < 0) {
+		int e = errno;
+
+		close(ctl[0]);
+		close(ctl[1]);
+		close(logp[0]);
+		close(logp[1]);
+		pschan_pool_destroy(pool);
+		for (unsigned i = 0; i < nchan; i++)
+			close(peer[i]);
+		free(peer);
+		return zerr_set(err, ZERR_INTERNAL, "the audit log, read-only: "
+		    "%s", strerror(e));
+	}
 	/* before the fork: no SIGCHLD of the network process is lost */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGCHLD);
@@ -111,9 +128,14 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 		close(ctl[1]);
 		close(logp[0]);
 		close(logp[1]);
+		if (audit_ro >= 0)
+			close(audit_ro);
 		return zerr_set(err, ZERR_INTERNAL, "fork: %s", strerror(e));
 	}
 	if (pid == 0) {
+		/* the audit log is written by the device process only */
+		if (audit_enabled())
+			audit_set_readonly(audit_ro);
 		for (unsigned i = 0; i < nchan; i++)
 			close(peer[i]);
 		free(peer);
@@ -130,6 +152,8 @@ split_run(const struct zeusd_config *cfg, struct server *srv,
 	}
 	close(ctl[1]);
 	close(logp[1]);
+	if (audit_ro >= 0)
+		close(audit_ro);
 	/* the warden's proof that a peer's socket is one of ours */
 	name_len = sizeof(name);
 	memset(&name, 0, sizeof(name));

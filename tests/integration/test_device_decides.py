@@ -23,7 +23,7 @@ from test_policy import as_user, node  # noqa: F401 (fixture)
 SYS_PIDFD_GETFD = 438
 PSMSG_MAGIC = 0x7a707331
 OP = {"gpu_limit": 3, "gpu_write": 6, "peer": 10, "peer_end": 11,
-      "token": 12}
+      "token": 12, "audit": 13}
 FROM = {"none": 0, "unix": 1, "tcp": 2, "restore": 3}
 SET_POWER_LIMIT = 0              # enum gpu_write_op
 ZERR_MSG_MAX = 512
@@ -455,3 +455,49 @@ def test_only_the_device_process_holds_the_key(start, tmp_path):
                                    tok=token_handle(raw)))
     assert rc == 0, msg
     assert d.proc.poll() is None
+
+
+def audit_record(kind, gpu=0, op=b"", error=b"", holder_uid=0, user=b"",
+                 settings=0, no_gpu=0, w_from=0, auth=0):
+    """struct psmsg_audit (src/privsep/msg.h)."""
+    head = request(OP["audit"], auth, w_from, gpu)
+    body = struct.pack("<IIIIIIIIQQ", kind, no_gpu, 0, settings, holder_uid,
+                       0, 0, 0, 0, 0)
+    return head + body + op.ljust(32, b"\0") + error.ljust(512, b"\0") + \
+        user.ljust(64, b"\0") + b"\0" * 256 + b"\0" * 72
+
+
+def test_the_network_process_cannot_write_the_audit_log(node):
+    audit = node.base / "audit.log"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)], policy=POLICY)
+    f = Forger(d)
+    # its only fd of the log is read-only
+    fds = [fd for fd in os.listdir(f"/proc/{f.net}/fd")
+           if os.readlink(f"/proc/{f.net}/fd/{fd}") == str(audit)]
+    assert len(fds) == 1, fds
+    flags = int(re.search(r"^flags:\s+(\d+)", Path(
+        f"/proc/{f.net}/fdinfo/{fds[0]}").read_text(), re.M).group(1), 8)
+    assert flags & os.O_ACCMODE == os.O_RDONLY
+    err = steal(f.net, int(fds[0]))
+    with pytest.raises(OSError):
+        os.write(err, b'{"result":"ok"}\n')
+    os.close(err)
+    # its own lines go to the device process as records: a refusal it
+    # names nobody known for is written with no identity; a ledger line
+    # for a holder the device process never saw on that GPU is refused
+    rc, _, msg, _ = f.call(audit_record(1, gpu=2, op=b"set_power_limit",
+                                        error=b"forged", w_from=FROM["unix"],
+                                        auth=5 << 32))
+    assert rc == 0, msg
+    rc, _, msg, _ = f.call(audit_record(3, gpu=1, holder_uid=4242,
+                                        user=b"x", settings=1))
+    assert rc == -1 and "held no lease" in msg, msg
+    # a record that does not check out is a broken message: zeusd stops
+    lines = [json.loads(x) for x in audit.read_text().splitlines()]
+    assert [(x["operation"], x["identity"], x.get("error")) for x in lines] \
+        == [("set_power_limit", {}, "forged")], lines
+    assert d.proc.poll() is None
+    d.ready = False
+    f.chan.send(audit_record(1, gpu=2, op=b"Set-Power", error=b"x"))
+    assert d.proc.wait(timeout=20) == 1
+    assert "audit operation name" in d.logs()
