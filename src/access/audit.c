@@ -102,6 +102,20 @@ audit_open(const char *path, struct zerr *err)
 	return 0;
 }
 
+/* The log's fd becomes `fd`; the old one is closed. */
+static void
+audit_swap_fd(int fd)
+{
+	int old;
+
+	pthread_mutex_lock(&audit_lock);
+	old = audit_fd;
+	audit_fd = fd;
+	pthread_mutex_unlock(&audit_lock);
+	if (old >= 0)
+		close(old);
+}
+
 static void
 audit_reopen_failed(const char *why)
 {
@@ -117,7 +131,7 @@ int
 audit_reopen(void)
 {
 	char q[600], why[ZERR_MSG_MAX];
-	int fd, old;
+	int fd;
 
 	if (audit_path == NULL)
 		return 0;
@@ -125,12 +139,7 @@ audit_reopen(void)
 		audit_reopen_failed(why);
 		return -1;
 	}
-	pthread_mutex_lock(&audit_lock);
-	old = audit_fd;
-	audit_fd = fd;
-	pthread_mutex_unlock(&audit_lock);
-	if (old >= 0)
-		close(old);
+	audit_swap_fd(fd);
 	zlog(ZLOG_INFO, "audit_reopened", "file=%s",
 	    zlog_quote(q, sizeof(q), audit_path));
 	return 0;
@@ -161,15 +170,8 @@ audit_open_readonly(void)
 void
 audit_set_readonly(int fd)
 {
-	int old;
-
 	atomic_store(&audit_ro, true);
-	pthread_mutex_lock(&audit_lock);
-	old = audit_fd;
-	audit_fd = fd;
-	pthread_mutex_unlock(&audit_lock);
-	if (old >= 0)
-		close(old);
+	audit_swap_fd(fd);
 }
 
 bool
@@ -187,14 +189,7 @@ audit_fileno(void)
 void
 audit_replace_fd(int fd)
 {
-	int old;
-
-	pthread_mutex_lock(&audit_lock);
-	old = audit_fd;
-	audit_fd = fd;
-	pthread_mutex_unlock(&audit_lock);
-	if (old >= 0)
-		close(old);
+	audit_swap_fd(fd);
 	zlog(ZLOG_INFO, "audit_reopened", "fd=%d", fd);
 }
 

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/identity.h"
 #include "common/log.h"
 #include "devices/gpu_cmd.h"
@@ -1393,13 +1394,7 @@ leases_restore_all(struct leases *l, unsigned timeout_ms)
 	struct timespec until;
 	bool busy;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = zclock_realtime_in(timeout_ms);
 	pthread_mutex_lock(&l->lock);
 	for (unsigned i = 0; i < l->ngpu; i++)
 		if (l->gpus[i].state == LEASE_HELD)

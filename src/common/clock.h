@@ -45,6 +45,26 @@ zclock_ts(uint64_t ns)
 	    .tv_nsec = (long)(ns % 1000000000u) };
 }
 
+/*
+ * CLOCK_REALTIME `ms` from now, as a timespec: the deadline of the waits
+ * that only take that clock (pthread_timedjoin_np, a condition variable
+ * made without pthread_condattr_setclock).
+ */
+static inline struct timespec
+zclock_realtime_in(unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 /* Sleeps `ms`, going on with what is left after a signal. */
 static inline void
 zclock_sleep_ms(unsigned ms)

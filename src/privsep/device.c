@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 struct psdev_chan {
@@ -252,13 +253,7 @@ psdev_stop(struct psdev *d, unsigned timeout_ms)
 	for (unsigned i = 0; i < d->n; i++)
 		(void)shutdown(d->chans[i].fd, SHUT_RDWR);
 	/* pthread_timedjoin_np takes CLOCK_REALTIME */
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = zclock_realtime_in(timeout_ms);
 	for (unsigned i = 0; i < d->n; i++)
 		if (d->chans[i].started &&
 		    pthread_timedjoin_np(d->chans[i].thread, NULL, &until) != 0)

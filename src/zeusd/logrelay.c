@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 #define TAG "proc=network "
 #define TAG_LEN (sizeof(TAG) - 1)
 
@@ -131,13 +133,7 @@ logrelay_stop(struct logrelay *r, unsigned timeout_ms)
 
 	if (r == NULL)
 		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = zclock_realtime_in(timeout_ms);
 	pthread_mutex_lock(&r->lock);
 	while (!r->done && pthread_cond_timedwait(&r->done_cv, &r->lock,
 	    &until) == 0)
