@@ -107,6 +107,52 @@ psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
 	return n;
 }
 
+/*
+ * One datagram, told apart by its size (a request, a token, an audit
+ * line), checked in full and run. 0 with *rep to send, or -1 with `why`
+ * (a message that does not check out). `fd`, the descriptor that came with
+ * it (-1: none), is closed here; `bad`: more came, or not SCM_RIGHTS.
+ */
+static int
+psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
+    struct psmsg_reply *rep, char *why, size_t whysz)
+{
+	static _Thread_local struct psmsg_token tok;
+	static _Thread_local struct psmsg_audit audit;
+	struct psmsg_request req;
+	bool big = n == sizeof(tok) || n == sizeof(audit);
+	int rc = 0;
+
+	why[0] = '\0';
+	memset(&req, 0, sizeof(req));
+	if (n == sizeof(tok))
+		(void)psmsg_token_check(raw, n, &tok, why, whysz);
+	else if (n == sizeof(audit))
+		(void)psmsg_audit_check(raw, n, &d->lim, &audit, why, whysz);
+	else
+		(void)psmsg_request_check(raw, n, &d->lim, &req, why, whysz);
+	if (why[0] == '\0' && bad)
+		snprintf(why, whysz, "more than one descriptor, or not "
+		    "SCM_RIGHTS");
+	else if (why[0] == '\0' && !big && req.op == PSMSG_PEER && fd < 0)
+		snprintf(why, whysz, "a peer request without its socket");
+	else if (why[0] == '\0' && fd >= 0 && (big || req.op != PSMSG_PEER))
+		snprintf(why, whysz, "a descriptor with a request that takes "
+		    "none");
+	if (why[0] != '\0')
+		rc = -1;
+	else if (n == sizeof(tok))
+		psexec_token(&d->x, &tok, rep);
+	else if (n == sizeof(audit))
+		psexec_audit(&d->x, &audit, rep);
+	else
+		psexec_run(&d->x, &req, fd, rep);
+	explicit_bzero(&tok, sizeof(tok));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 static void *
 psdev_main(void *arg)
 {
@@ -119,9 +165,6 @@ psdev_main(void *arg)
 		struct psmsg_audit audit;
 		char raw[sizeof(struct psmsg_token) + 1];
 	} in;
-	static _Thread_local struct psmsg_audit audit;
-	struct psmsg_request req;
-	static _Thread_local struct psmsg_token tok;
 	struct psmsg_reply rep;
 	char why[128];
 	ssize_t n;
@@ -134,59 +177,13 @@ psdev_main(void *arg)
 			continue;
 		if (n <= 0)
 			break;		/* end of file: the network side left */
-		why[0] = '\0';
-		if ((size_t)n == sizeof(struct psmsg_token)) {
-			if (psmsg_token_check(in.raw, (size_t)n, &tok, why,
-			    sizeof(why)) == 0 && (bad || fd >= 0))
-				snprintf(why, sizeof(why), "a descriptor with "
-				    "a token");
-			if (why[0] != '\0') {
-				if (fd >= 0)
-					close(fd);
-				psdev_refuse(d, why);
-				break;
-			}
-			psexec_token(&d->x, &tok, &rep);
-			explicit_bzero(&tok, sizeof(tok));
-			explicit_bzero(&in, sizeof(in));
-			goto answer;
-		}
-		if ((size_t)n == sizeof(struct psmsg_audit)) {
-			if (psmsg_audit_check(in.raw, (size_t)n, &d->lim,
-			    &audit, why, sizeof(why)) == 0 && (bad || fd >= 0))
-				snprintf(why, sizeof(why), "a descriptor with "
-				    "an audit line");
-			if (why[0] != '\0') {
-				if (fd >= 0)
-					close(fd);
-				psdev_refuse(d, why);
-				break;
-			}
-			psexec_audit(&d->x, &audit, &rep);
-			goto answer;
-		}
-		if (psmsg_request_check(in.raw, (size_t)n, &d->lim, &req, why,
-		    sizeof(why)) != 0)
-			;	/* `why` says it */
-		else if (bad)
-			snprintf(why, sizeof(why), "more than one descriptor, "
-			    "or not SCM_RIGHTS");
-		else if (req.op == PSMSG_PEER && fd < 0)
-			snprintf(why, sizeof(why), "a peer request without "
-			    "its socket");
-		else if (req.op != PSMSG_PEER && fd >= 0)
-			snprintf(why, sizeof(why), "a descriptor with op %u",
-			    req.op);
-		if (why[0] != '\0') {
-			if (fd >= 0)
-				close(fd);
+		if (psdev_one(d, in.raw, (size_t)n, fd, bad, &rep, why,
+		    sizeof(why)) != 0) {
 			psdev_refuse(d, why);
 			break;
 		}
-		psexec_run(&d->x, &req, fd, &rep);
-		if (fd >= 0)
-			close(fd);
-answer:
+		if ((size_t)n == sizeof(in.tok))	/* no token stays */
+			explicit_bzero(&in, sizeof(in));
 		do
 			n = send(c->fd, &rep, sizeof(rep), MSG_NOSIGNAL);
 		while (n < 0 && errno == EINTR);
