@@ -388,6 +388,29 @@ def test_max_unsent_env_is_validated(tmp_path, value):
     assert not (tmp_path / "z.sock").exists()
 
 
+class Lateness:
+    """While in use, a thread of this process sleeps 5 ms at a time and
+    keeps the worst overshoot: how long this process waited to be run."""
+
+    def __enter__(self):
+        import threading
+        self.worst = 0.0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def _run(self):
+        while not self._stop.is_set():
+            t = time.monotonic()
+            time.sleep(0.005)
+            self.worst = max(self.worst, time.monotonic() - t - 0.005)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
 def test_stalled_reader_does_not_stall_others_and_rss_bounded(simd):
     d = simd(args=["--gpu-power-poll-hz", "200"],
              env={"ZEUS_SIM_GPUS": "8"})
@@ -397,7 +420,8 @@ def test_stalled_reader_does_not_stall_others_and_rss_bounded(simd):
     good.pump(1.0)
     rss0 = rss_kib(d)
     t = time.monotonic()
-    good.pump(4.0)
+    with Lateness() as late:
+        good.pump(4.0)
     dt = time.monotonic() - t
     rss1 = rss_kib(d)
     n = len(good.data())
@@ -405,7 +429,9 @@ def test_stalled_reader_does_not_stall_others_and_rss_bounded(simd):
     # (loose bounds: CI machines have 2 CPUs shared with other tests)
     assert n >= 0.6 * 2 * 200 * (dt + 1.0), n
     gaps = [b[0] - a[0] for a, b in zip(good.events, good.events[1:])]
-    assert max(gaps) < 0.5, max(gaps)
+    # a gap this process itself caused (it was not run: a loaded machine)
+    # is measured beside it and allowed for
+    assert max(gaps) < 0.5 + late.worst, (max(gaps), late.worst)
     assert rss1 - rss0 < 4096, (rss0, rss1)
     # A stalled reader that resumes is told it skipped, then gets fresh
     # events: on a Unix socket the daemon counts everything unread.

@@ -337,10 +337,15 @@ def run_logging(tmp_path, journal_matches, extra_env=None):
 
 def test_journal_stream_gets_priorities(tmp_path):
     lines = run_logging(tmp_path, True)
-    assert lines and all(re.match(r"<[3467]>level=", l) for l in lines), lines
+    # the network process's lines carry its tag after the priority
+    # (zeusd/logrelay.h)
+    assert lines and all(re.match(r"<[3467]>(proc=network )?level=", l)
+                         for l in lines), lines
+    assert any(l.startswith("<6>proc=network level=info") for l in lines)
     assert not any("ts=" in l for l in lines)
     by = {m.group(2): m.group(1) for m in
-          (re.match(r"<(\d)>level=(\w+)", l) for l in lines)}
+          (re.match(r"<(\d)>(?:proc=network )?level=(\w+)", l)
+           for l in lines)}
     # tcp_without_auth is a warning; listening info; request info/debug
     assert by["warn"] == "4" and by["info"] == "6"
     assert by.get("debug", "7") == "7"
