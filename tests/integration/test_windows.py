@@ -730,3 +730,39 @@ def test_zeusd_exe_help_names_the_windows_flags(wine_env):
     assert "--socket-path" not in p.stdout
     assert "gpu-control,gpu-read,metrics" in p.stdout
     assert run_zeusd_exe(wine_env, "--version").stdout.startswith("zeusd ")
+
+
+@needs_zeusd
+def test_zeusd_exe_refuses_a_key_others_may_write(wine_env, tmp_path):
+    # wine gives a file the DACL of its Unix mode: 0666 lets Everyone
+    # (S-1-1-0) write it, which wfile_win.c's check refuses
+    key = tmp_path / "key"
+    key.write_bytes(b"k\n")
+    key.chmod(0o666)
+    p = run_zeusd_exe(wine_env, "serve", "--simulate", "--mode", "tcp",
+                      "--tcp-bind-address", f"127.0.0.1:{free_port()}",
+                      "--signing-key-path", winpath(key))
+    assert p.returncode == 1, p.stderr
+    assert "may be written by S-1-1-0" in p.stderr.strip().splitlines()[-1]
+
+
+@needs_zeusd
+def test_zeusd_exe_runs_overrides_with_createprocess(win_zeusd, tmp_path):
+    echo = str(ECHO).replace("/", "\\\\")
+    ov = tmp_path / "overrides.toml"
+    ov.write_text(
+        "[set_power_limit]\n"
+        f"commands = [\"'Z:{echo}' {{gpu_id}} '{{power_limit_w}} W'\"]\n"
+        "[reset_locked_clocks]\n"
+        "commands = [\"'Z:\\\\nothere\\\\missing.exe' {gpu_id}\"]\n")
+    ov.chmod(0o600)
+    d = win_zeusd("--gpu-command-overrides", winpath(ov))
+    before = d.json("GET", "/gpu/get_power_limit?gpu_ids=2")
+    assert d.json("POST", "/gpu/set_power_limit?gpu_ids=2&"
+                  "power_limit_mw=150000&block=true") is None
+    # the command ran instead of NVML: the simulator's limit is unchanged
+    assert d.json("GET", "/gpu/get_power_limit?gpu_ids=2") == before
+    err = d.json("POST", "/gpu/reset_locked_clocks?gpu_ids=1&block=true",
+                 status=500)
+    assert "missing.exe" in err["errors"]["1"]
+    assert "overrides=2" in d.logs()
