@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procstat_win.c - procstat.h on Windows, for /metrics: the process's
- * creation time and CPU time (GetProcessTimes), its working set and
- * committed private bytes as rss and vsize (K32GetProcessMemoryInfo), and
+ * creation time and CPU time (GetProcessTimes), its working set as rss
+ * (K32GetProcessMemoryInfo), its address space in use as vsize, and
  * its open handles as open descriptors (GetProcessHandleCount). Windows
  * has no per-process descriptor limit, so max_fds is never set.
  */
@@ -19,6 +19,22 @@ static uint64_t
 procstat_ticks(FILETIME ft)
 {
 	return ((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+}
+
+/*
+ * Virtual size: the process's user address space in use (total less
+ * available, as GlobalMemoryStatusEx reports them for the calling
+ * process); the commit charge when that cannot be read.
+ */
+static uint64_t
+procstat_vsize(uint64_t commit)
+{
+	MEMORYSTATUSEX ms = { .dwLength = sizeof(ms) };
+
+	if (!GlobalMemoryStatusEx(&ms) ||
+	    ms.ullAvailVirtual > ms.ullTotalVirtual)
+		return commit;
+	return ms.ullTotalVirtual - ms.ullAvailVirtual;
 }
 
 void
@@ -39,7 +55,8 @@ procstat_self(struct procstat *out)
 		out->cpu_ms = (procstat_ticks(kernel) + procstat_ticks(user)) /
 		    10000;
 		out->rss_bytes = mem.WorkingSetSize;
-		out->vsize_bytes = mem.PrivateUsage;
+		/* the address space in use, not the commit charge */
+		out->vsize_bytes = procstat_vsize(mem.PrivateUsage);
 		out->ok |= PROCSTAT_STAT;
 	}
 	if (GetProcessHandleCount(self, &handles)) {

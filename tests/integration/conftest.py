@@ -229,7 +229,16 @@ def run_zeusd(*args, env=None, timeout=10, **kw):
     """Runs zeusd to completion; returns CompletedProcess (text)."""
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run(ZEUSD_CMD + list(args), capture_output=True,
+    args = list(args)
+    if WINE_RUN and args[:1] == ["serve"]:
+        # zeusd.exe has TCP only: a Unix socket path becomes a free port
+        if "--socket-path" in args:
+            i = args.index("--socket-path")
+            del args[i:i + 2]
+        if "--mode" not in args:
+            args += ["--mode", "tcp", "--tcp-bind-address",
+                     f"127.0.0.1:{free_port()}"]
+    return subprocess.run(ZEUSD_CMD + args, capture_output=True,
                           text=True, env=e, timeout=timeout, **kw)
 
 
