@@ -30,14 +30,16 @@ peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
 	}
 	if (sa->sa_family == AF_UNIX)
 		return peer_identify_unix(fd, p);
-	if (sa->sa_family == AF_INET && (size_t)salen >= sizeof(struct sockaddr_in)) {
+	if (sa->sa_family == AF_INET &&
+	    (size_t)salen >= sizeof(struct sockaddr_in)) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
 
 		p->kind = PEER_INET4;
 		memcpy(p->addr, &in->sin_addr, 4);
 		return 0;
 	}
-	if (sa->sa_family == AF_INET6 && (size_t)salen >= sizeof(struct sockaddr_in6)) {
+	if (sa->sa_family == AF_INET6 &&
+	    (size_t)salen >= sizeof(struct sockaddr_in6)) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
 		const uint8_t *a = in6->sin6_addr.s6_addr;
 

@@ -34,4 +34,11 @@ int sock_unsent(int fd, int *bytes);
 /* Whether the peer hung up or the socket failed, asked without waiting. */
 bool sock_peer_gone(int fd);
 
+/*
+ * A close-on-exec duplicate of a Unix-socket connection, to pass to the
+ * device process (gate.c); -1 with errno where there is none (Windows has
+ * no Unix-socket peers, and no device process).
+ */
+int sock_dup_unix(int fd);
+
 #endif

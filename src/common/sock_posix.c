@@ -5,6 +5,7 @@
 #include "common/sock.h"
 
 #include <linux/sockios.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -53,4 +54,10 @@ sock_peer_gone(int fd)
 
 	return poll(&pf, 1, 0) == 1 &&
 	    (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+int
+sock_dup_unix(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }

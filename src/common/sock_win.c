@@ -70,3 +70,11 @@ sock_peer_gone(int fd)
 	return WSAPoll(&pf, 1, 0) == 1 &&
 	    (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
+
+int
+sock_dup_unix(int fd)
+{
+	(void)fd;
+	errno = ENOSYS;
+	return -1;
+}

@@ -582,6 +582,10 @@ nvml_get_persistence_mode(struct gpu_backend *b, unsigned gpu, bool *enabled,
 
 	if (g == NULL)
 		return -1;
+	if (nvml_persistence_fixed) {
+		*enabled = true;
+		return 0;
+	}
 	if (c->fn.get_persistence == NULL)
 		return nvml_fail_lacks(err, gpu, what,
 		    "nvmlDeviceGetPersistenceMode");
@@ -622,6 +626,22 @@ nvml_reset_locked_clocks(const struct nvml_ctx *c, struct nvml_gpu *g,
 	return 0;
 }
 
+/* Persistence mode where the platform fixes it (nvml.h). */
+static int
+nvml_write_fixed_persistence(unsigned gpu, bool enabled, struct zerr *err)
+{
+	static atomic_bool logged;
+
+	if (!enabled)
+		return zerr_set(err, ZERR_INVALID,
+		    "Persistence mode cannot be disabled on this platform.");
+	if (!atomic_exchange(&logged, true))
+		zlog(ZLOG_INFO, "persistence_mode_fixed", "gpu=%u msg=\"enabling "
+		    "persistence mode is a no-op on this platform: the driver "
+		    "keeps GPUs initialised\"", gpu);
+	return 0;
+}
+
 static int
 nvml_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
     struct zerr *err)
@@ -637,6 +657,8 @@ nvml_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
 	if ((unsigned)w->op >= GPU_WRITE_OP_COUNT)
 		return zerr_set(err, ZERR_INVALID, "GPU %u: unknown write "
 		    "operation %d", gpu, (int)w->op);
+	if (w->op == GPU_SET_PERSISTENCE_MODE && nvml_persistence_fixed)
+		return nvml_write_fixed_persistence(gpu, w->enabled, err);
 	if ((lacks = nvml_write_lacks(b, w->op)) != NULL)
 		return nvml_fail_lacks(err, gpu, what, lacks);
 	switch (w->op) {

@@ -26,6 +26,12 @@ extern const char nvml_default_library[];
 extern const char nvml_fallback_library[];
 extern const char nvml_privileged[];
 void nvml_os_whoami(char *buf, size_t size);
+/*
+ * Persistence mode is the platform's, not NVML's (Windows, as upstream
+ * zeusd has it there: the driver stays loaded, so the mode reads as on,
+ * enabling it is a no-op and disabling it is refused); false on Linux.
+ */
+extern const bool nvml_persistence_fixed;
 #define NVML_DEFAULT_LIBRARY nvml_default_library
 #define NVML_FALLBACK_LIBRARY nvml_fallback_library
 

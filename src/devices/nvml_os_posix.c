@@ -10,6 +10,7 @@
 
 const char nvml_default_library[] = "libnvidia-ml.so.1";
 const char nvml_fallback_library[] = "libnvidia-ml.so";
+const bool nvml_persistence_fixed = false;
 const char nvml_privileged[] = "root";
 
 void

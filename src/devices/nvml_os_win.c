@@ -14,6 +14,7 @@ const char nvml_default_library[] = "nvml.dll";
 const char nvml_fallback_library[] =
     "C:\\Program Files\\NVIDIA Corporation\\NVSMI\\nvml.dll";
 const char nvml_privileged[] = "an administrator";
+const bool nvml_persistence_fixed = true;
 
 void
 nvml_os_whoami(char *buf, size_t size)

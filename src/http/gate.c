@@ -7,7 +7,6 @@
 #include "http/gate.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,8 @@
 #include "access/policy.h"
 #include "common/identity.h"
 #include "common/pool.h"
+#include "common/sock.h"
+#include "common/wipe.h"
 #include "devices/gpu.h"
 #include "http/conn.h"
 #include "http/ctx.h"
@@ -130,7 +131,7 @@ gate_tok_run(struct pool_job *job)
 	struct tok_lookup *l = (struct tok_lookup *)job;
 
 	l->rc = node_token(l->node, l->token, l->len, &l->nc, &l->err);
-	explicit_bzero(l->token, l->len);
+	wipe(l->token, l->len);
 	request_complete_one(l->req);	/* the loop keeps the verdict */
 }
 
@@ -202,7 +203,7 @@ gate_tok_start(struct request *req, const char *token, size_t len,
 	c->tok_lookup = l;
 	request_defer(req, 1, again);
 	if (pool_submit(req->ctx->lookups, &l->job) != 0) {
-		explicit_bzero(l->token, l->len);
+		wipe(l->token, l->len);
 		l->failed = true;
 		request_complete_one(req);	/* answered by `again` */
 	}
@@ -668,7 +669,7 @@ gate_lookup_start(struct request *req, void (*again)(struct request *req))
 	/* here, while the socket surely is this connection's */
 	l->own_groups = peer_own_groups(request_socket(req), l->gid,
 	    &l->own) == 0;
-	l->sock = fcntl(request_socket(req), F_DUPFD_CLOEXEC, 0);
+	l->sock = sock_dup_unix(request_socket(req));
 	c->lookup = l;
 	/* before submitting: the job may complete before submit returns */
 	request_defer(req, 1, again);

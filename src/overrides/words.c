@@ -116,9 +116,11 @@ ws_emit(struct wsplit *w)
 	if (nv == NULL)
 		return zerr_set(w->err, ZERR_INTERNAL, "out of memory");
 	w->out->v = nv;
-	nv[w->out->n] = strndup(w->buf, w->len);
-	if (nv[w->out->n] == NULL)
+	/* strndup is not in the Windows C runtime */
+	if ((nv[w->out->n] = malloc(w->len + 1)) == NULL)
 		return zerr_set(w->err, ZERR_INTERNAL, "out of memory");
+	memcpy(nv[w->out->n], w->buf, w->len);
+	nv[w->out->n][w->len] = '\0';
 	nv[++w->out->n] = NULL;
 	w->len = 0;
 	w->started = false;

@@ -31,59 +31,6 @@
 
 #define LISTEN_BACKLOG 1024
 
-int
-listen_parse_tcp(const char *s, struct sockaddr_storage *ss, socklen_t *len,
-    struct zerr *err)
-{
-	char host[INET6_ADDRSTRLEN + 1];
-	const char *port, *h;
-	size_t hlen;
-	struct addrinfo hints, *res = NULL;
-	int rc;
-
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-
-		if (close == NULL || close[1] != ':')
-			goto bad;
-		h = s + 1;
-		hlen = (size_t)(close - h);
-		port = close + 2;
-	} else {
-		const char *colon = strrchr(s, ':');
-
-		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)) != NULL)
-			goto bad;
-		h = s;
-		hlen = (size_t)(colon - s);
-		port = colon + 1;
-	}
-	if (hlen == 0 || hlen >= sizeof(host) || *port == '\0' ||
-	    strlen(port) > 5 || strspn(port, "0123456789") != strlen(port) ||
-	    strtoul(port, NULL, 10) > 65535)
-		goto bad;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-	hints.ai_family = s[0] == '[' ? AF_INET6 : AF_INET;
-	hints.ai_socktype = SOCK_STREAM;
-	rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0 || res == NULL || res->ai_addrlen > sizeof(*ss)) {
-		if (res != NULL)
-			freeaddrinfo(res);
-		goto bad;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-bad:
-	return zerr_set(err, ZERR_INVALID,
-	    "invalid --tcp-bind-address '%.100s': expected IPV4:PORT or "
-	    "[IPV6]:PORT with a numeric address and a port 0-65535", s);
-}
-
 static int
 listen_socket(int family, struct zerr *err)
 {
@@ -816,7 +763,6 @@ listen_describe(int fd, char *buf, size_t size)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	char host[INET6_ADDRSTRLEN];
 
 	snprintf(buf, size, "?");
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
@@ -825,15 +771,6 @@ listen_describe(int fd, char *buf, size_t size)
 		/* Bound as /proc/self/fd/N/name: show the path as given. */
 		snprintf(buf, size, "unix:%s", fd == listen_own.sockfd ?
 		    listen_own.path : ((struct sockaddr_un *)&ss)->sun_path);
-	} else if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		snprintf(buf, size, "tcp:%s:%u", host, ntohs(in->sin_port));
-	} else if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		snprintf(buf, size, "tcp:[%s]:%u", host, ntohs(in6->sin6_port));
-	}
+	} else
+		listen_format_inet(&ss, buf, size);
 }

@@ -74,4 +74,8 @@ void listen_forget_socket(void);
  * "tcp:127.0.0.1:4938") for logs. */
 void listen_describe(int fd, char *buf, size_t size);
 
+/* "tcp:HOST:PORT" or "tcp:[V6]:PORT" into buf; other families: untouched. */
+void listen_format_inet(const struct sockaddr_storage *ss, char *buf,
+    size_t size);
+
 #endif

@@ -9,12 +9,21 @@
 # elevated PowerShell, GPU 0's power limit is set to the middle of its range,
 # read back and restored to what it was; from a non-elevated one, the same
 # write must be refused by the driver (zeusd answers 403 there).
+# zeusd.exe (PowerShell 7 or later: -SkipHttpErrorCheck) is started on
+# 127.0.0.1:$Port (--mode tcp) over the same NVML and
+# asked over HTTP: GPUs found, power read, persistence mode as Windows has
+# it, one stream event (curl.exe, in Windows 10 and later), and with -Write
+# the power limit set and restored through zeusd (or the 403 when not
+# elevated). zeusd.exe is ended with Stop-Process at the end: its clean
+# stop on Ctrl-C is checked by hand (press Ctrl-C in a console running it:
+# it logs event=stopping event=ctrl_c and event=stopped, exit 0).
 # Exits 0 when every check passed, 1 otherwise. Not yet run on a real host:
 # written with the wine tests (tests/integration/test_windows.py) as the
-# model; zeusd.exe's checks join it when zeusd.exe builds.
+# model.
 param(
     [Parameter(Mandatory = $true)][string]$BuildDir,
     [string]$NvmlLibrary = "nvml.dll",
+    [int]$Port = 4938,
     [switch]$Write
 )
 $ErrorActionPreference = "Stop"
@@ -101,6 +110,58 @@ Check "zeus.dll loads and answers" {
     $r = Run "dll_probe.exe" @()
     if ($r.Out -notmatch "^version=") { throw $r.Out }
 }
+
+$zeusdArgs = @("serve", "--mode", "tcp", "--tcp-bind-address", "127.0.0.1:$Port")
+if ($NvmlLibrary -ne "nvml.dll") { $zeusdArgs += @("--nvml-library", $NvmlLibrary) }
+$zlog = Join-Path $env:TEMP "zeusd-acceptance.log"
+$zeusd = Start-Process -FilePath (Join-Path $BuildDir "zeusd.exe") `
+    -ArgumentList $zeusdArgs -PassThru -NoNewWindow `
+    -RedirectStandardError $zlog
+$base = "http://127.0.0.1:$Port"
+Start-Sleep -Seconds 3
+
+Check "zeusd.exe serves the GPUs over TCP" {
+    $d = Invoke-RestMethod "$base/discover"
+    if ($d.gpus.Count -lt 1) { throw "no GPU: $(Get-Content $zlog -Raw)" }
+    if (($d.enabled_api_groups -join ",") -ne "gpu-control,gpu-read,metrics") {
+        throw "groups: $($d.enabled_api_groups -join ',')" }
+    $p = Invoke-RestMethod "$base/gpu/get_power?gpu_ids=0"
+    if ($p.power_mw."0" -le 0) { throw "no power reading" }
+}
+
+Check "zeusd.exe: persistence mode reads true and cannot be disabled" {
+    $m = Invoke-RestMethod "$base/gpu/get_persistence_mode?gpu_ids=0"
+    if (-not $m."0".enabled) { throw "reads false" }
+    $r = Invoke-WebRequest -Method Post -SkipHttpErrorCheck `
+        "$base/gpu/set_persistence_mode?gpu_ids=0&enabled=false&block=true"
+    if ($r.StatusCode -ne 400) { throw "status $($r.StatusCode)" }
+}
+
+Check "zeusd.exe streams power (one event)" {
+    $out = & curl.exe -s -N -m 3 "$base/gpu/stream_power?gpu_ids=0"
+    if (($out -join "`n") -notmatch 'data: \{"timestamp_ms":\d+,"gpu_id":0') {
+        throw "no event" }
+}
+
+if ($Write) {
+    Check "zeusd.exe sets GPU 0's power limit (or answers 403 when not elevated)" {
+        $c = Invoke-RestMethod "$base/gpu/get_power_limit_constraints?gpu_ids=0"
+        $old = (Invoke-RestMethod "$base/gpu/get_power_limit?gpu_ids=0")."0".power_limit_mw
+        $mid = [int](($c."0".min_power_limit_mw + $c."0".max_power_limit_mw) / 2)
+        $r = Invoke-WebRequest -Method Post -SkipHttpErrorCheck `
+            "$base/gpu/set_power_limit?gpu_ids=0&power_limit_mw=$mid&block=true"
+        if (-not $elevated) {
+            if ($r.StatusCode -ne 403) { throw "status $($r.StatusCode), want 403" }
+            return
+        }
+        if ($r.StatusCode -ne 200) { throw "status $($r.StatusCode): $($r.Content)" }
+        $now = (Invoke-RestMethod "$base/gpu/get_power_limit?gpu_ids=0")."0".power_limit_mw
+        $null = Invoke-WebRequest -Method Post `
+            "$base/gpu/set_power_limit?gpu_ids=0&power_limit_mw=$old&block=true"
+        if ($now -ne $mid) { throw "read back $now, set $mid" }
+    }
+}
+Stop-Process -Id $zeusd.Id -ErrorAction SilentlyContinue
 
 if ($failed -gt 0) { Write-Host "$failed check(s) failed"; exit 1 }
 Write-Host "all checks passed"

@@ -22,6 +22,18 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("ZEUSD_BUILD", ROOT / "build"))
 ZEUSD = BUILD / "zeusd"
 SIM = BUILD / "libnvml-sim.so"
+# ZEUSD_WINE=1: the daemon the tests start is the Windows build's zeusd.exe
+# (ZEUS_WIN_BUILD, default build-win/) under wine, on TCP only (a test of
+# the Unix socket is skipped), stopped with SIGINT (wine's CTRL_C_EVENT);
+# docs/windows.md gives the counts. WINEPREFIX: set one made beforehand
+# (`WINEPREFIX=... wine cmd /c exit`), or wine's first start in each test
+# takes seconds.
+WINE_RUN = os.environ.get("ZEUSD_WINE") == "1"
+if WINE_RUN:
+    ZEUSD_CMD = [shutil.which("wine") or "wine", str(Path(os.environ.get(
+        "ZEUS_WIN_BUILD", ROOT / "build-win")) / "zeusd.exe")]
+else:
+    ZEUSD_CMD = [str(ZEUSD)]
 
 
 def build_sanitizers():
@@ -54,7 +66,13 @@ class Zeusd:
         self.host = tcp_host
         self.sock = str(self.tmp / "run" / "zeusd.sock")
         self.port = free_port()
-        cmd = list(wrapper) + [str(ZEUSD), "serve"]
+        if WINE_RUN and (mode == "uds" or wrapper or preexec):
+            pytest.skip("Linux-only: the Unix socket, or a wrapper around "
+                        "zeusd (ZEUSD_WINE=1 runs zeusd.exe on TCP)")
+        if WINE_RUN and ("amdsmi" in args or any(
+                "cpu-read" in a for a in args)):
+            pytest.skip("Linux-only: AMD SMI and RAPL (cpu-read)")
+        cmd = list(wrapper) + ZEUSD_CMD + ["serve"]
         if mode == "uds":
             cmd += ["--socket-path", self.sock]
         else:
@@ -142,7 +160,8 @@ class Zeusd:
         if self.client is not None:
             self.client.close()
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGINT if WINE_RUN else
+                                  signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -210,7 +229,16 @@ def run_zeusd(*args, env=None, timeout=10, **kw):
     """Runs zeusd to completion; returns CompletedProcess (text)."""
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([str(ZEUSD), *args], capture_output=True,
+    args = list(args)
+    if WINE_RUN and args[:1] == ["serve"]:
+        # zeusd.exe has TCP only: a Unix socket path becomes a free port
+        if "--socket-path" in args:
+            i = args.index("--socket-path")
+            del args[i:i + 2]
+        if "--mode" not in args:
+            args += ["--mode", "tcp", "--tcp-bind-address",
+                     f"127.0.0.1:{free_port()}"]
+    return subprocess.run(ZEUSD_CMD + args, capture_output=True,
                           text=True, env=e, timeout=timeout, **kw)
 
 

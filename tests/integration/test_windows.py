@@ -21,6 +21,11 @@ What runs:
                   timeout, and a Job object that takes the command's
                   children with it (at the timeout, and when its parent
                   dies)
+  zeusd.exe       the daemon's one-process Windows wiring (main_win.c)
+                  with --simulate on nvml-sim.dll, over TCP: reads,
+                  writes, a stream, /metrics, tokens, persistence mode
+                  as on Windows, the startup refusals, and a clean stop
+                  on Ctrl-C (wine turns SIGINT into CTRL_C_EVENT)
   zeus.exe        the zeus tool on libzeus (libcurl with Schannel): help,
                   zeus measure over NVML directly (nvml-sim.dll) running a
                   command whose argv must survive Windows quoting, and zeus
@@ -29,6 +34,7 @@ What runs:
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -48,6 +54,7 @@ SPAWN = BUILD_WIN / "spawn_probe.exe"
 HANG = BUILD_WIN / "hang.exe"
 DLL = BUILD_WIN / "zeus.dll"
 DLL_PROBE = BUILD_WIN / "dll_probe.exe"
+ZEUSD_EXE = BUILD_WIN / "zeusd.exe"
 
 if WINE is None:
     pytest.skip("wine is not installed (scripts/win-deps.sh tools)",
@@ -460,7 +467,8 @@ def test_programs_need_only_system_dlls():
               "user32.dll", "bcrypt.dll", "crypt32.dll", "secur32.dll",
               "iphlpapi.dll", "wldap32.dll", "normaliz.dll", "shell32.dll",
               "zeus.dll"}
-    for f in [SIM, PROBE, DEPS, ZEUS, ECHO, DLL, DLL_PROBE, SPAWN, HANG]:
+    for f in [SIM, PROBE, DEPS, ZEUS, ECHO, DLL, DLL_PROBE, SPAWN, HANG,
+              ZEUSD_EXE]:
         if not f.exists():
             continue
         out = subprocess.run([objdump, "-p", str(f)], capture_output=True,
@@ -468,3 +476,293 @@ def test_programs_need_only_system_dlls():
         dlls = {ln.split(":", 1)[1].strip().lower()
                 for ln in out.splitlines() if "DLL Name:" in ln}
         assert dlls <= system, (f.name, dlls - system)
+
+
+# ---- zeusd.exe ---------------------------------------------------------------
+
+needs_zeusd = pytest.mark.skipif(
+    not ZEUSD_EXE.exists(), reason="zeusd.exe not built (-Dwin_deps=false)")
+
+
+class WinZeusd:
+    """`wine zeusd.exe serve --simulate --mode tcp` on 127.0.0.1."""
+
+    def __init__(self, env, tmp, args=()):
+        self.port = free_port()
+        self.log_path = Path(tmp) / f"zeusd-{self.port}.log"
+        self.log = open(self.log_path, "wb")
+        e = dict(env)
+        e["ZEUSD_LOG"] = "info"
+        self.proc = subprocess.Popen(
+            [WINE, str(ZEUSD_EXE), "serve", "--simulate", "--mode", "tcp",
+             "--tcp-bind-address", f"127.0.0.1:{self.port}", *args],
+            env=e, stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 60
+        while b" event=listening " not in self.log_path.read_bytes():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"zeusd.exe not ready:\n{self.logs()}")
+            time.sleep(0.05)
+
+    def logs(self):
+        return self.log_path.read_text(errors="replace")
+
+    def request(self, method, path, headers=None, timeout=20):
+        """(status, headers, body bytes) of one request."""
+        h = {"Host": f"127.0.0.1:{self.port}", "Connection": "close"}
+        h.update(headers or {})
+        with socket.create_connection(("127.0.0.1", self.port),
+                                      timeout=timeout) as s:
+            s.sendall((f"{method} {path} HTTP/1.1\r\n" + "".join(
+                f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n").encode())
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        return int(head.split(b" ", 2)[1]), head.decode(), body
+
+    def json(self, method, path, status=200, **kw):
+        code, head, body = self.request(method, path, **kw)
+        assert code == status, (code, body)
+        return json.loads(body) if body else None
+
+    def stop(self, timeout=30):
+        """Ctrl-C (SIGINT, which wine delivers as CTRL_C_EVENT)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"zeusd.exe did not stop:\n{self.logs()}")
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def win_zeusd(wine_env, tmp_path):
+    daemons = []
+
+    def _start(*args):
+        d = WinZeusd(wine_env, tmp_path, args)
+        daemons.append(d)
+        return d
+
+    yield _start
+    for d in daemons:
+        rc = d.stop()
+        assert rc == 0, f"zeusd.exe exited {rc}:\n{d.logs()}"
+
+
+def run_zeusd_exe(env, *args, timeout=60):
+    return subprocess.run([WINE, str(ZEUSD_EXE), *args], env=env,
+                          timeout=timeout, capture_output=True, text=True)
+
+
+@needs_zeusd
+def test_zeusd_exe_serves_time_and_discover(win_zeusd):
+    d = win_zeusd()
+    t = d.json("GET", "/time")["timestamp_ms"]
+    assert abs(t - time.time() * 1000) < 60000
+    disc = d.json("GET", "/discover")
+    assert [g["id"] for g in disc["gpus"]] == [0, 1, 2, 3]
+    assert disc["gpus"][0]["pci_address"] == "0000:01:00.0"
+    assert disc["cpus"] == []
+    # upstream's Windows default (gpu-control,gpu-read) and our metrics
+    assert disc["enabled_api_groups"] == ["gpu-control", "gpu-read",
+                                          "metrics"]
+    assert disc["auth_required"] is False
+    assert "event=tcp_without_auth" in d.logs()
+    assert "nvml-sim.dll" in d.logs()
+
+
+@needs_zeusd
+def test_zeusd_exe_gpu_reads_and_writes(win_zeusd):
+    d = win_zeusd()
+    power = d.json("GET", "/gpu/get_power?gpu_ids=0,2")
+    assert sorted(power["power_mw"]) == ["0", "2"]
+    assert all(v > 0 for v in power["power_mw"].values())
+    energy = d.json("GET", "/gpu/get_cumulative_energy?gpu_ids=1")
+    assert energy["1"]["energy_mj"] > 0
+    lim = d.json("GET", "/gpu/get_power_limit_constraints?gpu_ids=0")
+    assert lim["0"] == {"min_power_limit_mw": 100000,
+                        "max_power_limit_mw": 400000}
+    assert d.json("POST", "/gpu/set_power_limit?gpu_ids=0,1&"
+                  "power_limit_mw=250000&block=true") is None
+    assert d.json("GET", "/gpu/get_power_limit?gpu_ids=0,1") == {
+        "0": {"power_limit_mw": 250000}, "1": {"power_limit_mw": 250000}}
+    assert d.json("POST", "/gpu/set_gpu_locked_clocks?gpu_ids=3&"
+                  "min_clock_mhz=500&max_clock_mhz=1000&block=false") is None
+    assert d.json("POST", "/gpu/reset_locked_clocks?gpu_ids=3&block=true") \
+        is None
+    # the shared query parser and limits
+    err = d.json("POST", "/gpu/set_power_limit?gpu_ids=0&power_limit_mw=1&"
+                 "block=true", status=400)
+    assert "GPU 0" in err["errors"]["0"]
+    assert d.json("GET", "/gpu/get_power?gpu_ids=9", status=400)
+    assert "unknown field" in d.json(
+        "GET", "/gpu/get_power?bogus=1", status=400)["error"]
+    assert d.json("GET", "/nothere", status=404)
+
+
+@needs_zeusd
+def test_zeusd_exe_persistence_mode_is_windows(win_zeusd):
+    d = win_zeusd()
+    assert d.json("GET", "/gpu/get_persistence_mode") == {
+        str(i): {"enabled": True} for i in range(4)}
+    err = d.json("POST", "/gpu/set_persistence_mode?gpu_ids=0&enabled=false"
+                 "&block=true", status=400)
+    assert err == {"errors": {
+        "0": "Persistence mode cannot be disabled on this platform."}}
+    for _ in range(2):
+        assert d.json("POST", "/gpu/set_persistence_mode?gpu_ids=0,1&"
+                      "enabled=true&block=true") is None
+    assert d.logs().count("event=persistence_mode_fixed") == 1
+
+
+@needs_zeusd
+def test_zeusd_exe_streams_power_and_ends_streams_on_ctrl_c(wine_env,
+                                                             tmp_path):
+    d = WinZeusd(wine_env, tmp_path)
+    try:
+        s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+        s.sendall(f"GET /gpu/stream_power?gpu_ids=1 HTTP/1.1\r\n"
+                  f"Host: 127.0.0.1:{d.port}\r\n\r\n".encode())
+        data = b""
+        while b"\n\n" not in data.partition(b"\r\n\r\n")[2]:
+            data += s.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert b"text/event-stream" in head
+        # chunked: the first event is in the first chunk
+        event = json.loads(body[body.index(b"data: ") + 6:
+                                body.index(b"\n\n")])
+        assert event["gpu_id"] == 1 and event["power_mw"] > 0
+        rc = d.stop()
+        # the stream was ended by zeusd: the socket reaches end of file
+        s.settimeout(10)
+        while s.recv(65536):
+            pass
+        s.close()
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+    logs = d.logs()
+    assert rc == 0, logs
+    assert "event=stopping event=ctrl_c" in logs
+    assert "event=streams_ending subscribers=1" in logs
+    assert "event=stopped" in logs
+
+
+@needs_zeusd
+def test_zeusd_exe_metrics(win_zeusd):
+    d = win_zeusd()
+    code, head, body = d.request("GET", "/metrics")
+    assert code == 200 and "text/plain" in head
+    text = body.decode()
+    assert 'zeusd_gpu_info{index="3"' in text
+    assert "zeusd_gpu_power_limit_watts" in text or "power_limit" in text
+    # the process figures come from procstat_win.c
+    assert "process_cpu_seconds_total" in text
+    assert "process_open_fds" in text
+
+
+@needs_zeusd
+def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
+    key = tmp_path / "key"
+    key.write_bytes(b"a signing key\n")
+    def issue(scope):
+        p = run_zeusd_exe(wine_env, "token", "issue", "--signing-key-path",
+                          winpath(key), "--user", "alice", "--scope", scope,
+                          "--expires", "1h")
+        assert p.returncode == 0, p.stderr
+        return p.stdout.strip()
+    read = issue("gpu-read")
+    d = win_zeusd("--signing-key-path", winpath(key))
+    assert d.json("GET", "/discover")["auth_required"] is True
+    code, head, _ = d.request("GET", "/gpu/get_power")
+    assert code == 401 and 'WWW-Authenticate: Bearer realm="zeusd"' in head
+    auth = {"Authorization": f"Bearer {read}"}
+    assert d.json("GET", "/gpu/get_power", headers=auth)["power_mw"]
+    me = d.json("GET", "/auth/whoami", headers=auth)
+    assert me["sub"] == "alice" and me["scopes"] == ["gpu-read"]
+    err = d.json("POST", "/gpu/set_power_limit?gpu_ids=0&"
+                 "power_limit_mw=200000&block=true", headers=auth, status=403)
+    assert "gpu-control" in err["error"]
+    bad = {"Authorization": f"Bearer {read[:-2]}xx"}
+    assert d.json("GET", "/gpu/get_power", headers=bad, status=401)
+
+
+@needs_zeusd
+@pytest.mark.parametrize("args,status,message", [
+    ((), 1, "--mode named-pipe (the default on Windows) is not built yet"),
+    (("--mode", "named-pipe"), 1, "is not built yet in this zeusd; use "
+     "--mode tcp"),
+    (("--mode", "uds"), 2, "expected named-pipe or tcp"),
+    (("--mode", "tcp", "--enable", "gpu-read,cpu-read"), 1,
+     "API group 'cpu-read' is only supported on Linux. Remove it from "
+     "--enable"),
+    (("--socket-path", "x"), 2, "--socket-path is not available on Windows"),
+    (("--socket-permissions", "600"), 2,
+     "--socket-permissions is not available on Windows"),
+    (("--socket-uid", "0"), 2, "--socket-uid is not available on Windows"),
+    (("--socket-gid", "users"), 2,
+     "--socket-gid is not available on Windows"),
+    (("--mode", "tcp", "--gpu-leases"), 2,
+     "--gpu-leases is only supported on Linux"),
+    (("--mode", "tcp", "--policy-file", "p.toml"), 2,
+     "--policy-file is only supported on Linux"),
+    (("--mode", "tcp", "--gpu-backend", "amdsmi"), 1,
+     "AMD GPUs (AMD SMI) are supported on Linux only"),
+])
+def test_zeusd_exe_refuses_at_startup(wine_env, args, status, message):
+    p = run_zeusd_exe(wine_env, "serve", "--simulate", *args)
+    assert p.returncode == status, p.stderr
+    # one line says why (a warning logged before it may precede it)
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("zeusd: ") and message in last, p.stderr
+
+
+@needs_zeusd
+def test_zeusd_exe_help_names_the_windows_flags(wine_env):
+    p = run_zeusd_exe(wine_env, "serve", "--help")
+    assert p.returncode == 0
+    assert "--mode named-pipe|tcp" in p.stdout
+    assert "--socket-path" not in p.stdout
+    assert "gpu-control,gpu-read,metrics" in p.stdout
+    assert run_zeusd_exe(wine_env, "--version").stdout.startswith("zeusd ")
+
+
+@needs_zeusd
+def test_zeusd_exe_refuses_a_key_others_may_write(wine_env, tmp_path):
+    # wine gives a file the DACL of its Unix mode: 0666 lets Everyone
+    # (S-1-1-0) write it, which wfile_win.c's check refuses
+    key = tmp_path / "key"
+    key.write_bytes(b"k\n")
+    key.chmod(0o666)
+    p = run_zeusd_exe(wine_env, "serve", "--simulate", "--mode", "tcp",
+                      "--tcp-bind-address", f"127.0.0.1:{free_port()}",
+                      "--signing-key-path", winpath(key))
+    assert p.returncode == 1, p.stderr
+    assert "may be written by S-1-1-0" in p.stderr.strip().splitlines()[-1]
+
+
+@needs_zeusd
+def test_zeusd_exe_runs_overrides_with_createprocess(win_zeusd, tmp_path):
+    echo = str(ECHO).replace("/", "\\\\")
+    ov = tmp_path / "overrides.toml"
+    ov.write_text(
+        "[set_power_limit]\n"
+        f"commands = [\"'Z:{echo}' {{gpu_id}} '{{power_limit_w}} W'\"]\n"
+        "[reset_locked_clocks]\n"
+        "commands = [\"'Z:\\\\nothere\\\\missing.exe' {gpu_id}\"]\n")
+    ov.chmod(0o600)
+    d = win_zeusd("--gpu-command-overrides", winpath(ov))
+    before = d.json("GET", "/gpu/get_power_limit?gpu_ids=2")
+    assert d.json("POST", "/gpu/set_power_limit?gpu_ids=2&"
+                  "power_limit_mw=150000&block=true") is None
+    # the command ran instead of NVML: the simulator's limit is unchanged
+    assert d.json("GET", "/gpu/get_power_limit?gpu_ids=2") == before
+    err = d.json("POST", "/gpu/reset_locked_clocks?gpu_ids=1&block=true",
+                 status=500)
+    assert "missing.exe" in err["errors"]["1"]
+    assert "overrides=2" in d.logs()

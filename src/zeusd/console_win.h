@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * console_win.h - how Windows zeusd is told to stop (the Windows
+ * counterpart of signals.h): the console control handler. Ctrl-C,
+ * Ctrl-Break, closing the console window, logoff and system shutdown all
+ * stop it cleanly.
+ */
+#ifndef ZEUS_CONSOLE_WIN_H
+#define ZEUS_CONSOLE_WIN_H
+
+#include "common/err.h"
+
+/* Installs the handler; events from here on are kept for console_wait. */
+int console_arm(struct zerr *err);
+
+/* Waits for the first stop event; returns its name ("ctrl_c", ...). */
+const char *console_wait(void);
+
+/*
+ * The stop is done. For a console close, logoff or shutdown Windows ends
+ * the process once the handler returns (after at most 5 s), so the
+ * handler waits for this before it returns.
+ */
+void console_done(void);
+
+#endif

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * main_win.c - zeusd's entry point on Windows (main.c on Linux): the same
+ * subcommands, the same flags (cli.c, with cli_os_win.c's transports), and
+ * the one-process wiring of the same modules: devices and their workers
+ * (node/), the HTTP server (http/), handlers and streams (api/).
+ *
+ * Why one process: Linux zeusd splits into a root device process and an
+ * unprivileged, sandboxed network process (privsep/, seccomp, chroot, a
+ * socketpair between them). Windows has none of fork, seccomp or
+ * SCM_RIGHTS, and an NVML write needs an administrator there, so zeusd
+ * runs as one process with the account it is started as: an
+ * administrator (or a service account with that right) for GPU writes.
+ * Everything that parses network input then runs with that account's
+ * rights; docs/windows.md says what an administrator must know.
+ *
+ * Startup refuses (one line, non-zero exit) what this build does not do:
+ * the named pipe (not built yet), cpu-read (RAPL is Linux-only), and the
+ * Linux-only features whose flags exist on Linux only (node policy, GPU
+ * leases, audit log, privilege separation's --user, --rapl-dir). There is
+ * no administrator check at startup, as upstream: a write the driver
+ * refuses answers 403 naming the account.
+ *
+ * Stopping: the console control handler (console_win.h) takes Ctrl-C,
+ * Ctrl-Break, console close, logoff and shutdown; then, as on Linux, the
+ * server stops accepting, streams end, in-flight requests get their answer
+ * within a grace, the device workers stop (what is still queued is
+ * answered 503) and zeusd exits 0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access/auth.h"
+#include "api/streams.h"
+#include "common/log.h"
+#include "common/pool.h"
+#include "common/sock.h"
+#include "http/server.h"
+#include "node/node.h"
+#include "overrides/overrides.h"
+#include "zeusd/cli.h"
+#include "zeusd/console_win.h"
+#include "zeusd/listen.h"
+#include "zeusd/token.h"
+
+#define SHUTDOWN_GRACE_MS 3000	/* in-flight requests finish */
+#define SHUTDOWN_STUCK_MS 1000	/* device commands; a console close
+				 * leaves about 5 s in all */
+#define LOOKUP_THREADS 2	/* the server's look-up pool (no NSS here) */
+#define LOOKUP_QUEUE 256
+
+/* Flags that exist only on Linux: refused as a usage error (exit 2). */
+static int
+serve_refuse_linux_only(const struct zeusd_config *cfg, struct zerr *err)
+{
+	const char *flag = cfg->policy_file != NULL ? "--policy-file" :
+	    cfg->audit_log != NULL ? "--audit-log" :
+	    cfg->gpu_leases ? "--gpu-leases" :
+	    cfg->user != NULL ? "--user" :
+	    cfg->rapl_dir != NULL ? "--rapl-dir" : NULL;
+
+	if (flag == NULL)
+		return 0;
+	return zerr_set(err, ZERR_INVALID, "%s is only supported on Linux "
+	    "(docs/windows.md)", flag);
+}
+
+/* What this build cannot serve: one line, exit 1. */
+static int
+serve_refuse_startup(const struct zeusd_config *cfg, struct zerr *err)
+{
+	if (cfg->mode == MODE_PIPE)
+		return zerr_set(err, ZERR_INVALID, "--mode named-pipe (the "
+		    "default on Windows) is not built yet in this zeusd; use "
+		    "--mode tcp with --tcp-bind-address HOST:PORT");
+	if (cfg->enabled & GROUP_BIT(GROUP_CPU_READ))
+		return zerr_set(err, ZERR_INVALID, "API group 'cpu-read' is "
+		    "only supported on Linux. Remove it from --enable (the "
+		    "default on Windows is gpu-control,gpu-read,metrics)");
+	return 0;
+}
+
+/* The server's shutdown hooks (server.h): the streams end with it. */
+static void
+serve_streams_quiesce(void *ctx)
+{
+	struct server *srv = ctx;
+
+	if (srv->ctx.streams != NULL)
+		streams_end_all(srv->ctx.streams);
+}
+
+static void
+serve_streams_stopping(void *ctx)
+{
+	struct server *srv = ctx;
+
+	if (srv->ctx.streams != NULL)
+		streams_set_nudge(srv->ctx.streams, NULL, NULL);
+}
+
+/* Key, overrides, devices, socket, server; 0, or -1 with err. */
+static int
+serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
+    int *fd, struct zerr *err)
+{
+	struct overrides *ov = NULL;
+	int rc;
+
+	if (server_configure(srv, err) != 0 || streams_check_env(err) != 0 ||
+	    sock_startup(err) != 0 || console_arm(err) != 0)
+		return -1;
+	if (cfg->gpu_command_overrides != NULL) {
+		if (!(cfg->enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
+			zlog(ZLOG_WARN, "overrides_ignored",
+			    "msg=\"--gpu-command-overrides given but gpu-control "
+			    "is not enabled; the file is ignored\"");
+		else if (overrides_load(cfg->gpu_command_overrides, &ov,
+		    err) != 0)
+			return -1;
+	}
+	if (cfg->signing_key_path != NULL &&
+	    auth_key_load_trusted(cfg->signing_key_path, &srv->ctx.key,
+	    err) != 0) {
+		overrides_free(ov);
+		return -1;
+	}
+	srv->ctx.auth = srv->ctx.key != NULL;	/* one process: it is here */
+	if (srv->ctx.key == NULL)
+		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
+		    "--signing-key-path: anyone who can reach the port can use "
+		    "every enabled API group\"");
+	rc = node_open_devices(node, cfg, ov, err);	/* takes ov */
+	if (rc != 0 || node_start(node, err) != 0)
+		return -1;
+	if ((*fd = listen_open(cfg, err)) < 0)
+		return -1;
+	srv->ctx.node = node;
+	if (streams_create(cfg, node, &srv->ctx.streams, err) != 0 ||
+	    pool_create(LOOKUP_THREADS, LOOKUP_QUEUE, &srv->ctx.lookups,
+	    err) != 0)
+		return -1;
+	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
+	    .stopping = serve_streams_stopping, .ctx = srv };
+	if (server_start(srv, *fd, err) != 0)
+		return -1;
+	return 0;
+}
+
+static int
+serve_main(int argc, char **argv)
+{
+	static struct zeusd_config cfg;
+	struct server srv;
+	struct node node;
+	struct zerr err;
+	char where[300], groups[80];
+	const char *why;
+	bool served = false;
+	int fd = -1, rc;
+
+	rc = cli_parse_serve(argc, argv, &cfg, stdout, &err);
+	if (rc == 1)
+		return 0;
+	if (rc != 0 || serve_refuse_linux_only(&cfg, &err) != 0) {
+		fprintf(stderr, "zeusd: %s\n", err.msg);
+		return 2;
+	}
+	memset(&srv, 0, sizeof(srv));
+	memset(&node, 0, sizeof(node));
+	srv.ctx.cfg = &cfg;
+	if (serve_refuse_startup(&cfg, &err) != 0 ||
+	    serve_open(&cfg, &srv, &node, &fd, &err) != 0)
+		goto out;
+	listen_describe(fd, where, sizeof(where));
+	fd = -1;			/* the server's now */
+	group_set_format(cfg.enabled, groups, sizeof(groups));
+	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
+	    "groups=\"%s\" auth=%s simulate=%s version=%s", where, node.ngpu,
+	    node.ncpu, groups, srv.ctx.key ? "on" : "off",
+	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
+	why = console_wait();
+	zlog(ZLOG_INFO, "stopping", "event=%s", why);
+	if (server_stop(&srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
+		/* a device command never returned: its worker cannot join */
+		console_done();
+		_Exit(1);
+	}
+	served = true;
+out:
+	if (fd >= 0)
+		sock_close(fd);
+	pool_destroy(srv.ctx.lookups);
+	streams_destroy(srv.ctx.streams);
+	node_close(&node);	/* workers stop; queued commands answered */
+	auth_key_free(srv.ctx.key);
+	if (!served) {
+		fprintf(stderr, "zeusd: %s\n", err.msg);
+		return 1;
+	}
+	zlog(ZLOG_INFO, "stopped", NULL);
+	console_done();
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (zlog_init_from_env() != 0) {
+		fprintf(stderr, "zeusd: invalid ZEUSD_LOG (expected debug, "
+		    "info, warn or error, in any case)\n");
+		return 1;
+	}
+	if (argc < 2) {
+		cli_print_usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("zeusd %s\n", ZEUS_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		cli_print_usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "serve") == 0)
+		return serve_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "token") == 0)
+		return token_main(argc - 1, argv + 1);
+	fprintf(stderr, "zeusd: unknown command '%.64s' (see zeusd --help)\n",
+	    argv[1]);
+	return 2;
+}
