@@ -38,6 +38,20 @@ blackbox() { # dir, tag
 }
 
 build build || exit 1
+
+# The Windows build (docs/windows.md): mingw-w64, with static libraries
+# cross-built once and cached ($ZEUS_WIN_CACHE, scripts/win-deps.sh); its
+# tests (tests/integration/test_windows.py, under wine) run in the plain
+# black-box run below. A failed cross build fails the check.
+echo "== windows cross build"
+t0=$(date +%s)
+if ! { scripts/win-deps.sh >"$out/win-deps.log" 2>&1 &&
+    make -s windows >"$out/ninja-build-win.log" 2>&1; }; then
+	tail -n 40 "$out/win-deps.log" "$out/ninja-build-win.log"
+	status=1
+fi
+echo "   $(($(date +%s) - t0)) s"
+
 unit build plain
 blackbox build plain
 unit build valgrind --wrap="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99"

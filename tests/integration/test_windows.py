@@ -42,6 +42,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_sanitizers
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_WIN = Path(os.environ.get("ZEUS_WIN_BUILD", ROOT / "build-win"))
 WINE = shutil.which("wine")
@@ -61,6 +63,10 @@ if WINE is None:
                 allow_module_level=True)
 if not (SIM.exists() and PROBE.exists()):
     pytest.skip(f"no Windows build in {BUILD_WIN} (make windows)",
+                allow_module_level=True)
+if build_sanitizers():
+    # the Windows binaries are the same in both of make check's runs
+    pytest.skip("the Windows tests run once, with the plain build",
                 allow_module_level=True)
 
 
