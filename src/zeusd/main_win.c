@@ -127,15 +127,16 @@ serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
 		return -1;
 	}
 	srv->ctx.auth = srv->ctx.key != NULL;	/* one process: it is here */
-	if (srv->ctx.key == NULL)
-		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
-		    "--signing-key-path: anyone who can reach the port can use "
-		    "every enabled API group\"");
 	rc = node_open_devices(node, cfg, ov, err);	/* takes ov */
 	if (rc != 0 || node_start(node, err) != 0)
 		return -1;
 	if ((*fd = listen_open(cfg, err)) < 0)
 		return -1;
+	/* once nothing can refuse startup: a refusal is its one line */
+	if (srv->ctx.key == NULL)
+		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
+		    "--signing-key-path: anyone who can reach the port can use "
+		    "every enabled API group\"");
 	srv->ctx.node = node;
 	if (streams_create(cfg, node, &srv->ctx.streams, err) != 0 ||
 	    pool_create(LOOKUP_THREADS, LOOKUP_QUEUE, &srv->ctx.lookups,

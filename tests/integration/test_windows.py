@@ -723,9 +723,8 @@ def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
 def test_zeusd_exe_refuses_at_startup(wine_env, args, status, message):
     p = run_zeusd_exe(wine_env, "serve", "--simulate", *args)
     assert p.returncode == status, p.stderr
-    # one line says why (a warning logged before it may precede it)
-    last = p.stderr.strip().splitlines()[-1]
-    assert last.startswith("zeusd: ") and message in last, p.stderr
+    assert p.stderr.startswith("zeusd: ") and message in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 @needs_zeusd
@@ -772,3 +771,34 @@ def test_zeusd_exe_runs_overrides_with_createprocess(win_zeusd, tmp_path):
                  status=500)
     assert "missing.exe" in err["errors"]["1"]
     assert "overrides=2" in d.logs()
+
+
+@needs_zeusd
+def test_zeusd_exe_answers_a_running_write_before_it_stops(wine_env,
+                                                           tmp_path):
+    env = dict(wine_env)
+    env["ZEUS_SIM_FAULTS"] = "delay nvmlDeviceSetPowerManagementLimit 1 1500"
+    d = WinZeusd(env, tmp_path)
+    try:
+        s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+        s.sendall(f"POST /gpu/set_power_limit?gpu_ids=1&block=true&"
+                  f"power_limit_mw=200000 HTTP/1.1\r\nHost: 127.0.0.1:"
+                  f"{d.port}\r\n\r\n".encode())
+        time.sleep(0.5)		# the write is running (1.5 s)
+        d.proc.send_signal(signal.SIGINT)
+        data = b""
+        while b"\r\n\r\n" not in data and (chunk := s.recv(65536)):
+            data += chunk
+        s.close()
+        rc = d.proc.wait(30)
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+    assert data.startswith(b"HTTP/1.1 200 "), data
+    assert rc == 0, d.logs()
+    logs = d.logs()
+    # the write was still running when Ctrl-C came (the injected delay)
+    line = next(ln for ln in logs.splitlines()
+                if 'path="/gpu/set_power_limit"' in ln)
+    assert int(line.split("dur_us=")[1].split()[0]) >= 1_000_000, line
+    assert logs.index("event=stopping event=ctrl_c") < logs.index(line)
