@@ -463,9 +463,8 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 	who.pid = g->holder_pid;
 	snprintf(who.user, sizeof(who.user), "%s", g->user);
 	le = (struct audit_lease){ .cgroup = g->cgroup, .label = g->label,
-	    .reason = g->reason ?
-	    g->reason : "ended", .settings = settings, .left = g->left,
-	    .duration_s =
+	    .reason = g->reason ? g->reason : "ended", .settings = settings,
+	    .left = g->left, .duration_s =
 	    r->duration_s, .energy_ok = r->energy_ok, .energy_j =
 	    (double)r->energy_mj / 1000 };
 	if (node_is_remote(l->node)) {

@@ -77,7 +77,8 @@ lease_record_json(const struct lease_record *r)
 	o = json_pack("{s:I,s:I,s:o,s:I,s:o,s:o,s:s,s:o,s:o,s:f,s:o,s:s,s:o,"
 	    "s:o}", "gpu", (json_int_t)r->gpu, "uid", (json_int_t)r->uid,
 	    "user", lease_json_text(r->user), "pid", (json_int_t)r->pid,
-	    "cgroup", lease_json_text(r->cgroup), "label", lease_json_text(r->label),
+	    "cgroup", lease_json_text(r->cgroup), "label",
+	    lease_json_text(r->label),
 	    "state", states[r->state], "start", lease_json_time(&r->start),
 	    "end", lease_json_time(&r->end), "duration_s", r->duration_s,
 	    "energy_j", r->energy_ok ? json_real(j) : json_null(), "energy",

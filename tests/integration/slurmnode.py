@@ -174,6 +174,13 @@ PartitionName=main Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
         return r.stdout.split()
 
     def stop(self):
+        # a failed test's jobs first: their slurmstepd would outlive slurmd
+        if any(p.poll() is None for p in self.procs):
+            subprocess.run(["scancel", "--partition=main"], env=self.env,
+                           capture_output=True, timeout=30)
+            deadline = time.monotonic() + 30
+            while self.jobs() and time.monotonic() < deadline:
+                time.sleep(0.2)
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.terminate()

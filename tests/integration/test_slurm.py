@@ -329,3 +329,19 @@ def test_two_tasks_share_the_lease_and_report_once(node, zeusd, users):
     assert len(ended) == 2 and {x["label"] for x in ended} == {
         ended[0]["label"]}, ended
     assert set(limits(zeusd).values()) == {DEFAULT_MW}
+
+
+def test_salloc_options_reach_its_steps(node, zeusd, users):
+    alice, _ = users
+    r = node.run(alice, ["salloc", "--chdir=/tmp", "--gpus=1",
+                         "--zeus-power-limit=210", "srun", "/bin/sh", "-c",
+                         "echo $SLURM_JOB_ID.$SLURM_STEP_ID; sleep 0.3"])
+    assert r.returncode == 0, r.stderr
+    label = "slurm:" + r.stdout.split()[0]
+    energy_line(r.stderr, label)
+    (rec,) = [x for x in leases(zeusd)["ended"] if x["label"] == label]
+    assert rec["user"] == alice and rec["settings"] == ["power_limit"]
+    (write,) = [x for x in audit_lines(zeusd.audit, "set_power_limit")
+                if x["identity"]["user"] == alice and not x.get("restore")]
+    assert write["requested"] == {"power_limit_mw": 210_000}, write
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
