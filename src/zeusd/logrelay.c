@@ -25,8 +25,31 @@ struct logrelay {
 	bool done;
 	char in[LOGRELAY_LINE_MAX];	/* the line so far */
 	size_t n;
-	char out[LOGRELAY_LINE_MAX + TAG_LEN + 2];
+	/*
+	 * Tagged lines waiting for one write: what one read brought is
+	 * written at once (a busy network process logs a line per request;
+	 * one write per read, not per line), never a line cut in two.
+	 */
+	char out[4 * (LOGRELAY_LINE_MAX + TAG_LEN + 2)];
+	size_t nout;
 };
+
+static void
+relay_flush(struct logrelay *r)
+{
+	size_t off = 0;
+
+	while (off < r->nout) {
+		ssize_t w = write(STDERR_FILENO, r->out + off, r->nout - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;		/* stderr is gone: nothing to do */
+		off += (size_t)w;
+	}
+	r->nout = 0;
+}
 
 /* Where the tag goes in `line`: after "<P>", after the first field, or 0. */
 static size_t
@@ -43,44 +66,55 @@ tag_at(const char *line, size_t n)
 	return 0;
 }
 
-/* One line (without its '\n') to stderr, tagged, in one write. */
+/* One line (without its '\n'), tagged, into the batch. */
 static void
 relay_line(struct logrelay *r, const char *line, size_t n)
 {
-	size_t at = tag_at(line, n), k = 0;
+	size_t at = tag_at(line, n);
+	char *o;
 
-	memcpy(r->out, line, at);
-	k = at;
-	memcpy(r->out + k, TAG, TAG_LEN);
-	k += TAG_LEN;
-	memcpy(r->out + k, line + at, n - at);
-	k += n - at;
-	r->out[k++] = '\n';
-	(void)!write(STDERR_FILENO, r->out, k);
+	if (sizeof(r->out) - r->nout < n + TAG_LEN + 1)
+		relay_flush(r);
+	o = r->out + r->nout;
+	memcpy(o, line, at);
+	memcpy(o + at, TAG, TAG_LEN);
+	memcpy(o + at + TAG_LEN, line + at, n - at);
+	o[n + TAG_LEN] = '\n';
+	r->nout += n + TAG_LEN + 1;
 }
 
 static void
 relay_bytes(struct logrelay *r, const char *buf, size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
-		if (buf[i] == '\n') {
+	while (len > 0) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t take = nl != NULL ? (size_t)(nl - buf) : len;
+
+		/* a piece of a long line goes as a line of its own */
+		if (take > sizeof(r->in) - r->n)
+			take = sizeof(r->in) - r->n;
+		memcpy(r->in + r->n, buf, take);
+		r->n += take;
+		buf += take;
+		len -= take;
+		if (len > 0 && *buf == '\n') {
+			buf++;
+			len--;
 			relay_line(r, r->in, r->n);
 			r->n = 0;
-			continue;
-		}
-		r->in[r->n++] = buf[i];
-		if (r->n == sizeof(r->in)) {	/* a piece of a long line */
+		} else if (r->n == sizeof(r->in)) {
 			relay_line(r, r->in, r->n);
 			r->n = 0;
 		}
 	}
+	relay_flush(r);
 }
 
 static void *
 relay_main(void *arg)
 {
 	struct logrelay *r = arg;
-	char buf[4096];
+	static char buf[LOGRELAY_LINE_MAX];
 	ssize_t got;
 
 	for (;;) {
@@ -90,9 +124,18 @@ relay_main(void *arg)
 		if (got <= 0)
 			break;
 		relay_bytes(r, buf, (size_t)got);
+		/*
+		 * A busy network process logs a line per request: waking for
+		 * each would cost this process more than the line. Lines that
+		 * come meanwhile wait in the pipe and go in the next batch.
+		 */
+		if ((size_t)got < sizeof(buf))
+			zclock_sleep_ms(LOGRELAY_BATCH_MS);
 	}
-	if (r->n > 0)			/* a last line without its '\n' */
+	if (r->n > 0) {			/* a last line without its '\n' */
 		relay_line(r, r->in, r->n);
+		relay_flush(r);
+	}
 	pthread_mutex_lock(&r->lock);
 	r->done = true;
 	pthread_cond_signal(&r->done_cv);

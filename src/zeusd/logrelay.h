@@ -14,7 +14,9 @@
  * over network process cannot pass a line off as the device process's.
  * Lines are split at '\n' and at LOGRELAY_LINE_MAX bytes (each piece gets
  * the tag); NUL and other control bytes pass as they are (zlog_quote
- * escapes what the network process's own code logs).
+ * escapes what the network process's own code logs). After each read the
+ * thread waits LOGRELAY_BATCH_MS, so that under load one read and one
+ * write carry many lines: the cost per line is then a copy.
  */
 #ifndef ZEUS_ZEUSD_LOGRELAY_H
 #define ZEUS_ZEUSD_LOGRELAY_H
@@ -22,6 +24,7 @@
 #include "common/err.h"
 
 #define LOGRELAY_LINE_MAX 8192
+#define LOGRELAY_BATCH_MS 2	/* after a read, what comes is gathered */
 
 struct logrelay;
 
