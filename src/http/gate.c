@@ -516,7 +516,8 @@ gate_audit_refusal_remote(struct request *req, const uint32_t *gpus,
 	memcpy(j->op, op, strnlen(op, sizeof(j->op) - 1));	/* j: zeroed */
 	memcpy(j->error, error, strnlen(error, sizeof(j->error) - 1));
 	j->n = n;
-	memcpy(j->gpus, gpus, n * sizeof(*gpus));
+	if (n > 0)		/* gpus may be NULL then */
+		memcpy(j->gpus, gpus, n * sizeof(*gpus));
 	if (req->ctx->lookups == NULL ||
 	    pool_submit(req->ctx->lookups, &j->job) != 0)
 		gate_refusal_run(&j->job);

@@ -544,7 +544,8 @@ sandbox_rules_args(scmp_filter_ctx ctx)
  * checks getppid, lists /proc/self/task with the runtime's own raw calls
  * (open and getdents on x86_64, not openat/getdents64), and ptrace()s
  * every thread (attach, registers, detach, wait4 between) before exiting.
- * ASan asks PR_GET_DUMPABLE when a thread starts. Each entry was checked
+ * ASan asks PR_GET_DUMPABLE when a thread starts, and a report reads
+ * /proc/self/exe's link (readlink) to symbolize. Each entry was checked
  * by taking it out: LeakSanitizer then either dies of SIGSYS or, when the
  * filter kills only the tracer, waits for it forever (an ASan daemon that
  * hangs at exit means a call is missing here).
@@ -569,6 +570,14 @@ sandbox_rules_sanitizer(scmp_filter_ctx ctx)
 	if (seccomp_syscall_resolve_name("getdents") >= 0)
 		SB_ADD(SCMP_ALLOW(ctx, getdents, 0));
 	SB_ADD(SCMP_ALLOW(ctx, getdents64, 0));	/* where there is no getdents */
+	/*
+	 * A sanitizer's report symbolizes its stack, which reads
+	 * /proc/self/exe's link first: without this the filter kills the
+	 * process in the middle of the report, and the finding is lost.
+	 */
+	if (seccomp_syscall_resolve_name("readlink") >= 0)
+		SB_ADD(SCMP_ALLOW(ctx, readlink, 0));
+	SB_ADD(SCMP_ALLOW(ctx, readlinkat, 0));
 	SB_ADD(SCMP_ALLOW(ctx, prctl, 1,
 	    SCMP_A0_32(SCMP_CMP_EQ, PR_SET_PTRACER, 0)));
 	SB_ADD(SCMP_ALLOW(ctx, prctl, 1,

@@ -33,6 +33,11 @@ SESSION = r"""
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
+def more():
+    chunk = s.recv(65536)
+    if not chunk:       # zeusd closed it: say so, do not spin
+        sys.exit("zeusd closed the connection")
+    return chunk
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     method, target, *extra = line.rstrip("\n").split(" ", 2)
@@ -41,7 +46,7 @@ for line in sys.stdin:
               f"Content-Length: 0\r\n\r\n".encode())
     data = b""
     while b"\r\n\r\n" not in data:
-        data += s.recv(65536)
+        data += more()
     head, _, body = data.partition(b"\r\n\r\n")
     n = 0
     for h in head.split(b"\r\n")[1:]:
@@ -49,7 +54,7 @@ for line in sys.stdin:
         if k.strip().lower() == b"content-length":
             n = int(v)
     while len(body) < n:
-        body += s.recv(65536)
+        body += more()
     print(json.dumps({"status": int(head.split()[1]),
                       "body": body.decode()}), flush=True)
 """

@@ -951,7 +951,10 @@ if pid == 0:
     s.sendall(b"GET /auth/whoami HTTP/1.1\r\nHost: z\r\n\r\n")
     data = b""
     while b"\r\n\r\n" not in data:
-        data += s.recv(65536)
+        chunk = s.recv(65536)
+        if not chunk:   # zeusd closed it: fail, do not spin
+            os._exit(1)
+        data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     n = int([h.split(b":")[1] for h in head.split(b"\r\n")
              if h.lower().startswith(b"content-length:")][0])
