@@ -165,6 +165,14 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	return 0;
 }
 
+static void
+wgpu_forget_pids(struct wgpu *g)
+{
+	for (unsigned i = 0; i < g->npid; i++)
+		close(g->pidfd[i]);
+	g->npid = 0;
+}
+
 /* The lease ends: its holder is remembered for the ledger's line. */
 static void
 wgpu_end(struct wgpu *g)
@@ -172,17 +180,7 @@ wgpu_end(struct wgpu *g)
 	g->held = false;
 	g->ended = true;
 	g->ended_uid = g->uid;
-	for (unsigned i = 0; i < g->npid; i++)
-		close(g->pidfd[i]);
-	g->npid = 0;
-}
-
-static void
-wgpu_forget_pids(struct wgpu *g)
-{
-	for (unsigned i = 0; i < g->npid; i++)
-		close(g->pidfd[i]);
-	g->npid = 0;
+	wgpu_forget_pids(g);
 }
 
 void
