@@ -663,7 +663,9 @@ MANY_UIDS_FLOOD = textwrap.dedent("""
             os.setresgid(first + i, first + i, first + i)
             os.setresuid(first + i, first + i, first + i)
             socks = []
-            deadline = time.monotonic() + 20
+            # generous: an ASan zeusd on a loaded machine accepts slowly,
+            # and a flood that gave up early would leave the table not full
+            deadline = time.monotonic() + 120
             for _ in range(per):
                 s = socket.socket(socket.AF_UNIX)
                 s.setblocking(False)
@@ -739,6 +741,11 @@ def test_full_table_of_many_uids_spares_root_and_watchdog(start_public):
              "64"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
             assert p.stdout.readline().strip() == "ready"
+            # the flood's connects are in; wait until zeusd has taken them
+            # (the backlog drains at the speed of the machine, not of a
+            # guess): the table is full when the network process holds a
+            # descriptor for each of its connections
+            wait_held(d, 16384, 120)
             # the loop is healthy: systemd must keep getting pings (a full
             # table used to refuse the watchdog's probe: WatchdogSec later
             # systemd killed zeusd)
@@ -750,11 +757,12 @@ def test_full_table_of_many_uids_spares_root_and_watchdog(start_public):
                 ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                  sys.executable, "-c",
                  "import socket,sys; s=socket.socket(socket.AF_UNIX); "
-                 "s.settimeout(5); s.connect(sys.argv[1]); "
-                 "print(s.recv(4096)[:200])", d.sock],
+                 "s.settimeout(5); s.connect(sys.argv[1]); print('connected'"
+                 ", flush=True); print(s.recv(4096)[:200])", d.sock],
                 capture_output=True, text=True, timeout=20)
-            assert "503 Service Unavailable" in other.stdout, other
-            assert "Too many connections" in other.stdout, other
+            why = (other, held_fds(d), d.logs()[-2000:])
+            assert "503 Service Unavailable" in other.stdout, why
+            assert "Too many connections" in other.stdout, why
         finally:
             p.communicate("", timeout=60)
         assert "reason=connection_limit" in d.logs()
