@@ -180,6 +180,27 @@ run_one(const uint8_t *data, size_t size, const struct psmsg_limits *l)
 		    &back, why, sizeof(why)) == 0);
 		return;
 	}
+	if (size == sizeof(struct psmsg_writes)) {
+		static struct psmsg_writes w;
+		static struct psmsg_writes_reply wrep, wback;
+
+		/* the writes of one GPU: each as a write alone, in order */
+		if (psmsg_writes_check(data, size, l, &w, why,
+		    sizeof(why)) != 0) {
+			must(w.n == 0 && w.h.magic == 0);
+			return;
+		}
+		must(w.n >= 2 && w.n <= PSMSG_WRITES_MAX);
+		for (uint32_t i = 0; i < w.n; i++)
+			must(w.w[i].op == PSMSG_GPU_WRITE &&
+			    w.w[i].dev == w.w[0].dev && w.w[i].dev < l->ngpu);
+		psexec_writes(&x, &w, &wrep);
+		must(calls == w.n);
+		must(psmsg_writes_reply_check(&wrep,
+		    psmsg_writes_reply_size(w.n), w.h.id, w.n, &wback, why,
+		    sizeof(why)) == 0);
+		return;
+	}
 	if (psmsg_request_check(data, size, l, &r, why, sizeof(why)) != 0) {
 		must(r.magic == 0 && r.op == 0);	/* nothing to run */
 		return;
@@ -227,6 +248,68 @@ reply_one(const void *buf, size_t size, uint64_t id, uint32_t op)
 	must(rep.i_ngids <= IDENTITY_MAX_GROUPS);
 }
 
+/* Bytes `data` laid at offset `off` over `n` bytes of `dst`. */
+static void
+overlay(void *dst, size_t n, const uint8_t *data, size_t size)
+{
+	size_t off, k;
+
+	if (size < 2)
+		return;
+	off = (size_t)(data[0] | data[1] << 8) % n;
+	k = size - 2 < n - off ? size - 2 : n - off;
+	memcpy((char *)dst + off, data + 2, k);
+}
+
+/*
+ * The writes of one GPU (random bytes of its size never get past the
+ * header): the input laid over a valid request of 2..64 writes, and over
+ * a valid reply to one, whose check must leave only safe results.
+ */
+static void
+writes_one(const uint8_t *data, size_t size)
+{
+	static struct psmsg_writes w;
+	static struct psmsg_writes_reply rep, back;
+	char why[128];
+	uint32_t n;
+
+	if (size < 1)
+		return;
+	n = 2 + data[0] % (PSMSG_WRITES_MAX - 1);
+	psmsg_writes_init(&w, n, 0);
+	w.h.id = 5;
+	for (uint32_t i = 0; i < n; i++) {
+		w.w[i].w_op = GPU_RESET_LOCKED_CLOCKS;
+		w.w[i].w_from = PSMSG_FROM_TCP;
+	}
+	overlay(&w, sizeof(w), data + 1, size - 1);
+	for (unsigned i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		if (limits[i].ngpu > 0)
+			run_one((const uint8_t *)&w, sizeof(w), &limits[i]);
+
+	memset(&rep, 0, sizeof(rep));
+	rep.magic = PSMSG_MAGIC;
+	rep.op = PSMSG_GPU_WRITES;
+	rep.id = 5;
+	rep.n = n;
+	rep.r[0].rc = -1;
+	rep.r[0].err_kind = ZERR_FORBIDDEN;
+	memcpy(rep.r[0].err_msg, "no permission", 14);
+	overlay(&rep, psmsg_writes_reply_size(n), data + 1, size - 1);
+	if (psmsg_writes_reply_check(&rep, psmsg_writes_reply_size(n), 5, n,
+	    &back, why, sizeof(why)) != 0)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		must(memchr(back.r[i].err_msg, '\0',
+		    sizeof(back.r[i].err_msg)) != NULL);
+		must((back.r[i].rc == 0 && back.r[i].err_kind == ZERR_NONE) ||
+		    (back.r[i].rc == -1 && back.r[i].err_kind != ZERR_NONE &&
+		    back.r[i].err_kind <= ZERR_CONFLICT));
+		must(back.r[i].lost <= 1);
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -255,6 +338,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(&tmpl, data, size);
 		reply_one(data, size, tmpl.id, tmpl.op);
 	}
+	writes_one(data, size);
 	if (size >= 2) {
 		memset(&tmpl, 0, sizeof(tmpl));
 		tmpl.magic = PSMSG_MAGIC;

@@ -37,6 +37,12 @@ struct loop {
 	pthread_t thread;
 	atomic_bool running;		/* set before the thread starts */
 	atomic_uint cmds;		/* loop_ask's bits */
+	/*
+	 * A nudge from another thread is in the eventfd, not yet read: more
+	 * nudges until then need no write of their own (a batch of device
+	 * commands completing at once wakes the loop once, not once each).
+	 */
+	atomic_bool nudged;
 	bool again;			/* loop thread only: a nudge from a turn */
 	struct loop_driver drv;
 	unsigned nwatch;
@@ -114,6 +120,12 @@ loop_commands(struct loop *l)
 	unsigned cmds;
 
 	(void)!read(l->wake, &n, sizeof(n));
+	/*
+	 * After the read: a nudge between the two found the flag set and
+	 * wrote nothing, and the turn that follows serves its resume; one
+	 * after this writes again.
+	 */
+	atomic_store(&l->nudged, false);
 	cmds = atomic_exchange(&l->cmds, 0);
 	if ((cmds & ~LOOP_STOP) != 0 && l->drv.commands != NULL)
 		l->drv.commands(l->drv.ctx, cmds & ~LOOP_STOP);
@@ -200,7 +212,8 @@ loop_nudge(struct loop *l)
 		return;
 	if (loop_current == l)
 		l->again = true;
-	else	/* the counter cannot overflow; a failure leaves it set */
+	else if (!atomic_exchange(&l->nudged, true))
+		/* the counter cannot overflow; a failure leaves it set */
 		(void)!write(l->wake, &one, sizeof(one));
 }
 

@@ -154,6 +154,21 @@ struct gpu_backend_ops {
 	int (*write)(struct gpu_backend *b, unsigned gpu,
 	    const struct gpu_write *w, struct zerr *err);
 	/*
+	 * Optional (NULL: write for each): the writes w[0..n-1] to `gpu`, in
+	 * that order, in one call, rc[i] and errs[i] as write would set them.
+	 * For the network process of a split daemon: the writes queued on a
+	 * GPU are then one round trip, not one each.
+	 */
+	void (*write_many)(struct gpu_backend *b, unsigned gpu,
+	    const struct gpu_write *const *w, unsigned n, int *rc,
+	    struct zerr *const *errs);
+	/*
+	 * With write_many: how many queued writes of `gpu` it should take
+	 * at once now (at least 1), from what its writes took so far: a
+	 * read queued behind a batch waits for all of it.
+	 */
+	unsigned (*write_batch)(struct gpu_backend *b, unsigned gpu);
+	/*
 	 * The driver entry point an operation needs and this backend lacks,
 	 * whatever the GPU ("nvmlDeviceSetMemoryLockedClocks"), or a sentence
 	 * (it contains a space) when the vendor has no such operation at all

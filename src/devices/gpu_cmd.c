@@ -252,6 +252,70 @@ gpu_cmd_power_many(struct work **items, unsigned n, void *device, int *rc)
 	return 0;
 }
 
+/*
+ * A GPU worker's queued writes (worker.h, exec_many; gpu_cmd_write_together
+ * chose it): one backend call for all, in order, when none needs its
+ * before-value read here; else one call each, in order.
+ */
+static int
+gpu_cmd_write_many(struct work **items, unsigned n, void *device, int *rc)
+{
+	struct gpu_backend *b = device;
+	const struct gpu_write *w[WORKER_BATCH_MAX];
+	struct zerr *errs[WORKER_BATCH_MAX];
+	unsigned gpu = ((struct gpu_cmd *)items[0])->gpu;
+	bool alone = n < 2 || b->ops->write_many == NULL;
+
+	assert(n <= WORKER_BATCH_MAX);
+	for (unsigned i = 0; i < n && !alone; i++) {
+		struct gpu_cmd *cmd = (struct gpu_cmd *)items[i];
+
+		assert(cmd->op == GPU_CMD_WRITE &&
+		    cmd->work.exec == gpu_cmd_exec);
+		alone = cmd->want_before || cmd->gpu != gpu;
+		w[i] = &cmd->write;
+		errs[i] = &cmd->err;
+	}
+	if (alone) {
+		for (unsigned i = 0; i < n; i++)
+			rc[i] = gpu_cmd_exec(items[i], device);
+		return 0;
+	}
+	b->ops->write_many(b, gpu, w, n, rc, errs);
+	for (unsigned i = 0; i < n; i++) {
+		struct gpu_cmd *cmd = (struct gpu_cmd *)items[i];
+
+		cmd->rc = rc[i];
+		if (rc[i] != 0 && cmd->err.kind == ZERR_NONE)
+			zerr_set(&cmd->err, ZERR_INTERNAL, "GPU %u: %s failed",
+			    cmd->gpu, gpu_cmd_name(cmd));
+	}
+	return 0;
+}
+
+static unsigned
+gpu_cmd_write_max(const struct work *first, void *device)
+{
+	struct gpu_backend *b = device;
+
+	return b->ops->write_batch(b, ((const struct gpu_cmd *)first)->gpu);
+}
+
+void
+gpu_cmd_write_together(struct gpu_cmd *cmd)
+{
+	/*
+	 * Not a command whose exec was replaced: a lease's restore decides
+	 * when it runs from what the writes before it noted on completing
+	 * (lease.c), so it runs alone, after the writes ahead of it were
+	 * completed, as the worker runs an item without exec_many.
+	 */
+	if (cmd->op == GPU_CMD_WRITE && cmd->work.exec == gpu_cmd_exec) {
+		cmd->work.exec_many = gpu_cmd_write_many;
+		cmd->work.many_max = gpu_cmd_write_max;
+	}
+}
+
 static int
 gpu_cmd_exec(struct work *w, void *device)
 {

@@ -107,6 +107,15 @@ void gpu_cmd_init(struct gpu_cmd *cmd, enum gpu_cmd_op op, unsigned gpu,
 void gpu_cmd_set_write(struct gpu_cmd *cmd, const struct gpu_write *w,
     void (*dropped)(struct gpu_cmd *cmd, void *arg));
 
+/*
+ * For a backend with write_many (a split daemon's network process): a
+ * write queued right behind other writes on its GPU's worker is sent
+ * with them as one call, each still decided and answered alone. Nothing
+ * for other commands, nor for a write whose work.exec was replaced (a
+ * lease's restore: call this after setting exec, it then stays alone).
+ */
+void gpu_cmd_write_together(struct gpu_cmd *cmd);
+
 
 /*
  * The API read a read command is (enum gpu_read_op), or -1 for a write and

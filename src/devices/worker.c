@@ -120,8 +120,13 @@ worker_finish(struct worker *wk, struct work *w, int rc, uint64_t start,
 static unsigned
 worker_pop(struct worker *wk, struct work **items)
 {
-	unsigned n = 0;
+	unsigned n = 0, max = WORKER_BATCH_MAX;
 
+	if (wk->head->exec_many != NULL && wk->head->many_max != NULL) {
+		max = wk->head->many_max(wk->head, wk->device);
+		max = max < 1 ? 1 : max > WORKER_BATCH_MAX ? WORKER_BATCH_MAX :
+		    max;
+	}
 	do {
 		struct work *w = wk->head;
 
@@ -131,8 +136,7 @@ worker_pop(struct worker *wk, struct work **items)
 		wk->held[w->kind]--;
 		items[n++] = w;
 	} while (items[0]->exec_many != NULL && wk->head != NULL &&
-	    wk->head->exec_many == items[0]->exec_many &&
-	    n < WORKER_BATCH_MAX);
+	    wk->head->exec_many == items[0]->exec_many && n < max);
 	return n;
 }
 

@@ -95,6 +95,13 @@ struct work {
 	 */
 	int (*exec_many)(struct work **items, unsigned n, void *device,
 	    int *rc);
+	/*
+	 * Optional, with exec_many: how many items may run in one call
+	 * behind this one (at least 1; WORKER_BATCH_MAX at most counts).
+	 * What a batch costs is what an item queued behind it waits, so a
+	 * device whose items take long says 1 here.
+	 */
+	unsigned (*many_max)(const struct work *first, void *device);
 	void (*complete)(struct work *w);
 	/*
 	 * Optional, WORK_READ only: merging. A read submitted while a queued,

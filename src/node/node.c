@@ -387,6 +387,10 @@ node_gpu_reserve(struct node *node, struct worker_batch *batch,
 	assert(cmd->gpu < node->ngpu);
 	wk = shared ? node->gpu_power_reader : node->gpu_workers[cmd->gpu];
 	cmd->work.counters = &node->gpu_counters[cmd->gpu];
+	/* one round trip for the writes queued together (gpu.h) */
+	if (node->gpu.ops->write_many != NULL &&
+	    node->gpu.ops->write_batch != NULL)
+		gpu_cmd_write_together(cmd);
 	if (worker_batch_reserve(batch, wk, &cmd->work) != 0)
 		return node_full("GPU", shared ? "power reader" : NULL,
 		    cmd->gpu, wk, err);

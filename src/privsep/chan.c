@@ -112,6 +112,17 @@ pschan_fatal(const char *what, int e)
 	_exit(PSCHAN_EXIT_PEER);
 }
 
+/* A reply that does not check out: said, and fatal. */
+static _Noreturn void
+pschan_bad_reply(const char *why)
+{
+	char q[160];
+
+	zlog(ZLOG_ERROR, "device_reply_refused", "reason=%s",
+	    zlog_quote(q, sizeof(q), why));
+	pschan_fatal("check", 0);
+}
+
 /*
  * Sends `req` on `fd`, with descriptor `pass` (SCM_RIGHTS) when it is not
  * -1; does not return when that fails.
@@ -172,13 +183,8 @@ pschan_recv(int fd, const struct psmsg_request *req, struct psmsg_reply *rep,
 	if (n <= 0)
 		pschan_fatal("receive", n < 0 ? errno : 0);
 	if (psmsg_reply_check(in.raw, (size_t)n, req->id, req->op, rep, why,
-	    sizeof(why)) != 0) {
-		char q[160];
-
-		zlog(ZLOG_ERROR, "device_reply_refused", "reason=%s",
-		    zlog_quote(q, sizeof(q), why));
-		pschan_fatal("check", 0);
-	}
+	    sizeof(why)) != 0)
+		pschan_bad_reply(why);
 	return 0;
 }
 
@@ -202,10 +208,12 @@ pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req, int pass,
 	pschan_give(p, fd);
 }
 
-/* One larger request of `size` bytes whose header is `h`. */
-static void
-pschan_call_big(struct pschan_pool *p, struct psmsg_request *h,
-    const void *msg, size_t size, struct psmsg_reply *rep)
+/* Sends a larger request of `size` bytes whose header is `h`, on a
+ * channel taken for it (returned: the caller reads the reply and gives it
+ * back). */
+static int
+pschan_send_big(struct pschan_pool *p, struct psmsg_request *h,
+    const void *msg, size_t size)
 {
 	ssize_t n;
 	int fd;
@@ -217,7 +225,41 @@ pschan_call_big(struct pschan_pool *p, struct psmsg_request *h,
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)size)
 		pschan_fatal("send", n < 0 ? errno : 0);
+	return fd;
+}
+
+/* One larger request of `size` bytes whose header is `h`. */
+static void
+pschan_call_big(struct pschan_pool *p, struct psmsg_request *h,
+    const void *msg, size_t size, struct psmsg_reply *rep)
+{
+	int fd = pschan_send_big(p, h, msg, size);
+
 	(void)pschan_recv(fd, h, rep, 0);
+	pschan_give(p, fd);
+}
+
+void
+pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
+    struct psmsg_writes_reply *out)
+{
+	/* one byte more than a reply: a longer datagram shows as truncated */
+	static _Thread_local union {
+		struct psmsg_writes_reply rep;
+		char raw[sizeof(struct psmsg_writes_reply) + 1];
+	} in;
+	char why[128];
+	ssize_t n;
+	int fd = pschan_send_big(p, &w->h, w, sizeof(*w));
+
+	do
+		n = recv(fd, in.raw, sizeof(in.raw), MSG_TRUNC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		pschan_fatal("receive", n < 0 ? errno : 0);
+	if (psmsg_writes_reply_check(in.raw, (size_t)n, w->h.id, w->n, out,
+	    why, sizeof(why)) != 0)
+		pschan_bad_reply(why);
 	pschan_give(p, fd);
 }
 

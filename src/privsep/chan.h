@@ -65,6 +65,14 @@ void pschan_call_audit(struct pschan_pool *p, struct psmsg_audit *a,
     struct psmsg_reply *rep);
 
 /*
+ * A PSMSG_GPU_WRITES of w->n (2..PSMSG_WRITES_MAX) writes, its header's
+ * id assigned here, and its reply, checked (psmsg_writes_reply_check)
+ * into *out. Does not return when the device process is gone.
+ */
+void pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
+    struct psmsg_writes_reply *out);
+
+/*
  * A channel kept by one caller that does not wait for the reply: it sends,
  * and reads the reply once the fd is readable (the HTTP loop watches it).
  * One request is out at a time. Failures are fatal, as for pschan_call.

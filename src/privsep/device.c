@@ -109,26 +109,36 @@ psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
 
 /*
  * One datagram, told apart by its size (a request, a token, an audit
- * line), checked in full and run. 0 with *rep to send, or -1 with `why`
- * (a message that does not check out). `fd`, the descriptor that came with
- * it (-1: none), is closed here; `bad`: more came, or not SCM_RIGHTS.
+ * line, writes), checked in full and run. 0 with the reply to send in
+ * *out (*rep, or for writes a reply of its own) and its length in *outlen,
+ * or -1 with `why` (a message that does not check out). `fd`, the
+ * descriptor that came with it (-1: none), is closed here; `bad`: more
+ * came, or not SCM_RIGHTS.
  */
 static int
 psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
-    struct psmsg_reply *rep, char *why, size_t whysz)
+    struct psmsg_reply *rep, const void **out, size_t *outlen, char *why,
+    size_t whysz)
 {
 	static _Thread_local struct psmsg_token tok;
 	static _Thread_local struct psmsg_audit audit;
+	static _Thread_local struct psmsg_writes writes;
+	static _Thread_local struct psmsg_writes_reply wrep;
 	struct psmsg_request req;
-	bool big = n == sizeof(tok) || n == sizeof(audit);
+	bool big = n == sizeof(tok) || n == sizeof(audit) ||
+	    n == sizeof(writes);
 	int rc = 0;
 
 	why[0] = '\0';
+	*out = rep;
+	*outlen = sizeof(*rep);
 	memset(&req, 0, sizeof(req));
 	if (n == sizeof(tok))
 		(void)psmsg_token_check(raw, n, &tok, why, whysz);
 	else if (n == sizeof(audit))
 		(void)psmsg_audit_check(raw, n, &d->lim, &audit, why, whysz);
+	else if (n == sizeof(writes))
+		(void)psmsg_writes_check(raw, n, &d->lim, &writes, why, whysz);
 	else
 		(void)psmsg_request_check(raw, n, &d->lim, &req, why, whysz);
 	if (why[0] == '\0' && bad)
@@ -145,7 +155,11 @@ psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
 		psexec_token(&d->x, &tok, rep);
 	else if (n == sizeof(audit))
 		psexec_audit(&d->x, &audit, rep);
-	else
+	else if (n == sizeof(writes)) {
+		psexec_writes(&d->x, &writes, &wrep);
+		*out = &wrep;
+		*outlen = psmsg_writes_reply_size(writes.n);
+	} else
 		psexec_run(&d->x, &req, fd, rep);
 	explicit_bzero(&tok, sizeof(tok));
 	if (fd >= 0)
@@ -163,9 +177,12 @@ psdev_main(void *arg)
 		struct psmsg_request req;
 		struct psmsg_token tok;
 		struct psmsg_audit audit;
+		struct psmsg_writes writes;
 		char raw[sizeof(struct psmsg_token) + 1];
 	} in;
 	struct psmsg_reply rep;
+	const void *out;
+	size_t outlen;
 	char why[128];
 	ssize_t n;
 	bool bad;
@@ -177,17 +194,17 @@ psdev_main(void *arg)
 			continue;
 		if (n <= 0)
 			break;		/* end of file: the network side left */
-		if (psdev_one(d, in.raw, (size_t)n, fd, bad, &rep, why,
-		    sizeof(why)) != 0) {
+		if (psdev_one(d, in.raw, (size_t)n, fd, bad, &rep, &out,
+		    &outlen, why, sizeof(why)) != 0) {
 			psdev_refuse(d, why);
 			break;
 		}
 		if ((size_t)n == sizeof(in.tok))	/* no token stays */
 			explicit_bzero(&in, sizeof(in));
 		do
-			n = send(c->fd, &rep, sizeof(rep), MSG_NOSIGNAL);
+			n = send(c->fd, out, outlen, MSG_NOSIGNAL);
 		while (n < 0 && errno == EINTR);
-		if (n != (ssize_t)sizeof(rep))
+		if (n != (ssize_t)outlen)
 			break;		/* the network side left mid-request */
 	}
 	return NULL;

@@ -301,6 +301,28 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req, int fd,
 }
 
 void
+psexec_writes(const struct psexec *x, const struct psmsg_writes *w,
+    struct psmsg_writes_reply *out)
+{
+	static _Thread_local struct psmsg_reply rep;
+
+	memset(out, 0, sizeof(*out));
+	out->magic = PSMSG_MAGIC;
+	out->op = PSMSG_GPU_WRITES;
+	out->id = w->h.id;
+	out->n = w->n;
+	for (uint32_t i = 0; i < w->n && i < PSMSG_WRITES_MAX; i++) {
+		struct psmsg_write_result *r = &out->r[i];
+
+		psexec_run(x, &w->w[i], -1, &rep);
+		r->rc = rep.rc;
+		r->err_kind = rep.err_kind;
+		r->lost = rep.lost;
+		memcpy(r->err_msg, rep.err_msg, sizeof(r->err_msg));
+	}
+}
+
+void
 psexec_token(const struct psexec *x, const struct psmsg_token *t,
     struct psmsg_reply *rep)
 {

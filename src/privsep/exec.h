@@ -113,6 +113,15 @@ struct psexec {
 void psexec_run(const struct psexec *x, const struct psmsg_request *req,
     int fd, struct psmsg_reply *rep);
 
+/*
+ * A checked PSMSG_GPU_WRITES (psmsg_writes_check): each write run by
+ * psexec_run in order, as if it had come alone, its outcome in
+ * out->r[i]. Fills the whole of *out; the caller sends
+ * psmsg_writes_reply_size(w->n) bytes of it.
+ */
+void psexec_writes(const struct psexec *x, const struct psmsg_writes *w,
+    struct psmsg_writes_reply *out);
+
 /* A checked PSMSG_AUDIT (psmsg_audit_check), answered in *rep. */
 void psexec_audit(const struct psexec *x, const struct psmsg_audit *a,
     struct psmsg_reply *rep);

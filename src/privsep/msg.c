@@ -36,12 +36,15 @@ static const char *const op_names[PSMSG_OP_END] = {
 	[PSMSG_PEER] = "peer",
 	[PSMSG_PEER_END] = "peer_end",
 	[PSMSG_TOKEN] = "token",
+	[PSMSG_AUDIT] = "audit",
+	[PSMSG_GPU_WRITES] = "gpu_writes",
 };
 
 const char *
 psmsg_op_name(uint32_t op)
 {
-	return op > 0 && op < PSMSG_OP_END ? op_names[op] : "?";
+	return op > 0 && op < PSMSG_OP_END && op_names[op] != NULL ?
+	    op_names[op] : "?";
 }
 
 void
@@ -51,6 +54,19 @@ psmsg_request_init(struct psmsg_request *r, enum psmsg_op op, uint64_t id)
 	r->magic = PSMSG_MAGIC;
 	r->op = (uint32_t)op;
 	r->id = id;
+}
+
+void
+psmsg_writes_init(struct psmsg_writes *w, uint32_t n, uint32_t gpu)
+{
+	assert(n <= PSMSG_WRITES_MAX);
+	memset(w, 0, sizeof(*w));
+	psmsg_request_init(&w->h, PSMSG_GPU_WRITES, 0);
+	w->n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		psmsg_request_init(&w->w[i], PSMSG_GPU_WRITE, 0);
+		w->w[i].dev = gpu;
+	}
 }
 
 void
@@ -253,6 +269,9 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 	case PSMSG_TOKEN:
 		return refuse(why, whysz, "a token request of %zu bytes, not "
 		    "%zu", sizeof(*r), sizeof(struct psmsg_token));
+	case PSMSG_GPU_WRITES:
+		return refuse(why, whysz, "a writes request of %zu bytes, not "
+		    "%zu", sizeof(*r), sizeof(struct psmsg_writes));
 	case PSMSG_PROC:
 	case PSMSG_PEER:
 	case PSMSG_PEER_END:
@@ -359,6 +378,53 @@ psmsg_token_check(const void *buf, size_t len, struct psmsg_token *out,
 			refuse(why, whysz, "bytes after the token");
 			goto bad;
 		}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+int
+psmsg_writes_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_writes *out, char *why,
+    size_t whysz)
+{
+	struct psmsg_request zero;
+
+	memset(out, 0, sizeof(*out));
+	if (len != sizeof(*out))
+		return refuse(why, whysz, "writes request of %zu bytes, not %zu",
+		    len, sizeof(*out));
+	memcpy(out, buf, sizeof(*out));
+	psmsg_request_init(&zero, PSMSG_GPU_WRITES, out->h.id);
+	if (memcmp(&out->h, &zero, sizeof(zero)) != 0 || out->pad != 0) {
+		refuse(why, whysz, "writes request with a bad header or "
+		    "non-zero fields");
+		goto bad;
+	}
+	if (out->n < 2 || out->n > PSMSG_WRITES_MAX) {
+		refuse(why, whysz, "%u writes", out->n);
+		goto bad;
+	}
+	for (uint32_t i = 0; i < out->n; i++) {
+		if (out->w[i].op != PSMSG_GPU_WRITE) {
+			refuse(why, whysz, "write %u with op %u", i,
+			    out->w[i].op);
+			goto bad;
+		}
+		if (check_h(&out->w[i], lim, why, whysz) != 0)
+			goto bad;
+		if (out->w[i].dev != out->w[0].dev) {
+			refuse(why, whysz, "writes of gpus %u and %u",
+			    out->w[0].dev, out->w[i].dev);
+			goto bad;
+		}
+	}
+	if (!all_zero((const uint8_t *)&out->w[out->n],
+	    (PSMSG_WRITES_MAX - out->n) * sizeof(out->w[0]))) {
+		refuse(why, whysz, "bytes after write %u", out->n);
+		goto bad;
+	}
 	return 0;
 bad:
 	memset(out, 0, sizeof(*out));
@@ -533,6 +599,40 @@ psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
 	if (r->lost > 1 || r->pad0 != 0 || r->pad != 0 || r->pad2 != 0) {
 		refuse(why, whysz, "bad lost flag or non-zero pad");
 		goto bad;
+	}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+int
+psmsg_writes_reply_check(const void *buf, size_t len, uint64_t id,
+    uint32_t n, struct psmsg_writes_reply *out, char *why, size_t whysz)
+{
+	memset(out, 0, sizeof(*out));
+	if (n < 2 || n > PSMSG_WRITES_MAX || len != psmsg_writes_reply_size(n))
+		return refuse(why, whysz, "writes reply of %zu bytes for %u "
+		    "writes", len, n);
+	memcpy(out, buf, len);
+	if (out->magic != PSMSG_MAGIC || out->op != PSMSG_GPU_WRITES ||
+	    out->id != id || out->n != n || out->pad != 0) {
+		refuse(why, whysz, "writes reply header (op %u #%llu of %u, "
+		    "expected #%llu of %u)", out->op, (unsigned long long)
+		    out->id, out->n, (unsigned long long)id, n);
+		goto bad;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct psmsg_write_result *r = &out->r[i];
+
+		/* as psmsg_reply_check: a failure without a kind is a 200 */
+		if ((r->rc != 0 && r->rc != -1) || r->err_kind > ZERR_CONFLICT ||
+		    (r->rc == 0) != (r->err_kind == ZERR_NONE) ||
+		    r->lost > 1 || r->pad != 0 ||
+		    !field_str(r->err_msg, sizeof(r->err_msg))) {
+			refuse(why, whysz, "writes reply result %u", i);
+			goto bad;
+		}
 	}
 	return 0;
 bad:

@@ -51,6 +51,7 @@ enum psmsg_op {
 	PSMSG_PEER_END,			/* auth: that peer's connection closed */
 	PSMSG_TOKEN,			/* struct psmsg_token: verify a token */
 	PSMSG_AUDIT,			/* struct psmsg_audit: an audit line */
+	PSMSG_GPU_WRITES,		/* struct psmsg_writes: writes in order */
 	PSMSG_OP_END
 };
 
@@ -226,6 +227,46 @@ struct psmsg_audit {
 };
 
 /*
+ * PSMSG_GPU_WRITES: the writes queued on one GPU's worker, sent as one
+ * message instead of one round trip each (docs/design.md, "Writes travel
+ * together"). `h` has op PSMSG_GPU_WRITES and every other field 0;
+ * w[0..n-1] are PSMSG_GPU_WRITE requests of one GPU, each checked and
+ * decided exactly as if it had come alone, and run in that order;
+ * w[n..] are all 0. The reply is a struct psmsg_writes_reply of
+ * psmsg_writes_reply_size(n) bytes: one result per write, in order.
+ */
+#define PSMSG_WRITES_MAX 64		/* WORKER_BATCH_MAX */
+
+struct psmsg_writes {
+	struct psmsg_request h;
+	uint32_t n;			/* 2..PSMSG_WRITES_MAX */
+	uint32_t pad;			/* 0 */
+	struct psmsg_request w[PSMSG_WRITES_MAX];
+};
+
+/* One write's outcome, as a PSMSG_GPU_WRITE's reply would have had it. */
+struct psmsg_write_result {
+	int32_t rc;			/* 0, or -1 with err_kind/err_msg */
+	uint32_t err_kind;		/* enum zerr_kind */
+	uint32_t lost;			/* the GPU's lost() after the write */
+	uint32_t pad;			/* 0 */
+	char err_msg[ZERR_MSG_MAX];	/* NUL-terminated, 0 after the NUL */
+};
+
+struct psmsg_writes_reply {
+	uint32_t magic, op;		/* PSMSG_MAGIC, PSMSG_GPU_WRITES */
+	uint64_t id;			/* the request's */
+	uint32_t n;			/* the request's */
+	uint32_t pad;			/* 0 */
+	struct psmsg_write_result r[PSMSG_WRITES_MAX];	/* [n] sent */
+};
+
+/* The bytes of a writes reply with n results (what is sent). */
+#define psmsg_writes_reply_size(n) \
+	(offsetof(struct psmsg_writes_reply, r) + \
+	    (size_t)(n) * sizeof(struct psmsg_write_result))
+
+/*
  * No implicit padding anywhere: each size is the sum of its fields, so
  * every byte on the wire is a named field that the sender zeroes or fills
  * and the receiver can check. A multiple of 8 keeps arrays of messages and
@@ -251,9 +292,22 @@ _Static_assert(sizeof(struct psmsg_audit) == sizeof(struct psmsg_request) +
     8 * 4 + 2 * 8 + PSMSG_AUDIT_OP_MAX + ZERR_MSG_MAX + IDENTITY_USER_MAX +
     IDENTITY_CGROUP_MAX + PSMSG_AUDIT_LABEL_MAX,
     "struct psmsg_audit has padding");
+_Static_assert(sizeof(struct psmsg_writes) == sizeof(struct psmsg_request) +
+    2 * 4 + PSMSG_WRITES_MAX * sizeof(struct psmsg_request),
+    "struct psmsg_writes has padding");
+_Static_assert(sizeof(struct psmsg_write_result) == 4 * 4 + ZERR_MSG_MAX,
+    "struct psmsg_write_result has padding");
+_Static_assert(sizeof(struct psmsg_writes_reply) == 2 * 4 + 8 + 2 * 4 +
+    PSMSG_WRITES_MAX * sizeof(struct psmsg_write_result),
+    "struct psmsg_writes_reply has padding");
 _Static_assert(sizeof(struct psmsg_audit) != sizeof(struct psmsg_token) &&
-    sizeof(struct psmsg_audit) != sizeof(struct psmsg_request),
+    sizeof(struct psmsg_audit) != sizeof(struct psmsg_request) &&
+    sizeof(struct psmsg_writes) != sizeof(struct psmsg_token) &&
+    sizeof(struct psmsg_writes) != sizeof(struct psmsg_audit) &&
+    sizeof(struct psmsg_writes) != sizeof(struct psmsg_request),
     "requests are told apart by their size");
+_Static_assert(sizeof(struct psmsg_writes) < sizeof(struct psmsg_token),
+    "the device process's buffer is sized for the token request");
 
 /* What the device process serves: the bounds a request is checked against. */
 struct psmsg_limits {
@@ -316,6 +370,27 @@ int psmsg_audit_check(const void *buf, size_t len,
     size_t whysz);
 
 /*
+ * The same for a PSMSG_GPU_WRITES (len == sizeof(struct psmsg_writes)):
+ * the header with every field but magic, op and id 0, pad 0,
+ * 2 <= n <= PSMSG_WRITES_MAX, each w[i < n] a PSMSG_GPU_WRITE that
+ * psmsg_request_check accepts, all of one GPU, and w[n..] all 0.
+ * Returns 0 and fills *out, or -1 with *out zeroed and a reason.
+ */
+int psmsg_writes_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_writes *out, char *why,
+    size_t whysz);
+
+/*
+ * The network side's check of the reply to PSMSG_GPU_WRITES request `id`
+ * of `n` writes: len == psmsg_writes_reply_size(n), magic, op, id and n
+ * echoed, pad 0, and each result as psmsg_reply_check checks a reply's
+ * rc, kind, message and lost flag. Fills out->r[0..n-1] (the rest 0), or
+ * returns -1 with *out zeroed and a reason.
+ */
+int psmsg_writes_reply_check(const void *buf, size_t len, uint64_t id,
+    uint32_t n, struct psmsg_writes_reply *out, char *why, size_t whysz);
+
+/*
  * The network side's check of a reply to request (id, op): exact size,
  * magic, echoed id and op, rc 0 with ZERR_NONE or -1 with another kind,
  * kinds valid enum zerr_kind values, err_msg, i_user, i_comm and i_cgroup
@@ -343,6 +418,10 @@ void psmsg_get_identity(const struct psmsg_reply *rep, struct identity *id);
 /* Zeroes *r and sets magic, op and id: the caller fills the op's fields. */
 void psmsg_request_init(struct psmsg_request *r, enum psmsg_op op,
     uint64_t id);
+
+/* Zeroes *w and makes it a batch of n (<= PSMSG_WRITES_MAX) writes, each
+ * a PSMSG_GPU_WRITE of GPU `gpu` whose write fields the caller fills. */
+void psmsg_writes_init(struct psmsg_writes *w, uint32_t n, uint32_t gpu);
 
 /* "gpu_power", ..., "sample" for logs; "?" for anything else. */
 const char *psmsg_op_name(uint32_t op);

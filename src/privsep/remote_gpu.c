@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 uint32_t
 psgpu_reason(const struct gpu_write *w)
 {
@@ -69,6 +71,11 @@ struct psgpu {
 	unsigned ngpu;
 	struct gpu_info *info;		/* [ngpu] */
 	atomic_bool lost[PSMSG_MAX_GPUS];
+	/*
+	 * What one write of each GPU took lately, round trip included (ns,
+	 * a moving average; 0: none yet), for psgpu_write_batch.
+	 */
+	_Atomic uint64_t write_ns[PSMSG_MAX_GPUS];
 	/* swapped whole by psgpu_set_lacks, read by the HTTP threads */
 	_Atomic(struct psgpu_table *) lacks;
 };
@@ -242,16 +249,89 @@ psgpu_get_persistence(struct gpu_backend *b, unsigned gpu, bool *enabled,
 	return 0;
 }
 
+/*
+ * How long a batch of writes may take: a read queued behind it waits for
+ * all of it, where one write at a time it would wait for the one running.
+ * The batch's size is this over what one write took lately (at least 1):
+ * writes that cost little but a round trip each go together, a slow
+ * driver's go one by one.
+ */
+#define PSGPU_WRITES_BUDGET_NS 1000000u		/* 1 ms */
+
+/* A batch of n writes of `gpu` took `ns` (one worker per GPU calls). */
+static void
+psgpu_note_write_time(struct psgpu *g, unsigned gpu, uint64_t ns, unsigned n)
+{
+	uint64_t one = ns / (n > 0 ? n : 1), old;
+
+	if (gpu >= g->ngpu)
+		return;
+	old = atomic_load_explicit(&g->write_ns[gpu], memory_order_relaxed);
+	/* a slower write counts at once, a faster one a quarter at a time */
+	atomic_store_explicit(&g->write_ns[gpu], old == 0 || one > old ? one :
+	    old - (old - one) / 4, memory_order_relaxed);
+}
+
+static unsigned
+psgpu_write_batch(struct gpu_backend *b, unsigned gpu)
+{
+	struct psgpu *g = psgpu_of(b);
+	uint64_t one;
+
+	if (gpu >= g->ngpu)
+		return 1;
+	one = atomic_load_explicit(&g->write_ns[gpu], memory_order_relaxed);
+	if (one == 0 || one >= PSGPU_WRITES_BUDGET_NS)
+		return 1;
+	return PSGPU_WRITES_BUDGET_NS / one >= PSMSG_WRITES_MAX ?
+	    PSMSG_WRITES_MAX : (unsigned)(PSGPU_WRITES_BUDGET_NS / one);
+}
+
 static int
 psgpu_write(struct gpu_backend *b, unsigned gpu, const struct gpu_write *w,
     struct zerr *err)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
+	uint64_t t0 = zclock_now_ns();
+	int rc;
 
 	psmsg_request_init(&req, PSMSG_GPU_WRITE, 0);
 	psgpu_write_fields(&req, w);
-	return psgpu_call(psgpu_of(b), &req, gpu, &rep, err);
+	rc = psgpu_call(psgpu_of(b), &req, gpu, &rep, err);
+	psgpu_note_write_time(psgpu_of(b), gpu, zclock_now_ns() - t0, 1);
+	return rc;
+}
+
+/* The writes in one PSMSG_GPU_WRITES (gpu.h: write_many). */
+static void
+psgpu_write_many(struct gpu_backend *b, unsigned gpu,
+    const struct gpu_write *const *w, unsigned n, int *rc,
+    struct zerr *const *errs)
+{
+	static _Thread_local struct psmsg_writes req;
+	static _Thread_local struct psmsg_writes_reply rep;
+	struct psgpu *g = psgpu_of(b);
+	uint64_t t0;
+
+	if (n < 2 || n > PSMSG_WRITES_MAX || gpu >= g->ngpu) {
+		for (unsigned i = 0; i < n; i++)
+			rc[i] = psgpu_write(b, gpu, w[i], errs[i]);
+		return;
+	}
+	psmsg_writes_init(&req, n, gpu);
+	for (unsigned i = 0; i < n; i++)
+		psgpu_write_fields(&req.w[i], w[i]);
+	t0 = zclock_now_ns();
+	pschan_call_writes(g->pool, &req, &rep);
+	psgpu_note_write_time(g, gpu, zclock_now_ns() - t0, n);
+	for (unsigned i = 0; i < n; i++) {
+		const struct psmsg_write_result *r = &rep.r[i];
+
+		rc[i] = r->rc == 0 ? 0 : zerr_set(errs[i],
+		    (enum zerr_kind)r->err_kind, "%s", r->err_msg);
+	}
+	atomic_store(&g->lost[gpu], rep.r[n - 1].lost != 0);
 }
 
 static const char *
@@ -318,6 +398,8 @@ static const struct gpu_backend_ops psgpu_ops = {
 	.get_power_limit_constraints = psgpu_get_constraints,
 	.get_persistence_mode = psgpu_get_persistence,
 	.write = psgpu_write,
+	.write_many = psgpu_write_many,
+	.write_batch = psgpu_write_batch,
 	.read_lacks = psgpu_read_lacks,
 	.write_lacks = psgpu_write_lacks,
 	.lost = psgpu_lost,
@@ -351,8 +433,10 @@ psgpu_create(struct pschan_pool *pool, unsigned ngpu,
 	g->pool = pool;
 	g->ngpu = ngpu;
 	atomic_init(&g->lacks, l);
-	for (unsigned i = 0; i < PSMSG_MAX_GPUS; i++)
+	for (unsigned i = 0; i < PSMSG_MAX_GPUS; i++) {
 		atomic_init(&g->lost[i], false);
+		atomic_init(&g->write_ns[i], 0);
+	}
 	out->ops = &psgpu_ops;
 	out->ctx = g;
 	return 0;

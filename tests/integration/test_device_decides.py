@@ -23,7 +23,8 @@ from test_policy import as_user, node  # noqa: F401 (fixture)
 SYS_PIDFD_GETFD = 438
 PSMSG_MAGIC = 0x7a707331
 OP = {"gpu_limit": 3, "gpu_write": 6, "peer": 10, "peer_end": 11,
-      "token": 12, "audit": 13}
+      "token": 12, "audit": 13, "gpu_writes": 14}
+WRITES_MAX = 64
 FROM = {"none": 0, "unix": 1, "tcp": 2, "restore": 3}
 SET_POWER_LIMIT = 0              # enum gpu_write_op
 ZERR_MSG_MAX = 512
@@ -323,6 +324,104 @@ def test_forged_writes_are_decided_by_the_device_process(node):
             (1, 4242, None)], ran
     assert ran[0]["before"] == {"power_limit_mw": before[1]}
     assert ran[0]["requested"] == {"power_limit_mw": 150000}
+
+
+def write_request(gpu, limit, w_from, auth=0):
+    return request(OP["gpu_write"], auth, FROM[w_from], gpu,
+                   SET_POWER_LIMIT, limit)
+
+
+def writes_request(writes, n=None):
+    """struct psmsg_writes: one GPU's writes in one message."""
+    n = len(writes) if n is None else n
+    body = b"".join(writes).ljust(WRITES_MAX * len(writes[0]), b"\0")
+    head = struct.pack("<IIQ", PSMSG_MAGIC, OP["gpu_writes"], 99)
+    return head.ljust(len(writes[0]), b"\0") + struct.pack("<II", n, 0) + \
+        body
+
+
+def writes_results(raw, n):
+    """(rc, kind, message) of each write in a PSMSG_GPU_WRITES reply."""
+    magic, op, rid, got = struct.unpack_from("<IIQI", raw, 0)
+    assert (magic, op, rid, got) == (PSMSG_MAGIC, OP["gpu_writes"], 99, n)
+    size = 16 + ZERR_MSG_MAX
+    assert len(raw) == 24 + n * size
+    out = []
+    for i in range(n):
+        rc, kind = struct.unpack_from("<iI", raw, 24 + i * size)
+        msg = raw[24 + i * size + 16:24 + (i + 1) * size].split(b"\0")[0]
+        out.append((rc, kind, msg.decode()))
+    return out
+
+
+def test_forged_write_batch_is_decided_write_by_write(node):
+    # The writes queued on one GPU travel as one message (docs/design.md,
+    # "Writes travel together"); a forger that fills one with writes of
+    # other users gets each decided as if it came alone.
+    audit = node.base / "audit.log"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)], policy=POLICY)
+    kinds = errno_kinds()
+    f = Forger(d)
+    before = limit_of(d, 1)
+    nobody = holder(d, 65534)
+    other = holder(d, 4242)
+    try:
+        h_nobody = f.handle_of(nobody.pid)
+        h_other = f.handle_of(other.pid)
+        n = 4
+        res = writes_results(f.call_raw(writes_request([
+            write_request(1, 150000, "unix", h_nobody),   # granted: runs
+            write_request(1, 175000, "unix", h_other),    # leased: 409
+            write_request(1, before, "restore", 0),       # holder lives
+            write_request(1, 160000, "unix", h_nobody),   # the holder's
+        ])), n)
+        assert res[0][0] == 0 and res[3][0] == 0, res
+        assert res[1][:2] == (-1, kinds["ZERR_CONFLICT"]), res
+        assert "leased by uid 65534" in res[1][2]
+        assert res[2][:2] == (-1, kinds["ZERR_CONFLICT"]), res
+        assert limit_of(d, 1) == 160000
+        # nobody is not granted GPU 0: a batch for GPU 0 of nobody's
+        res = writes_results(f.call_raw(writes_request([
+            write_request(0, 150000, "unix", h_nobody)] * 2)), 2)
+        assert all(r[:2] == (-1, kinds["ZERR_FORBIDDEN"]) for r in res), res
+    finally:
+        nobody.kill()
+        other.kill()
+        nobody.wait()
+        other.wait()
+    lines = [json.loads(x) for x in audit.read_text().splitlines()]
+    assert [(x["gpu"], x["result"], x["identity"].get("uid"))
+            for x in lines if x.get("operation") == "set_power_limit"] == [
+        (1, "ok", 65534), (1, "refused", 4242), (1, "refused", None),
+        (1, "ok", 65534), (0, "refused", 65534), (0, "refused", 65534)], \
+        lines
+    assert d.proc.poll() is None
+
+
+@pytest.mark.parametrize("case", ["two_gpus", "one_write", "after_last",
+                                  "not_a_write"])
+def test_a_malformed_write_batch_stops_zeusd(node, case):
+    d = node(args=["--gpu-leases"], policy=POLICY)
+    d.ready = False         # it is meant to stop with status 1
+    f = Forger(d)
+    w0 = write_request(1, 150000, "tcp")
+    msg = {
+        "two_gpus": writes_request([w0, write_request(2, 150000, "tcp")]),
+        "one_write": writes_request([w0]),
+        "after_last": writes_request([w0, w0, w0], n=2),
+        "not_a_write": writes_request([w0, request(OP["gpu_limit"], dev=1)]),
+    }[case]
+    f.chan.send(msg)
+    assert d.proc.wait(timeout=20) == 1
+    why = {"two_gpus": "writes of gpus 1 and 2", "one_write": "1 writes",
+           "after_last": "bytes after write 2",
+           "not_a_write": "write 1 with op 3"}[case]
+    assert "event=privsep_message_refused" in d.logs()
+    assert why in d.logs(), d.logs()
+    # none of it ran: each write is a TCP write on a Unix-socket zeusd,
+    # which the device process would have refused and logged
+    # (device_write_refused)
+    assert "event=device_write" not in d.logs()
 
 
 def test_a_peer_request_without_its_socket_stops_zeusd(node):

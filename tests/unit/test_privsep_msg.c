@@ -1100,6 +1100,178 @@ test_token_request(void **state)
 	assert_int_equal(check(&r), 0);
 }
 
+/*
+ * PSMSG_GPU_WRITES: the writes of one GPU in one message. Exactly its
+ * size; a header with nothing but magic, op and id; 2..PSMSG_WRITES_MAX
+ * writes, each one a write psmsg_request_check would take, all of one GPU,
+ * nothing after the last. The executor runs each in order as if alone,
+ * and the network side's check takes exactly the reply it sends.
+ */
+static int
+wcheck(const struct psmsg_writes *w)
+{
+	static struct psmsg_writes out;
+	char why[128] = "";
+	int rc;
+
+	rc = psmsg_writes_check(w, sizeof(*w), &lim, &out, why, sizeof(why));
+	if (rc == 0)
+		assert_memory_equal(&out, w, sizeof(*w));
+	else {
+		assert_true(why[0] != '\0');
+		assert_int_equal(out.h.magic, 0);
+		assert_int_equal(out.n, 0);
+	}
+	return rc;
+}
+
+static void
+test_writes_request(void **state)
+{
+	static struct psmsg_writes w, out;
+	struct psmsg_request r;
+	char why[128];
+
+	memset(&w, 0, sizeof(w));
+	psmsg_request_init(&w.h, PSMSG_GPU_WRITES, 9);
+	w.n = 3;
+	w.w[0] = wreq(GPU_SET_POWER_LIMIT, 175000, 0, 0, 0);
+	w.w[1] = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 900, 1800);
+	w.w[2] = wreq(GPU_SET_POWER_LIMIT, 200000, 0, 0, 0);
+	for (unsigned i = 0; i < 3; i++)
+		w.w[i].w_from = PSMSG_FROM_TCP;
+	assert_int_equal(wcheck(&w), 0);
+	assert_int_equal(psmsg_writes_check(&w, sizeof(w) - 1, &lim, &out,
+	    why, sizeof(why)), -1);
+	assert_int_equal(psmsg_writes_check(&w, sizeof(w) + 1, &lim, &out,
+	    why, sizeof(why)), -1);
+
+	w.n = 1;			/* one write goes alone */
+	w.w[1] = w.w[2] = (struct psmsg_request){ 0 };
+	assert_int_equal(wcheck(&w), -1);
+	w.n = PSMSG_WRITES_MAX + 1;
+	assert_int_equal(wcheck(&w), -1);
+	w.n = 0;
+	assert_int_equal(wcheck(&w), -1);
+
+	w.n = 2;
+	w.w[1] = wreq(GPU_SET_POWER_LIMIT, 150000, 0, 0, 0);
+	assert_int_equal(wcheck(&w), 0);
+	w.w[2] = w.w[1];		/* a write after the last counted */
+	assert_int_equal(wcheck(&w), -1);
+	w.w[2] = (struct psmsg_request){ 0 };
+	w.w[2].pad = 1;			/* any byte after it */
+	assert_int_equal(wcheck(&w), -1);
+	w.w[2] = (struct psmsg_request){ 0 };
+
+	w.w[1].dev = 1;			/* two GPUs */
+	assert_int_equal(wcheck(&w), -1);
+	w.w[1].dev = lim.ngpu;		/* a GPU out of range */
+	w.w[0].dev = lim.ngpu;
+	assert_int_equal(wcheck(&w), -1);
+	w.w[0].dev = w.w[1].dev = 2;
+	w.w[1].op = PSMSG_GPU_POWER;	/* a read among the writes */
+	w.w[1].w_op = 0;
+	w.w[1].w_power_limit_mw = 0;
+	assert_int_equal(wcheck(&w), -1);
+	w.w[1] = wreq(GPU_SET_PERSISTENCE_MODE, 0, 2, 0, 0);	/* bad value */
+	assert_int_equal(wcheck(&w), -1);
+	w.w[1] = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
+	w.w[1].magic = 0;		/* a write's own header */
+	assert_int_equal(wcheck(&w), -1);
+	w.w[1].magic = PSMSG_MAGIC;
+	assert_int_equal(wcheck(&w), 0);
+
+	w.h.dev = 2;			/* anything in the header */
+	assert_int_equal(wcheck(&w), -1);
+	w.h.dev = 0;
+	w.h.auth = 1;
+	assert_int_equal(wcheck(&w), -1);
+	w.h.auth = 0;
+	w.pad = 1;
+	assert_int_equal(wcheck(&w), -1);
+	w.pad = 0;
+	w.h.op = PSMSG_GPU_WRITE;
+	assert_int_equal(wcheck(&w), -1);
+	w.h.op = PSMSG_GPU_WRITES;
+	assert_int_equal(wcheck(&w), 0);
+
+	/* an ordinary-size request with op PSMSG_GPU_WRITES is refused */
+	psmsg_request_init(&r, PSMSG_GPU_WRITES, 6);
+	assert_int_equal(check(&r), -1);
+	assert_string_equal(psmsg_op_name(PSMSG_GPU_WRITES), "gpu_writes");
+	assert_string_equal(psmsg_op_name(PSMSG_AUDIT), "audit");
+}
+
+static void
+test_writes_exec(void **state)
+{
+	static struct psmsg_writes w;
+	static struct psmsg_writes_reply rep, out;
+	char why[128];
+	size_t len;
+
+	memset(&w, 0, sizeof(w));
+	psmsg_request_init(&w.h, PSMSG_GPU_WRITES, 11);
+	w.n = 3;
+	w.w[0] = wreq(GPU_SET_POWER_LIMIT, 175000, 0, 0, 0);
+	w.w[1] = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 900, 1800);
+	w.w[2] = wreq(GPU_SET_POWER_LIMIT, 200000, 0, 0, 0);
+	assert_int_equal(wcheck(&w), 0);
+	memset(&rep, 0xa5, sizeof(rep));
+	psexec_writes(&exec_fake, &w, &rep);
+	/* each ran, in order: the last one's value is the one left */
+	assert_int_equal(fk.calls[F_WRITE], 3);
+	assert_int_equal(fk.last_write.op, GPU_SET_POWER_LIMIT);
+	assert_int_equal(fk.last_write.power_limit_mw, 200000);
+	assert_int_equal(rep.n, 3);
+	len = psmsg_writes_reply_size(3);
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 11, 3, &out,
+	    why, sizeof(why)), 0);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(out.r[i].rc, 0);
+	/* nothing past the results sent is this process's memory */
+	for (size_t i = len; i < sizeof(rep); i++)
+		assert_int_equal(((const unsigned char *)&rep)[i], 0);
+
+	/* one failure is that write's alone */
+	fk.fail_gpus = 0x4;
+	fk.fail_kind = ZERR_FORBIDDEN;
+	psexec_writes(&exec_fake, &w, &rep);
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 11, 3, &out,
+	    why, sizeof(why)), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(out.r[i].rc, -1);
+		assert_int_equal(out.r[i].err_kind, ZERR_FORBIDDEN);
+		assert_string_equal(out.r[i].err_msg, "gpu 2: fake failure");
+	}
+	fk.fail_gpus = 0;
+
+	/* the reply check: size, header, each result */
+	assert_int_equal(psmsg_writes_reply_check(&rep, len - 1, 11, 3, &out,
+	    why, sizeof(why)), -1);
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 12, 3, &out,
+	    why, sizeof(why)), -1);
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 11, 2, &out,
+	    why, sizeof(why)), -1);
+	rep.r[1].rc = 0;		/* success with an error kind */
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 11, 3, &out,
+	    why, sizeof(why)), -1);
+	assert_int_equal(out.n, 0);
+	rep.r[1].rc = -1;
+	rep.r[1].err_kind = ZERR_NONE;	/* failure without a kind */
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 11, 3, &out,
+	    why, sizeof(why)), -1);
+	rep.r[1].err_kind = ZERR_FORBIDDEN;
+	rep.r[1].lost = 2;
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 11, 3, &out,
+	    why, sizeof(why)), -1);
+	rep.r[1].lost = 0;
+	memset(rep.r[1].err_msg, 'x', sizeof(rep.r[1].err_msg));
+	assert_int_equal(psmsg_writes_reply_check(&rep, len, 11, 3, &out,
+	    why, sizeof(why)), -1);
+}
+
 /* ---- control channel ----------------------------------------------- */
 
 static void
@@ -1216,6 +1388,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test_setup(test_writes_request, setup),
+		cmocka_unit_test_setup(test_writes_exec, setup),
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_bad_magic),
 		cmocka_unit_test(test_bad_size),
