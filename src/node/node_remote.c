@@ -242,7 +242,8 @@ static int
 node_token_remote(struct node *node, const char *token, size_t len,
     struct node_claims *out, struct zerr *err)
 {
-	static _Thread_local struct psmsg_token t;
+	/* on the stack: static _Thread_local would put it in every thread */
+	struct psmsg_token t;
 	struct psmsg_reply rep;
 
 	if (len == 0 || len > PSMSG_TOKEN_MAX)
@@ -318,7 +319,7 @@ static void
 node_audit_refused_remote(struct node *node, const struct gpu_write *who,
     unsigned gpu, const char *op, const char *error)
 {
-	static _Thread_local struct psmsg_audit a;
+	struct psmsg_audit a;
 	struct gpu_write w = *who;
 	size_t k = 0;
 
@@ -347,7 +348,7 @@ static void
 node_audit_superseded_remote(struct node *node, const struct gpu_write *w,
     unsigned gpu)
 {
-	static _Thread_local struct psmsg_audit a;
+	struct psmsg_audit a;
 	struct gpu_write c = *w;
 
 	memset(&a, 0, sizeof(a));
@@ -363,7 +364,7 @@ node_audit_superseded_remote(struct node *node, const struct gpu_write *w,
 static void
 node_audit_lease_end_remote(struct node *node, const struct node_lease_line *l)
 {
-	static _Thread_local struct psmsg_audit a;
+	struct psmsg_audit a;
 
 	memset(&a, 0, sizeof(a));
 	a.kind = PSMSG_AUDIT_LEASE_END;
@@ -387,7 +388,7 @@ static void
 node_audit_unqueued_remote(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
     const char *user, int op, const char *error, const char *reason)
 {
-	static _Thread_local struct psmsg_audit a;
+	struct psmsg_audit a;
 	struct gpu_write w = { .op = (enum gpu_write_op)op };
 
 	memset(&a, 0, sizeof(a));

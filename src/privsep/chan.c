@@ -243,8 +243,12 @@ void
 pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
     struct psmsg_writes_reply *out)
 {
-	/* one byte more than a reply: a longer datagram shows as truncated */
-	static _Thread_local union {
+	/*
+	 * One byte more than a reply: a longer datagram shows as truncated.
+	 * On the caller's stack (a GPU worker's), not _Thread_local: that
+	 * would put 33 KiB in every thread's TLS block.
+	 */
+	union {
 		struct psmsg_writes_reply rep;
 		char raw[sizeof(struct psmsg_writes_reply) + 1];
 	} in;

@@ -115,18 +115,26 @@ psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
  * descriptor that came with it (-1: none), is closed here; `bad`: more
  * came, or not SCM_RIGHTS.
  */
+struct psdev_writes {
+	struct psmsg_writes w;
+	struct psmsg_writes_reply rep;
+};
+
 static int
 psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
-    struct psmsg_reply *rep, const void **out, size_t *outlen, char *why,
-    size_t whysz)
+    struct psdev_writes *wr, struct psmsg_reply *rep, const void **out,
+    size_t *outlen, char *why, size_t whysz)
 {
-	static _Thread_local struct psmsg_token tok;
-	static _Thread_local struct psmsg_audit audit;
-	static _Thread_local struct psmsg_writes writes;
-	static _Thread_local struct psmsg_writes_reply wrep;
+	/* on the stack: static _Thread_local would put it in every thread */
+	struct psmsg_token tok;
+	struct psmsg_audit audit;
+	/* 7 + 33 KiB: the channel's own (psdev_main's `wr`), not TLS, which
+	 * every thread of the process would carry */
+	struct psmsg_writes *writes = &wr->w;
+	struct psmsg_writes_reply *wrep = &wr->rep;
 	struct psmsg_request req;
 	bool big = n == sizeof(tok) || n == sizeof(audit) ||
-	    n == sizeof(writes);
+	    n == sizeof(*writes);
 	int rc = 0;
 
 	why[0] = '\0';
@@ -137,8 +145,8 @@ psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
 		(void)psmsg_token_check(raw, n, &tok, why, whysz);
 	else if (n == sizeof(audit))
 		(void)psmsg_audit_check(raw, n, &d->lim, &audit, why, whysz);
-	else if (n == sizeof(writes))
-		(void)psmsg_writes_check(raw, n, &d->lim, &writes, why, whysz);
+	else if (n == sizeof(*writes))
+		(void)psmsg_writes_check(raw, n, &d->lim, writes, why, whysz);
 	else
 		(void)psmsg_request_check(raw, n, &d->lim, &req, why, whysz);
 	if (why[0] == '\0' && bad)
@@ -155,10 +163,10 @@ psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
 		psexec_token(&d->x, &tok, rep);
 	else if (n == sizeof(audit))
 		psexec_audit(&d->x, &audit, rep);
-	else if (n == sizeof(writes)) {
-		psexec_writes(&d->x, &writes, &wrep);
-		*out = &wrep;
-		*outlen = psmsg_writes_reply_size(writes.n);
+	else if (n == sizeof(*writes)) {
+		psexec_writes(&d->x, writes, wrep);
+		*out = wrep;
+		*outlen = psmsg_writes_reply_size(writes->n);
 	} else
 		psexec_run(&d->x, &req, fd, rep);
 	explicit_bzero(&tok, sizeof(tok));
@@ -181,6 +189,7 @@ psdev_main(void *arg)
 		char raw[sizeof(struct psmsg_token) + 1];
 	} in;
 	struct psmsg_reply rep;
+	struct psdev_writes wr;		/* 40 KiB of this thread's stack */
 	const void *out;
 	size_t outlen;
 	char why[128];
@@ -194,7 +203,7 @@ psdev_main(void *arg)
 			continue;
 		if (n <= 0)
 			break;		/* end of file: the network side left */
-		if (psdev_one(d, in.raw, (size_t)n, fd, bad, &rep, &out,
+		if (psdev_one(d, in.raw, (size_t)n, fd, bad, &wr, &rep, &out,
 		    &outlen, why, sizeof(why)) != 0) {
 			psdev_refuse(d, why);
 			break;

@@ -304,7 +304,7 @@ void
 psexec_writes(const struct psexec *x, const struct psmsg_writes *w,
     struct psmsg_writes_reply *out)
 {
-	static _Thread_local struct psmsg_reply rep;
+	struct psmsg_reply rep;
 
 	memset(out, 0, sizeof(*out));
 	out->magic = PSMSG_MAGIC;

@@ -352,23 +352,46 @@ check_h(const struct psmsg_request *rp, const struct psmsg_limits *lim,
 	return check_fields(&r, lim, why, whysz);
 }
 
+/*
+ * The two larger requests laid out alike: a header, a u32 count, a u32
+ * pad, the rest. Copies exactly `size` bytes of `buf` into `out` and
+ * checks the header (nothing but magic, `op` and an id) and the pad;
+ * -1 with `out` zeroed and a reason otherwise.
+ */
+_Static_assert(offsetof(struct psmsg_token, pad) == sizeof(struct
+    psmsg_request) + 4 && offsetof(struct psmsg_writes, pad) ==
+    sizeof(struct psmsg_request) + 4, "larger requests' layout");
+
+static int
+big_header(const void *buf, size_t len, void *out, size_t size,
+    enum psmsg_op op, const char *what, char *why, size_t whysz)
+{
+	struct psmsg_request zero, h;
+	uint32_t pad;
+
+	memset(out, 0, size);
+	if (len != size)
+		return refuse(why, whysz, "%s request of %zu bytes, not %zu",
+		    what, len, size);
+	memcpy(out, buf, size);
+	memcpy(&h, out, sizeof(h));
+	memcpy(&pad, (const char *)out + sizeof(h) + 4, sizeof(pad));
+	psmsg_request_init(&zero, op, h.id);
+	if (memcmp(&h, &zero, sizeof(zero)) != 0 || pad != 0) {
+		memset(out, 0, size);
+		return refuse(why, whysz, "%s request with a bad header or "
+		    "non-zero fields", what);
+	}
+	return 0;
+}
+
 int
 psmsg_token_check(const void *buf, size_t len, struct psmsg_token *out,
     char *why, size_t whysz)
 {
-	struct psmsg_request zero;
-
-	memset(out, 0, sizeof(*out));
-	if (len != sizeof(*out))
-		return refuse(why, whysz, "token request of %zu bytes, not %zu",
-		    len, sizeof(*out));
-	memcpy(out, buf, sizeof(*out));
-	psmsg_request_init(&zero, PSMSG_TOKEN, out->h.id);
-	if (memcmp(&out->h, &zero, sizeof(zero)) != 0 || out->pad != 0) {
-		refuse(why, whysz, "token request with a bad header or non-zero "
-		    "fields");
-		goto bad;
-	}
+	if (big_header(buf, len, out, sizeof(*out), PSMSG_TOKEN, "token", why,
+	    whysz) != 0)
+		return -1;
 	if (out->len == 0 || out->len > PSMSG_TOKEN_MAX) {
 		refuse(why, whysz, "token of %u bytes", out->len);
 		goto bad;
@@ -389,19 +412,9 @@ psmsg_writes_check(const void *buf, size_t len,
     const struct psmsg_limits *lim, struct psmsg_writes *out, char *why,
     size_t whysz)
 {
-	struct psmsg_request zero;
-
-	memset(out, 0, sizeof(*out));
-	if (len != sizeof(*out))
-		return refuse(why, whysz, "writes request of %zu bytes, not %zu",
-		    len, sizeof(*out));
-	memcpy(out, buf, sizeof(*out));
-	psmsg_request_init(&zero, PSMSG_GPU_WRITES, out->h.id);
-	if (memcmp(&out->h, &zero, sizeof(zero)) != 0 || out->pad != 0) {
-		refuse(why, whysz, "writes request with a bad header or "
-		    "non-zero fields");
-		goto bad;
-	}
+	if (big_header(buf, len, out, sizeof(*out), PSMSG_GPU_WRITES,
+	    "writes", why, whysz) != 0)
+		return -1;
 	if (out->n < 2 || out->n > PSMSG_WRITES_MAX) {
 		refuse(why, whysz, "%u writes", out->n);
 		goto bad;

@@ -309,8 +309,13 @@ psgpu_write_many(struct gpu_backend *b, unsigned gpu,
     const struct gpu_write *const *w, unsigned n, int *rc,
     struct zerr *const *errs)
 {
-	static _Thread_local struct psmsg_writes req;
-	static _Thread_local struct psmsg_writes_reply rep;
+	/*
+	 * 41 KiB, on the GPU worker's stack (a default-sized one): as
+	 * _Thread_local they would be in every thread of the process, and
+	 * glibc touches each thread's static TLS block when it starts it.
+	 */
+	struct psmsg_writes req;
+	struct psmsg_writes_reply rep;
 	struct psgpu *g = psgpu_of(b);
 	uint64_t t0;
 
