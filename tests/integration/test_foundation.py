@@ -13,7 +13,8 @@ import time
 import httpx
 import pytest
 
-from conftest import ZEUSD, Zeusd, free_port, raw_request, run_zeusd
+from conftest import ZEUSD, Zeusd, free_port, linux_only, raw_request, \
+    run_zeusd
 
 
 # --- command line ---------------------------------------------------------
@@ -123,6 +124,7 @@ def test_amdsmi_without_library_fails_fast(tmp_path):
 
 # --- basic endpoints on both transports -------------------------------------
 
+@linux_only("rapl", "the default --enable has cpu-read")
 def test_discover_shape(daemon):
     r = daemon.get("/discover")
     assert r.status_code == 200
@@ -337,6 +339,7 @@ def test_uds_owner_by_name(start):
     assert (st.st_uid, st.st_gid) == (65534, 65534)
 
 
+@linux_only("unix-socket")
 @pytest.mark.parametrize("flag", ["--socket-uid", "--socket-gid"])
 def test_uds_owner_unknown_name(tmp_path, flag):
     r = run_zeusd("serve", "--simulate", "--socket-path",
@@ -346,6 +349,7 @@ def test_uds_owner_unknown_name(tmp_path, flag):
     assert len(lines) == 1 and flag in lines[0] and "no such" in lines[0]
 
 
+@linux_only("unix-socket")
 def test_uds_refuses_non_socket(tmp_path):
     path = tmp_path / "run" / "zeusd.sock"
     path.parent.mkdir()

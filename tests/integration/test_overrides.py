@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SIM, ZEUSD, Zeusd, run_zeusd
+from conftest import SIM, ZEUSD, Zeusd, linux_only, run_zeusd
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 
@@ -32,6 +32,8 @@ def sim_log_lines(path, fn):
     return [l for l in Path(path).read_text().splitlines() if f" {fn} " in l]
 
 
+@linux_only("overrides-sh")
+@linux_only("persistence", "it enables persistence mode through the driver")
 def test_override_replaces_driver_write(start, mode, tmp_path, record):
     # one record file per GPU: the GPUs run their commands concurrently
     ov = write_overrides(tmp_path / "ov.toml", f"""

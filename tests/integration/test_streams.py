@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import run_zeusd
+from conftest import linux_only, run_zeusd
 from simutil import SimLog, write_control
 
 FIELD = "nvmlDeviceGetFieldValues"
@@ -244,6 +244,7 @@ def test_cpu_events_format_and_first_after_one_period(start):
     assert 4 <= per_pkg <= 7
 
 
+@linux_only("rapl", "it asks /cpu/stream_power")
 def test_unknown_ids_and_bad_queries(daemon):
     r = daemon.get("/gpu/stream_power", params={"gpu_ids": "1,7"})
     assert r.status_code == 400
@@ -465,6 +466,7 @@ def closed_line(d, kind):
     return got[-1] if got else ""
 
 
+@linux_only("rapl", "it streams /cpu/stream_power")
 def test_stalled_reader_skips_to_fresh_events_fast_one_loses_nothing(simd):
     # The scenario of the report: 4 KiB receive buffer, 8 GPUs at 20 Hz
     # (and both CPU packages at 20 Hz), 20 s without reading, then reading
@@ -638,6 +640,7 @@ def test_shutdown_ends_open_streams(start):
     assert "event=streams_ending" in d.logs()
 
 
+@linux_only("rapl", "it streams /cpu/stream_power")
 def test_stream_ends_when_its_token_expires(start, tmp_path):
     # a token is checked when the stream opens; a stream must not outlive
     # it (a job's 12 h token would otherwise read power for ever)
@@ -689,6 +692,7 @@ def wait_logged(d, needle, timeout=20):
     return True
 
 
+@linux_only("sighup")
 @pytest.mark.parametrize("split", [[], ["--no-privsep"]],
                          ids=["privsep", "no-privsep"])
 def test_stream_ends_when_the_key_changes(start, tmp_path, split):
@@ -790,6 +794,7 @@ def unread(s):
                                           b"\0\0\0\0"))[0]
 
 
+@linux_only("siocoutq")
 @pytest.mark.parametrize("mode", ["tcp", "uds"])
 def test_closed_streams_that_never_read_are_freed_at_once(simd, mode):
     # A client that never reads fills its socket; its stream then waits,
