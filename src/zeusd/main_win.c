@@ -45,8 +45,9 @@
 #include "zeusd/token.h"
 
 #define SHUTDOWN_GRACE_MS 3000	/* in-flight requests finish */
-#define SHUTDOWN_STUCK_MS 1000	/* device commands; a console close
-				 * leaves about 5 s in all */
+#define SHUTDOWN_STUCK_MS 30000	/* then device commands, at most (Linux's) */
+#define SHUTDOWN_STUCK_CLOSE_MS 1000	/* after a console close: Windows
+					 * leaves about 5 s in all */
 #define LOOKUP_THREADS 2	/* the server's look-up pool (no NSS here) */
 #define LOOKUP_QUEUE 256
 
@@ -183,7 +184,8 @@ serve_main(int argc, char **argv)
 	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
 	why = console_wait();
 	zlog(ZLOG_INFO, "stopping", "event=%s", why);
-	if (server_stop(&srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
+	if (server_stop(&srv, SHUTDOWN_GRACE_MS, console_deadline() ?
+	    SHUTDOWN_STUCK_CLOSE_MS : SHUTDOWN_STUCK_MS) != 0) {
 		/* a device command never returned: its worker cannot join */
 		console_done();
 		_Exit(1);
