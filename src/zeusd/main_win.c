@@ -134,6 +134,7 @@ serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
 	if ((*fd = listen_open(cfg, err)) < 0)
 		return -1;
 	/* once nothing can refuse startup: a refusal is its one line */
+	cli_log_host_names(cfg);
 	if (srv->ctx.key == NULL)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
@@ -169,6 +170,7 @@ serve_main(int argc, char **argv)
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 2;
 	}
+	cli_own_host_names(&cfg);
 	memset(&srv, 0, sizeof(srv));
 	memset(&node, 0, sizeof(node));
 	srv.ctx.cfg = &cfg;
