@@ -38,6 +38,9 @@ else:
 # The signal zeusd stops on, cleanly: SIGTERM; zeusd.exe under wine stops
 # on Ctrl-C (SIGINT), while wine ends a process on SIGTERM outright.
 STOP_SIGNAL = signal.SIGINT if WINE_RUN else signal.SIGTERM
+# The transport of a daemon whose test names none: the Unix socket, or
+# TCP for zeusd.exe (a test that names the Unix socket skips under wine).
+DEFAULT_MODE = "tcp" if WINE_RUN else "uds"
 
 # What a test that checks Linux-only behaviour depends on, by kind:
 # @linux_only(kind[, detail]) on a test or a parametrization skips it
@@ -55,8 +58,9 @@ LINUX_ONLY = {
                    "disabling is refused",
     "uid-wording": "a driver's permission error names the uid zeusd runs "
                    "as; zeusd.exe names the user and an administrator",
-    "sighup": "SIGHUP reloads the signing key; Windows has no SIGHUP (wine "
-              "ends zeusd.exe on it)",
+    "signals": "SIGTERM and SIGHUP: Windows has neither (wine ends "
+               "zeusd.exe on them); zeusd.exe stops on Ctrl-C, Ctrl-Break "
+               "or a console close, and has no reload",
     "one-process": "the device process's /metrics series of privilege "
                    "separation; zeusd.exe is one process",
     "proc": "it holds the process_* series against /proc of the serving "
@@ -178,11 +182,11 @@ def free_port():
 class Zeusd:
     """One zeusd process and an httpx client bound to its transport."""
 
-    def __init__(self, tmp, mode="uds", args=(), env=None, simulate=True,
+    def __init__(self, tmp, mode=None, args=(), env=None, simulate=True,
                  preexec=None, wrapper=(), tcp_host="127.0.0.1",
                  allowed_hosts=("zeusd", "z")):
         self.tmp = Path(tmp)
-        self.mode = mode
+        self.mode = mode = mode or DEFAULT_MODE
         self.host = tcp_host
         self.sock = str(self.tmp / "run" / "zeusd.sock")
         self.port = free_port()
@@ -293,10 +297,11 @@ class Zeusd:
 
 @pytest.fixture
 def start(tmp_path):
-    """start(mode="uds"|"tcp", args=[...], env={...}) -> ready Zeusd."""
+    """start(mode="uds"|"tcp"|None (DEFAULT_MODE), args=[...],
+    env={...}) -> ready Zeusd."""
     daemons = []
 
-    def _start(mode="uds", args=(), env=None, ready=True, **kw):
+    def _start(mode=None, args=(), env=None, ready=True, **kw):
         d = Zeusd(tmp_path, mode, args, env, **kw)
         daemons.append(d)
         return d.wait_ready() if ready else d

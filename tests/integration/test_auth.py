@@ -308,6 +308,7 @@ def test_key_file_others_can_write_refused(plant):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as nobody")
+@linux_only("signals", "a reload on SIGHUP")
 def test_key_reload_refuses_a_key_others_can_write(start, key):
     """SIGHUP re-reads the key: one that became world-writable (or was
     replaced by another user's file) is refused and the old key kept, so

@@ -63,6 +63,7 @@ commands = [
         {"0": {"enabled": True}}
 
 
+@linux_only("overrides-sh")
 def test_failed_override_is_500_with_details(start, tmp_path, record):
     ov = write_overrides(tmp_path / "ov.toml", f"""
 [set_gpu_locked_clocks]
@@ -89,6 +90,7 @@ error_pattern = "(?i)error|fail"
         "pattern" in r.json()["errors"]["0"]
 
 
+@linux_only("overrides-sh")
 def test_timeout_kills_and_reports(start, tmp_path):
     ov = write_overrides(tmp_path / "ov.toml", f"""
 [reset_mem_locked_clocks]

@@ -217,6 +217,7 @@ def test_gpu_events_only_on_change_and_first_at_once(simd):
     assert len(vals) <= 22
 
 
+@linux_only("rapl")
 def test_cpu_events_format_and_first_after_one_period(start):
     d = start(args=["--cpu-power-poll-hz", "5"])
     t = time.monotonic()
@@ -412,6 +413,8 @@ class Lateness:
         self._t.join()
 
 
+@linux_only("siocoutq", "on a Unix socket it counts all unread; and "
+            "the RSS from /proc")
 def test_stalled_reader_does_not_stall_others_and_rss_bounded(simd):
     d = simd(args=["--gpu-power-poll-hz", "200"],
              env={"ZEUS_SIM_GPUS": "8"})
@@ -546,6 +549,7 @@ def test_stalled_reader_skips_to_fresh_events_fast_one_loses_nothing(simd):
                      d.logs())
 
 
+@linux_only("siocoutq")
 @pytest.mark.parametrize("unsent_ms,skips", [(None, True), ("60000", False)])
 def test_max_unsent_ms_sets_how_far_behind_a_reader_may_fall(simd, unsent_ms,
                                                              skips):
@@ -568,6 +572,8 @@ def test_max_unsent_ms_sets_how_far_behind_a_reader_may_fall(simd, unsent_ms,
         assert not notices and " skipped=0 " in line, (notices, line)
 
 
+@linux_only("unix-socket", "500 streams of one client: a TCP peer may hold "
+            "64 connections")
 def test_500_concurrent_subscribers_all_receive(simd):
     d = simd()
     streams = []
@@ -584,6 +590,8 @@ def test_500_concurrent_subscribers_all_receive(simd):
     assert wait_subscribers(d, 0, timeout=10)
 
 
+@linux_only("unix-socket", "150 streams of one client at once: a TCP peer "
+            "may hold 64 connections")
 def test_disconnect_storm_leaves_no_subscribers(simd):
     d = simd()
     for rnd in range(3):
@@ -605,6 +613,7 @@ def test_disconnect_storm_leaves_no_subscribers(simd):
     assert d.simlog.calls(FIELD, since=mark) == []
 
 
+@linux_only("rapl", "it reads /cpu/get_power")
 def test_streams_keep_working_during_reads_and_writes(simd):
     d = simd()
     s = Stream(d, "/gpu/stream_power?gpu_ids=0,1")
@@ -692,7 +701,7 @@ def wait_logged(d, needle, timeout=20):
     return True
 
 
-@linux_only("sighup")
+@linux_only("signals", "a reload on SIGHUP")
 @pytest.mark.parametrize("split", [[], ["--no-privsep"]],
                          ids=["privsep", "no-privsep"])
 def test_stream_ends_when_the_key_changes(start, tmp_path, split):
@@ -736,6 +745,7 @@ def test_stream_ends_when_the_key_changes(start, tmp_path, split):
     s.close()
 
 
+@linux_only("siocoutq", "the stall rule that drops it")
 def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
     # The stream's socket budget fills at once at 8 GPUs x 1 kHz; from then
     # on it waits, suspended, for room that never comes (its queue does not
