@@ -37,6 +37,27 @@ blackbox() { # dir, tag
 		--junitxml="$out/pytest-$2.xml" tests/integration || status=1
 }
 
+# The Linux black-box tests of the GPU API against zeusd.exe under wine
+# (ZEUSD_WINE=1; docs/windows.md says what they cover and what they add to
+# this run): the tests of Linux-only behaviour skip, with their reason.
+# Once, with the plain build; its own JUnit file, counted by summarize.py.
+WINE_TESTS="test_gpu test_streams test_auth test_metrics test_foundation
+test_queues test_http_hardening test_overrides test_tcp_host"
+blackbox_wine() {
+	if [ ! -f build-win/zeusd.exe ] || ! command -v wine >/dev/null; then
+		echo "== black-box tests (zeusd.exe under wine): no build-win/zeusd.exe or no wine"
+		return
+	fi
+	echo "== black-box tests (zeusd.exe under wine)"
+	t0=$(date +%s)
+	files=$(for f in $WINE_TESTS; do printf 'tests/integration/%s.py ' "$f"; done)
+	# shellcheck disable=SC2086 # one word a file
+	ZEUSD_WINE=1 ZEUSD_BUILD="$root/build" /usr/bin/python3 -m pytest -q \
+		-p no:cacheprovider --junitxml="$out/pytest-wine.xml" $files ||
+		status=1
+	echo "   $(($(date +%s) - t0)) s"
+}
+
 build build || exit 1
 
 # The Windows build (docs/windows.md): mingw-w64, with static libraries
@@ -54,6 +75,7 @@ echo "   $(($(date +%s) - t0)) s"
 
 unit build plain
 blackbox build plain
+blackbox_wine
 unit build valgrind --wrap="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99"
 
 # the release build (make bench, packagers' -O3): only that it compiles,

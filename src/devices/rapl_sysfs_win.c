@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * rapl_sysfs_win.c - zeusd's RAPL source on Windows: there is no powercap
+ * rapl_sysfs_win.c - the RAPL source on Windows: there is no powercap
  * tree, so opening one fails (rapl_sysfs.c on Linux). zeusd.exe links the
  * shared RAPL core (rapl.c) and simulator (rapl_sim.c) with this file, and
  * refuses the cpu-read group at startup (main_win.c), so no package is
- * opened. libzeus's Windows build has the smaller rapl_win.c instead.
+ * opened; libzeus's Windows build links rapl.c with it too, and its
+ * direct source reports no CPUs.
  */
 #include "rapl.h"
 

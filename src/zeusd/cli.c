@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "http/host.h"
 #include "zeusd/cli_os.h"
 #include "zeusd/listen.h"
@@ -360,4 +361,41 @@ cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg, FILE *out,
 		return zerr_set(err, ZERR_INVALID, "--restore-on-shutdown "
 		    "needs --gpu-leases (it restores leased GPUs)");
 	return 0;
+}
+
+void
+cli_own_host_names(struct zeusd_config *cfg)
+{
+	static char *list;	/* lives as long as cfg */
+	char name[HOST_NAME_MAX_LEN + 1], bad[8];
+	const char *user = cfg->tcp_allowed_hosts;
+	size_t dot, n;
+
+	if (cfg->mode != MODE_TCP || cli_os_host_name(name, sizeof(name)) != 0)
+		return;
+	if (name[0] == '\0' || strchr(name, ',') != NULL ||
+	    host_list_check(name, bad, sizeof(bad)) != 0)
+		return;
+	dot = strcspn(name, ".");
+	n = (user != NULL ? strlen(user) + 1 : 0) + 2 * strlen(name) + 2;
+	if ((list = malloc(n)) == NULL)
+		return;
+	snprintf(list, n, "%s%s%s%s%.*s", user != NULL ? user : "",
+	    user != NULL ? "," : "", name, name[dot] != '\0' ? "," : "",
+	    name[dot] != '\0' ? (int)dot : 0, name);
+	cfg->tcp_allowed_hosts = list;
+}
+
+void
+cli_log_host_names(const struct zeusd_config *cfg)
+{
+	char q[1024];
+
+	if (cfg->mode != MODE_TCP)
+		return;
+	zlog(ZLOG_INFO, "tcp_host_check", "names=%s msg=\"clients must send "
+	    "as Host the address they connect to or one of these names (this "
+	    "node's, and --tcp-allowed-hosts); other names are refused (421, "
+	    "DNS rebinding)\"", zlog_quote(q, sizeof(q),
+	    cfg->tcp_allowed_hosts != NULL ? cfg->tcp_allowed_hosts : ""));
 }

@@ -21,6 +21,19 @@
 int cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg,
     FILE *out, struct zerr *err);
 
+/*
+ * On TCP, this node's own name (cli_os_host_name, and its first label
+ * when it has dots) is accepted as Host besides --tcp-allowed-hosts: a
+ * client that reaches the node by its name works unconfigured, and a page
+ * doing DNS rebinding cannot send it (its Host is the attacker's domain,
+ * never this node's name). Appends it to cfg->tcp_allowed_hosts; a name
+ * that is not a plain host name is left out.
+ */
+void cli_own_host_names(struct zeusd_config *cfg);
+
+/* On TCP, logs the names accepted as Host (event=tcp_host_check). */
+void cli_log_host_names(const struct zeusd_config *cfg);
+
 /* Usage text of `zeusd` and `zeusd serve`. */
 void cli_print_usage(FILE *out);
 void cli_print_serve_usage(FILE *out);

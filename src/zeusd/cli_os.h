@@ -34,6 +34,9 @@ int cli_os_socket_flag(const char *flag, struct zerr *err);
 int cli_os_owner_by_name(const char *s, bool user, uint64_t *out,
     struct zerr *err);
 
+/* This node's host name, NUL-terminated: 0, or -1 when there is none. */
+int cli_os_host_name(char *buf, size_t size);
+
 /* The "Transport:" lines of `zeusd serve --help` and the --enable default. */
 void cli_os_print_transport(FILE *out);
 extern const char cli_os_enable_default[];

@@ -39,6 +39,15 @@ cli_os_mode(const char *arg, enum transport_mode *mode, struct zerr *err)
 }
 
 int
+cli_os_host_name(char *buf, size_t size)
+{
+	if (size == 0 || gethostname(buf, size) != 0)
+		return -1;
+	buf[size - 1] = '\0';
+	return 0;
+}
+
+int
 cli_os_socket_flag(const char *flag, struct zerr *err)
 {
 	(void)flag;

@@ -43,6 +43,19 @@ cli_os_mode(const char *arg, enum transport_mode *mode, struct zerr *err)
 	return 0;
 }
 
+/* The DNS name (with its domain, as Linux's gethostname may have it). */
+int
+cli_os_host_name(char *buf, size_t size)
+{
+	DWORD n = size > MAXDWORD ? MAXDWORD : (DWORD)size;
+
+	if (size == 0 ||
+	    !GetComputerNameExA(ComputerNameDnsFullyQualified, buf, &n))
+		return -1;
+	buf[size - 1] = '\0';
+	return 0;
+}
+
 int
 cli_os_socket_flag(const char *flag, struct zerr *err)
 {

@@ -20,6 +20,13 @@
 static HANDLE console_stop, console_stopped;
 static atomic_uint console_event = UINT_MAX;
 
+static bool
+console_ends_process(unsigned type)
+{
+	return type == CTRL_CLOSE_EVENT || type == CTRL_LOGOFF_EVENT ||
+	    type == CTRL_SHUTDOWN_EVENT;
+}
+
 static BOOL WINAPI
 console_handler(DWORD type)
 {
@@ -38,8 +45,7 @@ console_handler(DWORD type)
 	(void)atomic_compare_exchange_strong(&console_event, &none,
 	    (unsigned)type);
 	SetEvent(console_stop);
-	if (type == CTRL_CLOSE_EVENT || type == CTRL_LOGOFF_EVENT ||
-	    type == CTRL_SHUTDOWN_EVENT)
+	if (console_ends_process(type))
 		(void)WaitForSingleObject(console_stopped,
 		    CONSOLE_CLOSE_WAIT_MS);
 	return TRUE;
@@ -76,6 +82,12 @@ console_wait(void)
 	default:
 		return "shutdown";
 	}
+}
+
+bool
+console_deadline(void)
+{
+	return console_ends_process(atomic_load(&console_event));
 }
 
 void

@@ -8,6 +8,8 @@
 #ifndef ZEUS_CONSOLE_WIN_H
 #define ZEUS_CONSOLE_WIN_H
 
+#include <stdbool.h>
+
 #include "common/err.h"
 
 /* Installs the handler; events from here on are kept for console_wait. */
@@ -15,6 +17,13 @@ int console_arm(struct zerr *err);
 
 /* Waits for the first stop event; returns its name ("ctrl_c", ...). */
 const char *console_wait(void);
+
+/*
+ * Whether the stop event is one after which Windows ends the process
+ * within about 5 s (a console close, logoff or shutdown), not Ctrl-C or
+ * Ctrl-Break: the stop must then fit that.
+ */
+bool console_deadline(void);
 
 /*
  * The stop is done. For a console close, logoff or shutdown Windows ends

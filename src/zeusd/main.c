@@ -41,7 +41,6 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/pool.h"
-#include "http/host.h"
 #include "http/server.h"
 #include "http/tokens.h"
 #include "node/node.h"
@@ -140,37 +139,6 @@ serve_raise_fd_limit(void)
 	}
 }
 
-/*
- * On TCP, this node's own name (gethostname(2), and its first label when
- * it has dots) is accepted as Host besides --tcp-allowed-hosts: a client
- * that reaches the node by its name works unconfigured, and a page doing
- * DNS rebinding cannot send it (its Host is the attacker's domain, never
- * this node's name). A name that is not a plain host name is left out.
- */
-static void
-serve_own_host_names(struct zeusd_config *cfg)
-{
-	static char *list;	/* lives as long as cfg */
-	char name[HOST_NAME_MAX_LEN + 1], bad[8];
-	const char *user = cfg->tcp_allowed_hosts;
-	size_t dot, n;
-
-	if (cfg->mode != MODE_TCP || gethostname(name, sizeof(name)) != 0)
-		return;
-	name[sizeof(name) - 1] = '\0';
-	if (name[0] == '\0' || strchr(name, ',') != NULL ||
-	    host_list_check(name, bad, sizeof(bad)) != 0)
-		return;
-	dot = strcspn(name, ".");
-	n = (user != NULL ? strlen(user) + 1 : 0) + 2 * strlen(name) + 2;
-	if ((list = malloc(n)) == NULL)
-		return;
-	snprintf(list, n, "%s%s%s%s%.*s", user != NULL ? user : "",
-	    user != NULL ? "," : "", name, name[dot] != '\0' ? "," : "",
-	    name[dot] != '\0' ? (int)dot : 0, name);
-	cfg->tcp_allowed_hosts = list;
-}
-
 /* The one-process daemon (--no-privsep): it reloads itself on SIGHUP. */
 static const struct serve_wiring one_proc_wiring = {
 	.reload = reload_run,
@@ -231,17 +199,8 @@ serve_main(int argc, char **argv)
 	    audit_open(cfg.audit_log, &err) != 0)
 		goto out;
 	srv.ctx.auth = srv.ctx.key != NULL;
-	serve_own_host_names(&cfg);
-	if (cfg.mode == MODE_TCP) {
-		char q[1024];
-
-		zlog(ZLOG_INFO, "tcp_host_check", "names=%s msg=\"clients "
-		    "must send as Host the address they connect to or one of "
-		    "these names (this node's, and --tcp-allowed-hosts); other "
-		    "names are refused (421, DNS rebinding)\"",
-		    zlog_quote(q, sizeof(q), cfg.tcp_allowed_hosts != NULL ?
-		    cfg.tcp_allowed_hosts : ""));
-	}
+	cli_own_host_names(&cfg);
+	cli_log_host_names(&cfg);
 	if (cfg.mode == MODE_TCP && srv.ctx.key == NULL)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "

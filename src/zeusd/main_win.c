@@ -45,8 +45,9 @@
 #include "zeusd/token.h"
 
 #define SHUTDOWN_GRACE_MS 3000	/* in-flight requests finish */
-#define SHUTDOWN_STUCK_MS 1000	/* device commands; a console close
-				 * leaves about 5 s in all */
+#define SHUTDOWN_STUCK_MS 30000	/* then device commands, at most (Linux's) */
+#define SHUTDOWN_STUCK_CLOSE_MS 1000	/* after a console close: Windows
+					 * leaves about 5 s in all */
 #define LOOKUP_THREADS 2	/* the server's look-up pool (no NSS here) */
 #define LOOKUP_QUEUE 256
 
@@ -133,6 +134,7 @@ serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
 	if ((*fd = listen_open(cfg, err)) < 0)
 		return -1;
 	/* once nothing can refuse startup: a refusal is its one line */
+	cli_log_host_names(cfg);
 	if (srv->ctx.key == NULL)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
@@ -168,6 +170,7 @@ serve_main(int argc, char **argv)
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 2;
 	}
+	cli_own_host_names(&cfg);
 	memset(&srv, 0, sizeof(srv));
 	memset(&node, 0, sizeof(node));
 	srv.ctx.cfg = &cfg;
@@ -183,7 +186,8 @@ serve_main(int argc, char **argv)
 	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
 	why = console_wait();
 	zlog(ZLOG_INFO, "stopping", "event=%s", why);
-	if (server_stop(&srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
+	if (server_stop(&srv, SHUTDOWN_GRACE_MS, console_deadline() ?
+	    SHUTDOWN_STUCK_CLOSE_MS : SHUTDOWN_STUCK_MS) != 0) {
 		/* a device command never returned: its worker cannot join */
 		console_done();
 		_Exit(1);

@@ -2,8 +2,8 @@
 
 ZEUSD_BUILD names the build directory (default: build). Every daemon runs
 with the NVML simulator and simulated RAPL unless a test says otherwise, and
-is stopped with SIGTERM at the end of the test; a daemon that does not exit
-0 (a crash, a sanitizer report, a leak) fails the test.
+is stopped with SIGTERM (STOP_SIGNAL) at the end of the test; a daemon that
+does not exit 0 (a crash, a sanitizer report, a leak) fails the test.
 """
 import json
 import os
@@ -21,19 +21,135 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("ZEUSD_BUILD", ROOT / "build"))
 ZEUSD = BUILD / "zeusd"
-SIM = BUILD / "libnvml-sim.so"
 # ZEUSD_WINE=1: the daemon the tests start is the Windows build's zeusd.exe
-# (ZEUS_WIN_BUILD, default build-win/) under wine, on TCP only (a test of
-# the Unix socket is skipped), stopped with SIGINT (wine's CTRL_C_EVENT);
-# docs/windows.md gives the counts. WINEPREFIX: set one made beforehand
-# (`WINEPREFIX=... wine cmd /c exit`), or wine's first start in each test
-# takes seconds.
+# (ZEUS_WIN_BUILD, default build-win/) under wine, on TCP only, stopped
+# with SIGINT (wine's CTRL_C_EVENT); what is Linux-only is skipped, with
+# its reason (linux_only below); docs/windows.md gives the counts. The
+# session makes a WINEPREFIX when none is set, and keeps its wineserver
+# running throughout (pytest_sessionstart).
 WINE_RUN = os.environ.get("ZEUSD_WINE") == "1"
+WIN_BUILD = Path(os.environ.get("ZEUS_WIN_BUILD", ROOT / "build-win"))
 if WINE_RUN:
-    ZEUSD_CMD = [shutil.which("wine") or "wine", str(Path(os.environ.get(
-        "ZEUS_WIN_BUILD", ROOT / "build-win")) / "zeusd.exe")]
+    ZEUSD_CMD = [shutil.which("wine") or "wine", str(WIN_BUILD / "zeusd.exe")]
+    SIM = WIN_BUILD / "nvml-sim.dll"    # the simulator zeusd.exe can load
 else:
     ZEUSD_CMD = [str(ZEUSD)]
+    SIM = BUILD / "libnvml-sim.so"
+# The signal zeusd stops on, cleanly: SIGTERM; zeusd.exe under wine stops
+# on Ctrl-C (SIGINT), while wine ends a process on SIGTERM outright.
+STOP_SIGNAL = signal.SIGINT if WINE_RUN else signal.SIGTERM
+# The transport of a daemon whose test names none: the Unix socket, or
+# TCP for zeusd.exe (a test that names the Unix socket skips under wine).
+DEFAULT_MODE = "tcp" if WINE_RUN else "uds"
+
+# What a test that checks Linux-only behaviour depends on, by kind:
+# @linux_only(kind[, detail]) on a test or a parametrization skips it
+# under ZEUSD_WINE=1 with "Linux-only (kind): reason[; detail]".
+LINUX_ONLY = {
+    "unix-socket": "the Unix socket (its path, owner, mode, peer "
+                   "credentials); zeusd.exe listens on TCP",
+    "wrapper": "a wrapper or a preexec function around the zeusd process "
+               "(setpriv, another uid)",
+    "amdsmi": "AMD GPUs (AMD SMI) are Linux-only; zeusd.exe has NVML only",
+    "rapl": "cpu-read (RAPL) is Linux-only: zeusd.exe refuses it and has "
+            "no /cpu routes",
+    "persistence": "persistence mode as Windows has it: it reads true "
+                   "without asking the driver, enabling is a no-op, "
+                   "disabling is refused",
+    "uid-wording": "a driver's permission error names the uid zeusd runs "
+                   "as; zeusd.exe names the user and an administrator",
+    "signals": "SIGTERM and SIGHUP: Windows has neither (wine ends "
+               "zeusd.exe on them); zeusd.exe stops on Ctrl-C, Ctrl-Break "
+               "or a console close, and has no reload",
+    "one-process": "the device process's /metrics series of privilege "
+                   "separation; zeusd.exe is one process",
+    "proc": "it holds the process_* series against /proc of the serving "
+            "process; zeusd.exe reports Windows figures (working set, "
+            "handles)",
+    "siocoutq": "a stream's socket budget is the kernel's count of unsent "
+                "bytes (SIOCOUTQ); Windows has none, so a stream there is "
+                "bounded by its event queue alone",
+    "systemd": "sd_notify and its watchdog (NOTIFY_SOCKET) are systemd's",
+    "overrides-sh": "its override commands are the shell scripts of "
+                    "tests/integration/helpers",
+}
+
+
+def linux_only(kind, detail=None):
+    """A mark for a test, or a parametrization, of Linux-only behaviour."""
+    if kind not in LINUX_ONLY:
+        raise ValueError(f"linux_only: unknown kind {kind!r}")
+    return pytest.mark.linux_only(kind, detail)
+
+
+def linux_only_reason(kind, detail=None):
+    return f"Linux-only ({kind}): {LINUX_ONLY[kind]}" + \
+        (f"; {detail}" if detail else "")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "linux_only(kind, detail=None): checks Linux-only "
+        "behaviour (conftest.LINUX_ONLY); skipped under ZEUSD_WINE=1")
+    config.addinivalue_line(
+        "markers", "not_under_wine(reason): behaviour Windows shares, "
+        "which wine cannot show within the test's bounds; skipped under "
+        "ZEUSD_WINE=1")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        reasons = []
+        for m in item.iter_markers("linux_only"):
+            r = linux_only_reason(*m.args, **m.kwargs)
+            if r not in reasons:
+                reasons.append(r)
+        reasons += [f"Not under wine: {m.args[0]}"
+                    for m in item.iter_markers("not_under_wine")]
+        if reasons and WINE_RUN:
+            item.add_marker(pytest.mark.skip(reason=" | ".join(reasons)))
+
+
+# what pytest_sessionstart made, for pytest_sessionfinish to undo
+_wine_session = {"prefix": None, "server": False}
+
+
+def pytest_sessionstart(session):
+    """Under ZEUSD_WINE=1: a WINEPREFIX made once (when none is set: wine
+    makes one on first use, about 15 s), and its wineserver kept running
+    for the session (`wineserver -p`) rather than started again, with
+    wine's set-up, by the first wine process after each idle gap."""
+    if not WINE_RUN:
+        return
+    os.environ.setdefault("WINEDEBUG", "-all")
+    if not os.environ.get("WINEPREFIX"):
+        os.environ["WINEPREFIX"] = _wine_session["prefix"] = \
+            tempfile.mkdtemp(prefix="zeusd-wine-")
+    # Started first, by itself: a wineserver that a test's wine process
+    # starts inherits that process's output pipes, and run_zeusd() then
+    # waits for it to exit too (3 s after the last wine process ends).
+    # 0: started here; 2: one runs already (a lingering one: wait for it).
+    for _ in range(2):
+        rc = subprocess.run(["wineserver", "-p"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL).returncode
+        if rc == 0:
+            _wine_session["server"] = True
+            break
+        try:
+            subprocess.run(["wineserver", "-w"], timeout=10)
+        except subprocess.TimeoutExpired:
+            break       # a persistent one: as good
+    subprocess.run([shutil.which("wine") or "wine", "cmd", "/c", "exit"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=300)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _wine_session["server"]:
+        subprocess.run(["wineserver", "-k"], stderr=subprocess.DEVNULL)
+        subprocess.run(["wineserver", "-w"], timeout=60)
+    if _wine_session["prefix"]:
+        shutil.rmtree(_wine_session["prefix"], ignore_errors=True)
 
 
 def build_sanitizers():
@@ -49,6 +165,14 @@ def build_sanitizers():
     return ""
 
 
+def skip_linux_only_args(args):
+    """Skips a test whose zeusd arguments ask for AMD SMI or cpu-read."""
+    if "amdsmi" in args:
+        pytest.skip(linux_only_reason("amdsmi"))
+    if any("cpu-read" in a for a in args):
+        pytest.skip(linux_only_reason("rapl"))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -58,20 +182,20 @@ def free_port():
 class Zeusd:
     """One zeusd process and an httpx client bound to its transport."""
 
-    def __init__(self, tmp, mode="uds", args=(), env=None, simulate=True,
+    def __init__(self, tmp, mode=None, args=(), env=None, simulate=True,
                  preexec=None, wrapper=(), tcp_host="127.0.0.1",
                  allowed_hosts=("zeusd", "z")):
         self.tmp = Path(tmp)
-        self.mode = mode
+        self.mode = mode = mode or DEFAULT_MODE
         self.host = tcp_host
         self.sock = str(self.tmp / "run" / "zeusd.sock")
         self.port = free_port()
-        if WINE_RUN and (mode == "uds" or wrapper or preexec):
-            pytest.skip("Linux-only: the Unix socket, or a wrapper around "
-                        "zeusd (ZEUSD_WINE=1 runs zeusd.exe on TCP)")
-        if WINE_RUN and ("amdsmi" in args or any(
-                "cpu-read" in a for a in args)):
-            pytest.skip("Linux-only: AMD SMI and RAPL (cpu-read)")
+        if WINE_RUN:
+            skip_linux_only_args(args)
+            if mode == "uds":
+                pytest.skip(linux_only_reason("unix-socket"))
+            if wrapper or preexec:
+                pytest.skip(linux_only_reason("wrapper"))
         cmd = list(wrapper) + ZEUSD_CMD + ["serve"]
         if mode == "uds":
             cmd += ["--socket-path", self.sock]
@@ -160,8 +284,7 @@ class Zeusd:
         if self.client is not None:
             self.client.close()
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT if WINE_RUN else
-                                  signal.SIGTERM)
+            self.proc.send_signal(STOP_SIGNAL)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -174,10 +297,11 @@ class Zeusd:
 
 @pytest.fixture
 def start(tmp_path):
-    """start(mode="uds"|"tcp", args=[...], env={...}) -> ready Zeusd."""
+    """start(mode="uds"|"tcp"|None (DEFAULT_MODE), args=[...],
+    env={...}) -> ready Zeusd."""
     daemons = []
 
-    def _start(mode="uds", args=(), env=None, ready=True, **kw):
+    def _start(mode=None, args=(), env=None, ready=True, **kw):
         d = Zeusd(tmp_path, mode, args, env, **kw)
         daemons.append(d)
         return d.wait_ready() if ready else d
@@ -231,6 +355,7 @@ def run_zeusd(*args, env=None, timeout=10, **kw):
     e.update(env or {})
     args = list(args)
     if WINE_RUN and args[:1] == ["serve"]:
+        skip_linux_only_args(args)
         # zeusd.exe has TCP only: a Unix socket path becomes a free port
         if "--socket-path" in args:
             i = args.index("--socket-path")

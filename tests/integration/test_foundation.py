@@ -13,7 +13,8 @@ import time
 import httpx
 import pytest
 
-from conftest import ZEUSD, Zeusd, free_port, raw_request, run_zeusd
+from conftest import STOP_SIGNAL, ZEUSD, Zeusd, free_port, linux_only, \
+    raw_request, run_zeusd
 
 
 # --- command line ---------------------------------------------------------
@@ -123,6 +124,7 @@ def test_amdsmi_without_library_fails_fast(tmp_path):
 
 # --- basic endpoints on both transports -------------------------------------
 
+@linux_only("rapl", "the default --enable has cpu-read")
 def test_discover_shape(daemon):
     r = daemon.get("/discover")
     assert r.status_code == 200
@@ -314,6 +316,7 @@ def test_log_level_filters(start):
 
 # --- UDS rules ----------------------------------------------------------------
 
+@linux_only("unix-socket")
 def test_uds_parents_created_and_mode(start, tmp_path):
     d = start(args=["--socket-permissions", "600"])
     st = os.stat(d.sock)
@@ -321,12 +324,14 @@ def test_uds_parents_created_and_mode(start, tmp_path):
     assert stat.S_IMODE(st.st_mode) == 0o600
 
 
+@linux_only("unix-socket")
 def test_uds_owner(start):
     d = start(args=["--socket-uid", "65534", "--socket-gid", "65534"])
     st = os.stat(d.sock)
     assert (st.st_uid, st.st_gid) == (65534, 65534)
 
 
+@linux_only("unix-socket")
 def test_uds_owner_by_name(start):
     import grp
     import pwd
@@ -337,6 +342,7 @@ def test_uds_owner_by_name(start):
     assert (st.st_uid, st.st_gid) == (65534, 65534)
 
 
+@linux_only("unix-socket")
 @pytest.mark.parametrize("flag", ["--socket-uid", "--socket-gid"])
 def test_uds_owner_unknown_name(tmp_path, flag):
     r = run_zeusd("serve", "--simulate", "--socket-path",
@@ -346,6 +352,7 @@ def test_uds_owner_unknown_name(tmp_path, flag):
     assert len(lines) == 1 and flag in lines[0] and "no such" in lines[0]
 
 
+@linux_only("unix-socket")
 def test_uds_refuses_non_socket(tmp_path):
     path = tmp_path / "run" / "zeusd.sock"
     path.parent.mkdir()
@@ -356,6 +363,7 @@ def test_uds_refuses_non_socket(tmp_path):
     assert path.read_text() == "precious"
 
 
+@linux_only("unix-socket")
 def test_uds_refuses_live_daemon(start, tmp_path):
     d = start()
     r = run_zeusd("serve", "--simulate", "--socket-path", d.sock)
@@ -364,6 +372,7 @@ def test_uds_refuses_live_daemon(start, tmp_path):
     assert d.get("/time").status_code == 200
 
 
+@linux_only("unix-socket")
 def test_uds_stale_socket_reused(start, tmp_path):
     path = tmp_path / "run" / "zeusd.sock"
     path.parent.mkdir()
@@ -375,6 +384,7 @@ def test_uds_stale_socket_reused(start, tmp_path):
     assert "event=stale_socket_removed" in d.logs()
 
 
+@linux_only("unix-socket")
 def test_clean_shutdown_removes_socket(tmp_path):
     d = Zeusd(tmp_path).wait_ready()
     assert os.path.exists(d.sock)
@@ -383,7 +393,9 @@ def test_clean_shutdown_removes_socket(tmp_path):
     assert "event=stopped" in d.logs()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [
+    signal.SIGINT,
+    pytest.param(signal.SIGTERM, marks=linux_only("signals"))])
 def test_signals_exit_zero(tmp_path, sig):
     d = Zeusd(tmp_path).wait_ready()
     d.proc.send_signal(sig)
@@ -403,7 +415,7 @@ def test_shutdown_lets_inflight_request_finish(tmp_path):
     t = threading.Thread(target=slow)
     t.start()
     time.sleep(0.3)
-    d.proc.send_signal(signal.SIGTERM)
+    d.proc.send_signal(STOP_SIGNAL)
     t.join(10)
     assert result["r"].status_code == 200
     assert "0" in result["r"].json()

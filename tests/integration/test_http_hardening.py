@@ -17,7 +17,7 @@ import httpx
 import jwt
 import pytest
 
-from conftest import raw_request, run_zeusd
+from conftest import linux_only, raw_request, run_zeusd
 
 SCOPES = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
 
@@ -586,6 +586,12 @@ class Slowloris:
             s.close()
 
 
+# zeusd.exe under wine took 3 s to take 500 held connections off the
+# listen queue, 8 s for 1,000 and 26 s for 2,000 on a 2-core machine (the
+# time grows with the square: every accept polls all open sockets through
+# wineserver, most likely); this test opens 3,764 and counts at 0.5 s
+@pytest.mark.not_under_wine("3,764 connections: zeusd.exe under wine "
+                            "accepts n connections in about n^2 time")
 def test_flood_does_not_lock_out_a_valid_client_tcp(start, tmp_path):
     # All of loopback is one peer, and this machine has no other addresses
     # to flood from, so the cap of that one peer is raised to what the
@@ -791,6 +797,7 @@ def wait_held(d, n, timeout):
         time.sleep(0.05)
 
 
+@linux_only("systemd")
 def test_full_table_from_many_tcp_peers_keeps_watchdog(start, tmp_path):
     # Many TCP peers fill the table (a botnet on a public port). All of
     # loopback is one peer now, so the per-peer cap is off here (0) to let

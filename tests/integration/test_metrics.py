@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, linux_only
 from simutil import write_control
 
 # Debian's python3-prometheus-client and prometheus (scripts/deps.sh test)
@@ -135,6 +135,8 @@ def json_get(d, path, headers=None):
 
 # --- format -----------------------------------------------------------------
 
+@linux_only("one-process")
+@linux_only("rapl", "it counts the RAPL packages' series")
 def test_exposition_parses_with_help_and_type(daemon):
     r = daemon.get("/metrics")
     assert r.status_code == 200
@@ -184,6 +186,7 @@ def network_pid(d):
     return kids[0] if kids else d.proc.pid
 
 
+@linux_only("proc")
 def test_process_series_sane(daemon):
     """The process_* families against what this test sees of the serving
     process from outside (its /proc entry and the clock). With privilege
@@ -258,6 +261,7 @@ def test_unknown_query_parameter_400(daemon):
 
 # --- values against the JSON API --------------------------------------------
 
+@linux_only("rapl", "it compares the CPU series with /cpu routes")
 def test_values_agree_with_json(daemon):
     d = daemon
     for path in ("/gpu/set_power_limit?gpu_ids=0,2&block=true"
@@ -309,6 +313,7 @@ def test_values_agree_with_json(daemon):
         assert lo * 0.95 <= p <= hi * 1.05, (i, lo, p, hi)
 
 
+@linux_only("rapl", "it counts the RAPL packages' commands")
 def test_request_and_command_counters(daemon):
     d = daemon
     s0 = scrape(d)
@@ -357,6 +362,7 @@ def test_streams_open_counts_subscribers(start):
                 time.sleep(0.02)
 
 
+@linux_only("persistence", "a lost GPU keeps its persistence series")
 def test_lost_gpu_series_absent_and_errors_counted(start, tmp_path):
     ctl = tmp_path / "control"
     d = start("tcp", env={"ZEUS_SIM_CONTROL": str(ctl)})
@@ -408,6 +414,7 @@ def test_group_disabled_404(start, mode):
         "error": "API group 'metrics' is not enabled on this server."}
 
 
+@linux_only("one-process")
 def test_metrics_alone_reads_gpus_not_cpus(start):
     # cpu-read opens the RAPL packages; metrics alone opens only the GPUs
     d = start("tcp", args=["--enable", "metrics"])
@@ -535,6 +542,7 @@ def prometheus(tmp_path):
 
 
 @needs_prometheus
+@linux_only("rapl", "it runs the CPU and DRAM PromQL example")
 def test_prometheus_scrapes_three_daemons(start, prometheus, tmp_path):
     """Three simulated nodes (one with auth, scraped with a bearer token
     from a file as docs/metrics.md shows) behind a real Prometheus."""

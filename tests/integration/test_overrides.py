@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SIM, ZEUSD, Zeusd, run_zeusd
+from conftest import SIM, ZEUSD, Zeusd, linux_only, run_zeusd
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 
@@ -32,6 +32,8 @@ def sim_log_lines(path, fn):
     return [l for l in Path(path).read_text().splitlines() if f" {fn} " in l]
 
 
+@linux_only("overrides-sh")
+@linux_only("persistence", "it enables persistence mode through the driver")
 def test_override_replaces_driver_write(start, mode, tmp_path, record):
     # one record file per GPU: the GPUs run their commands concurrently
     ov = write_overrides(tmp_path / "ov.toml", f"""
@@ -61,6 +63,7 @@ commands = [
         {"0": {"enabled": True}}
 
 
+@linux_only("overrides-sh")
 def test_failed_override_is_500_with_details(start, tmp_path, record):
     ov = write_overrides(tmp_path / "ov.toml", f"""
 [set_gpu_locked_clocks]
@@ -87,6 +90,7 @@ error_pattern = "(?i)error|fail"
         "pattern" in r.json()["errors"]["0"]
 
 
+@linux_only("overrides-sh")
 def test_timeout_kills_and_reports(start, tmp_path):
     ov = write_overrides(tmp_path / "ov.toml", f"""
 [reset_mem_locked_clocks]

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import run_zeusd
+from conftest import linux_only, run_zeusd
 from simutil import SimLog, write_control
 
 FIELD = "nvmlDeviceGetFieldValues"
@@ -217,6 +217,7 @@ def test_gpu_events_only_on_change_and_first_at_once(simd):
     assert len(vals) <= 22
 
 
+@linux_only("rapl")
 def test_cpu_events_format_and_first_after_one_period(start):
     d = start(args=["--cpu-power-poll-hz", "5"])
     t = time.monotonic()
@@ -244,6 +245,7 @@ def test_cpu_events_format_and_first_after_one_period(start):
     assert 4 <= per_pkg <= 7
 
 
+@linux_only("rapl", "it asks /cpu/stream_power")
 def test_unknown_ids_and_bad_queries(daemon):
     r = daemon.get("/gpu/stream_power", params={"gpu_ids": "1,7"})
     assert r.status_code == 400
@@ -411,6 +413,8 @@ class Lateness:
         self._t.join()
 
 
+@linux_only("siocoutq", "on a Unix socket it counts all unread; and "
+            "the RSS from /proc")
 def test_stalled_reader_does_not_stall_others_and_rss_bounded(simd):
     d = simd(args=["--gpu-power-poll-hz", "200"],
              env={"ZEUS_SIM_GPUS": "8"})
@@ -465,6 +469,7 @@ def closed_line(d, kind):
     return got[-1] if got else ""
 
 
+@linux_only("rapl", "it streams /cpu/stream_power")
 def test_stalled_reader_skips_to_fresh_events_fast_one_loses_nothing(simd):
     # The scenario of the report: 4 KiB receive buffer, 8 GPUs at 20 Hz
     # (and both CPU packages at 20 Hz), 20 s without reading, then reading
@@ -544,6 +549,7 @@ def test_stalled_reader_skips_to_fresh_events_fast_one_loses_nothing(simd):
                      d.logs())
 
 
+@linux_only("siocoutq")
 @pytest.mark.parametrize("unsent_ms,skips", [(None, True), ("60000", False)])
 def test_max_unsent_ms_sets_how_far_behind_a_reader_may_fall(simd, unsent_ms,
                                                              skips):
@@ -566,6 +572,8 @@ def test_max_unsent_ms_sets_how_far_behind_a_reader_may_fall(simd, unsent_ms,
         assert not notices and " skipped=0 " in line, (notices, line)
 
 
+@linux_only("unix-socket", "500 streams of one client: a TCP peer may hold "
+            "64 connections")
 def test_500_concurrent_subscribers_all_receive(simd):
     d = simd()
     streams = []
@@ -582,6 +590,8 @@ def test_500_concurrent_subscribers_all_receive(simd):
     assert wait_subscribers(d, 0, timeout=10)
 
 
+@linux_only("unix-socket", "150 streams of one client at once: a TCP peer "
+            "may hold 64 connections")
 def test_disconnect_storm_leaves_no_subscribers(simd):
     d = simd()
     for rnd in range(3):
@@ -603,6 +613,7 @@ def test_disconnect_storm_leaves_no_subscribers(simd):
     assert d.simlog.calls(FIELD, since=mark) == []
 
 
+@linux_only("rapl", "it reads /cpu/get_power")
 def test_streams_keep_working_during_reads_and_writes(simd):
     d = simd()
     s = Stream(d, "/gpu/stream_power?gpu_ids=0,1")
@@ -638,6 +649,7 @@ def test_shutdown_ends_open_streams(start):
     assert "event=streams_ending" in d.logs()
 
 
+@linux_only("rapl", "it streams /cpu/stream_power")
 def test_stream_ends_when_its_token_expires(start, tmp_path):
     # a token is checked when the stream opens; a stream must not outlive
     # it (a job's 12 h token would otherwise read power for ever)
@@ -689,6 +701,7 @@ def wait_logged(d, needle, timeout=20):
     return True
 
 
+@linux_only("signals", "a reload on SIGHUP")
 @pytest.mark.parametrize("split", [[], ["--no-privsep"]],
                          ids=["privsep", "no-privsep"])
 def test_stream_ends_when_the_key_changes(start, tmp_path, split):
@@ -732,6 +745,7 @@ def test_stream_ends_when_the_key_changes(start, tmp_path, split):
     s.close()
 
 
+@linux_only("siocoutq", "the stall rule that drops it")
 def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
     # The stream's socket budget fills at once at 8 GPUs x 1 kHz; from then
     # on it waits, suspended, for room that never comes (its queue does not
@@ -790,6 +804,7 @@ def unread(s):
                                           b"\0\0\0\0"))[0]
 
 
+@linux_only("siocoutq")
 @pytest.mark.parametrize("mode", ["tcp", "uds"])
 def test_closed_streams_that_never_read_are_freed_at_once(simd, mode):
     # A client that never reads fills its socket; its stream then waits,

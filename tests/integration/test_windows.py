@@ -583,6 +583,22 @@ def test_zeusd_exe_serves_time_and_discover(win_zeusd):
 
 
 @needs_zeusd
+def test_zeusd_exe_takes_the_node_name_as_host(win_zeusd):
+    # As on Linux: on TCP the node's own name (the computer's DNS name,
+    # which wine takes from the Linux host name, and its first label) is a
+    # Host zeusd.exe accepts unconfigured; another name is 421 (DNS
+    # rebinding).
+    d = win_zeusd()
+    name = socket.gethostname().split(".")[0]
+    for host in (name, f"{name}:{d.port}", name.upper()):
+        code, _, body = d.request("GET", "/time", headers={"Host": host})
+        assert code == 200, (host, body)
+    code, _, _ = d.request("GET", "/time",
+                           headers={"Host": f"not-{name}.invalid"})
+    assert code == 421
+
+
+@needs_zeusd
 def test_zeusd_exe_gpu_reads_and_writes(win_zeusd):
     d = win_zeusd()
     power = d.json("GET", "/gpu/get_power?gpu_ids=0,2")
