@@ -23,6 +23,8 @@ config_defaults(struct zeusd_config *cfg)
 	cfg->socket_path = ZEUSD_DEFAULT_SOCKET;
 	cfg->socket_permissions = 0666;
 	cfg->tcp_bind_address = ZEUSD_DEFAULT_TCP;
+	cfg->pipe_name = ZEUSD_DEFAULT_PIPE;
+	cfg->pipe_sddl = ZEUSD_DEFAULT_PIPE_SDDL;
 	cfg->gpu_power_poll_hz = 20;
 	cfg->cpu_power_poll_hz = 10;
 	cfg->gpu_backend = GPU_BACKEND_AUTO;
@@ -157,6 +159,7 @@ enum {
 	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
 	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN, OPT_USER,
 	OPT_NO_PRIVSEP, OPT_AUDIT_REQUIRED, OPT_TCP_ALLOWED_HOSTS,
+	OPT_PIPE_NAME, OPT_PIPE_SDDL,
 };
 
 static const struct option cli_serve_options[] = {
@@ -168,6 +171,8 @@ static const struct option cli_serve_options[] = {
 	{ "tcp-bind-address", required_argument, NULL, OPT_TCP_BIND },
 	{ "tcp-allowed-hosts", required_argument, NULL,
 	    OPT_TCP_ALLOWED_HOSTS },
+	{ "pipe-name", required_argument, NULL, OPT_PIPE_NAME },
+	{ "pipe-sddl", required_argument, NULL, OPT_PIPE_SDDL },
 	{ "num-workers", required_argument, NULL, OPT_NUM_WORKERS },
 	{ "gpu-power-poll-hz", required_argument, NULL, OPT_GPU_HZ },
 	{ "cpu-power-poll-hz", required_argument, NULL, OPT_CPU_HZ },
@@ -193,22 +198,47 @@ static const struct option cli_serve_options[] = {
  * updates only burns CPU. */
 #define CLI_MAX_POLL_HZ 1000
 
+/* A flag of one platform's transport: asks cli_os whether it exists. */
+static int
+cli_transport_flag(int opt, struct zerr *err)
+{
+	char flag[32] = "";
+	bool pipe = opt == OPT_PIPE_NAME || opt == OPT_PIPE_SDDL;
+
+	if (!pipe && opt != OPT_SOCKET_PATH && opt != OPT_SOCKET_PERMS &&
+	    opt != OPT_SOCKET_UID && opt != OPT_SOCKET_GID)
+		return 0;
+	for (const struct option *o = cli_serve_options; o->name; o++)
+		if (o->val == opt)
+			snprintf(flag, sizeof(flag), "--%s", o->name);
+	return pipe ? cli_os_pipe_flag(flag, err) :
+	    cli_os_socket_flag(flag, err);
+}
+
+/* `--pipe-name`: \\.\pipe\NAME, NAME non-empty, no more backslashes. */
+static int
+cli_parse_pipe_name(const char *arg, struct zerr *err)
+{
+	size_t plen = strlen(ZEUSD_PIPE_PREFIX), n = strlen(arg);
+
+	if (n <= plen || n > ZEUSD_PIPE_NAME_MAX ||
+	    strncmp(arg, ZEUSD_PIPE_PREFIX, plen) != 0 ||
+	    strchr(arg + plen, '\\') != NULL)
+		return zerr_set(err, ZERR_INVALID, "invalid --pipe-name "
+		    "'%.64s': expected \\\\.\\pipe\\NAME, at most %d "
+		    "bytes, with no backslash in NAME", arg,
+		    ZEUSD_PIPE_NAME_MAX);
+	return 0;
+}
+
 static int
 cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 {
 	uint64_t v;
 	char bad[80];
 
-	if (opt == OPT_SOCKET_PATH || opt == OPT_SOCKET_PERMS ||
-	    opt == OPT_SOCKET_UID || opt == OPT_SOCKET_GID) {
-		char flag[32] = "";
-
-		for (const struct option *o = cli_serve_options; o->name; o++)
-			if (o->val == opt)
-				snprintf(flag, sizeof(flag), "--%s", o->name);
-		if (cli_os_socket_flag(flag, err) != 0)
-			return -1;
-	}
+	if (cli_transport_flag(opt, err) != 0)
+		return -1;
 	switch (opt) {
 	case OPT_MODE:
 		return cli_os_mode(arg, &cfg->mode, err);
@@ -249,6 +279,18 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 			    "'.') or IP addresses ([v6] in brackets)", bad,
 			    HOST_LIST_MAX);
 		cfg->tcp_allowed_hosts = arg;
+		return 0;
+	case OPT_PIPE_NAME:
+		if (cli_parse_pipe_name(arg, err) != 0)
+			return -1;
+		cfg->pipe_name = arg;
+		return 0;
+	case OPT_PIPE_SDDL:
+		/* its syntax is the system's: checked when the pipe is made */
+		if (arg[0] == '\0' || strlen(arg) > 1024)
+			return zerr_set(err, ZERR_INVALID, "invalid --pipe-sddl: "
+			    "must be 1-1024 bytes");
+		cfg->pipe_sddl = arg;
 		return 0;
 	case OPT_NUM_WORKERS:
 		if (env_parse_uint(arg, 1, 1024, &v, "--num-workers", err) != 0)

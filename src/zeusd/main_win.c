@@ -14,8 +14,11 @@
  * Everything that parses network input then runs with that account's
  * rights; docs/windows.md says what an administrator must know.
  *
+ * Transports: the named pipe (http/pipe_win.h, the default) or TCP
+ * (listen_win.c), both served by the same HTTP server.
+ *
  * Startup refuses (one line, non-zero exit) what this build does not do:
- * the named pipe (not built yet), cpu-read (RAPL is Linux-only), and the
+ * cpu-read (RAPL is Linux-only), and the
  * Linux-only features whose flags exist on Linux only (node policy, GPU
  * leases, audit log, privilege separation's --user, --rapl-dir). There is
  * no administrator check at startup, as upstream: a write the driver
@@ -36,6 +39,7 @@
 #include "common/log.h"
 #include "common/pool.h"
 #include "common/sock.h"
+#include "http/pipe_win.h"
 #include "http/server.h"
 #include "node/node.h"
 #include "overrides/overrides.h"
@@ -70,10 +74,6 @@ serve_refuse_linux_only(const struct zeusd_config *cfg, struct zerr *err)
 static int
 serve_refuse_startup(const struct zeusd_config *cfg, struct zerr *err)
 {
-	if (cfg->mode == MODE_PIPE)
-		return zerr_set(err, ZERR_INVALID, "--mode named-pipe (the "
-		    "default on Windows) is not built yet in this zeusd; use "
-		    "--mode tcp with --tcp-bind-address HOST:PORT");
 	if (cfg->enabled & GROUP_BIT(GROUP_CPU_READ))
 		return zerr_set(err, ZERR_INVALID, "API group 'cpu-read' is "
 		    "only supported on Linux. Remove it from --enable (the "
@@ -81,35 +81,62 @@ serve_refuse_startup(const struct zeusd_config *cfg, struct zerr *err)
 	return 0;
 }
 
-/* The server's shutdown hooks (server.h): the streams end with it. */
+/* What serving holds: the server, and the pipe feeding it (or NULL). */
+struct serve {
+	struct server srv;
+	struct pipe_listener *pipe;
+};
+
+/*
+ * The server's shutdown hooks (server.h): the pipe stops accepting as
+ * the TCP listener does, and the streams end with the server.
+ */
 static void
 serve_streams_quiesce(void *ctx)
 {
-	struct server *srv = ctx;
+	struct serve *sv = ctx;
 
-	if (srv->ctx.streams != NULL)
-		streams_end_all(srv->ctx.streams);
+	pipe_listen_quiesce(sv->pipe);
+	if (sv->srv.ctx.streams != NULL)
+		streams_end_all(sv->srv.ctx.streams);
 }
 
 static void
 serve_streams_stopping(void *ctx)
 {
-	struct server *srv = ctx;
+	struct serve *sv = ctx;
 
-	if (srv->ctx.streams != NULL)
-		streams_set_nudge(srv->ctx.streams, NULL, NULL);
+	if (sv->srv.ctx.streams != NULL)
+		streams_set_nudge(sv->srv.ctx.streams, NULL, NULL);
 }
 
-/* Key, overrides, devices, socket, server; 0, or -1 with err. */
+/* The transport: the named pipe's first instance, or the TCP socket. */
 static int
-serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
+serve_listen(const struct zeusd_config *cfg, struct serve *sv, int *fd,
+    struct zerr *err)
+{
+	if (cfg->mode == MODE_PIPE) {
+		*fd = -1;
+		return pipe_listen_open(cfg->pipe_name, cfg->pipe_sddl,
+		    &sv->pipe, err);
+	}
+	return (*fd = listen_open(cfg, err)) < 0 ? -1 : 0;
+}
+
+/* Socket or pipe, key, overrides, devices, server; 0, or -1 with err. */
+static int
+serve_open(struct zeusd_config *cfg, struct serve *sv, struct node *node,
     int *fd, struct zerr *err)
 {
+	struct server *srv = &sv->srv;
 	struct overrides *ov = NULL;
 	int rc;
 
+	/* the transport first: its refusal (a bad SDDL, a pipe or port in
+	 * use) is the one line, before any device is opened */
 	if (server_configure(srv, err) != 0 || streams_check_env(err) != 0 ||
-	    sock_startup(err) != 0 || console_arm(err) != 0)
+	    sock_startup(err) != 0 || console_arm(err) != 0 ||
+	    serve_listen(cfg, sv, fd, err) != 0)
 		return -1;
 	if (cfg->gpu_command_overrides != NULL) {
 		if (!(cfg->enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
@@ -130,10 +157,8 @@ serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
 	rc = node_open_devices(node, cfg, ov, err);	/* takes ov */
 	if (rc != 0 || node_start(node, err) != 0)
 		return -1;
-	if ((*fd = listen_open(cfg, err)) < 0)
-		return -1;
 	/* once nothing can refuse startup: a refusal is its one line */
-	if (srv->ctx.key == NULL)
+	if (srv->ctx.key == NULL && cfg->mode == MODE_TCP)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
 		    "every enabled API group\"");
@@ -143,8 +168,12 @@ serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
 	    err) != 0)
 		return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
-	    .stopping = serve_streams_stopping, .ctx = srv };
+	    .stopping = serve_streams_stopping, .ctx = sv,
+	    .peer = sv->pipe != NULL ? pipe_listen_peer : NULL,
+	    .peer_ctx = sv->pipe };
 	if (server_start(srv, *fd, err) != 0)
+		return -1;
+	if (sv->pipe != NULL && pipe_listen_start(sv->pipe, srv, err) != 0)
 		return -1;
 	return 0;
 }
@@ -153,7 +182,8 @@ static int
 serve_main(int argc, char **argv)
 {
 	static struct zeusd_config cfg;
-	struct server srv;
+	static struct serve sv;
+	struct server *srv = &sv.srv;
 	struct node node;
 	struct zerr err;
 	char where[300], groups[80];
@@ -168,34 +198,39 @@ serve_main(int argc, char **argv)
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 2;
 	}
-	memset(&srv, 0, sizeof(srv));
 	memset(&node, 0, sizeof(node));
-	srv.ctx.cfg = &cfg;
+	srv->ctx.cfg = &cfg;
 	if (serve_refuse_startup(&cfg, &err) != 0 ||
-	    serve_open(&cfg, &srv, &node, &fd, &err) != 0)
+	    serve_open(&cfg, &sv, &node, &fd, &err) != 0)
 		goto out;
-	listen_describe(fd, where, sizeof(where));
+	if (sv.pipe != NULL)
+		pipe_listen_describe(sv.pipe, where, sizeof(where));
+	else
+		listen_describe(fd, where, sizeof(where));
 	fd = -1;			/* the server's now */
 	group_set_format(cfg.enabled, groups, sizeof(groups));
 	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
 	    "groups=\"%s\" auth=%s simulate=%s version=%s", where, node.ngpu,
-	    node.ncpu, groups, srv.ctx.key ? "on" : "off",
+	    node.ncpu, groups, srv->ctx.key ? "on" : "off",
 	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
 	why = console_wait();
 	zlog(ZLOG_INFO, "stopping", "event=%s", why);
-	if (server_stop(&srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
+	if (server_stop(srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
 		/* a device command never returned: its worker cannot join */
 		console_done();
 		_Exit(1);
 	}
 	served = true;
 out:
+	if (!served && srv->mhd != NULL)	/* the pipe's thread failed */
+		(void)server_stop(srv, 0, SHUTDOWN_STUCK_MS);
+	pipe_listen_close(sv.pipe);	/* its relays end */
 	if (fd >= 0)
 		sock_close(fd);
-	pool_destroy(srv.ctx.lookups);
-	streams_destroy(srv.ctx.streams);
+	pool_destroy(srv->ctx.lookups);
+	streams_destroy(srv->ctx.streams);
 	node_close(&node);	/* workers stop; queued commands answered */
-	auth_key_free(srv.ctx.key);
+	auth_key_free(srv->ctx.key);
 	if (!served) {
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 1;

@@ -700,9 +700,10 @@ def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
 
 @needs_zeusd
 @pytest.mark.parametrize("args,status,message", [
-    ((), 1, "--mode named-pipe (the default on Windows) is not built yet"),
-    (("--mode", "named-pipe"), 1, "is not built yet in this zeusd; use "
-     "--mode tcp"),
+    (("--pipe-name", "zeusd"), 2, "invalid --pipe-name 'zeusd': expected "
+     "\\\\.\\pipe\\NAME"),
+    (("--pipe-sddl", "D:(bogus"), 1, "invalid --pipe-sddl 'D:(bogus': not "
+     "a security descriptor in SDDL"),
     (("--mode", "uds"), 2, "expected named-pipe or tcp"),
     (("--mode", "tcp", "--enable", "gpu-read,cpu-read"), 1,
      "API group 'cpu-read' is only supported on Linux. Remove it from "

@@ -1,0 +1,301 @@
+"""zeusd.exe's named pipe (issue 32, docs/windows.md), run under wine.
+
+Skipped, with the reason, as test_windows.py is (no wine, no build-win/,
+the sanitizer run). Linux processes cannot open a wine pipe, so two
+mingw tools from tests/win/ do it:
+
+  pipe_proxy.exe   listens on a loopback TCP port and relays each
+                   connection to a pipe client of its own: the tests
+                   here speak HTTP to it as to TCP, and each of their
+                   connections is one pipe client for its whole life
+  pipe_client.exe  a native pipe client: a client that never writes,
+                   many clients held at once, keep-alive requests
+
+One wine prefix for the file (wine_env, test_windows.py's fixture); one
+pipe-mode zeusd.exe for the tests that do not stop or flood it.
+"""
+import json
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from test_windows import (BUILD_WIN, WINE, ZEUSD_EXE, WinZeusd,  # noqa: F401
+                          needs_zeusd, run_zeusd_exe, wine_env)
+
+PROXY = BUILD_WIN / "pipe_proxy.exe"
+CLIENT = BUILD_WIN / "pipe_client.exe"
+ZEUS = BUILD_WIN / "zeus.exe"
+
+pytestmark = [needs_zeusd, pytest.mark.skipif(
+    not (PROXY.exists() and CLIENT.exists()),
+    reason="pipe_proxy.exe / pipe_client.exe not built (make windows)")]
+
+CAP = 40		# ZEUSD_MAX_CONNS_PER_PEER of the shared daemon
+DEADLINE_S = 4		# its ZEUSD_REQUEST_TIMEOUT_S
+
+
+def pipe_name():
+    return r"\\.\pipe\zeusd-test-" + uuid.uuid4().hex[:10]
+
+
+class PipeZeusd(WinZeusd):
+    """`wine zeusd.exe serve --simulate` on a pipe of its own (no --mode:
+    the named pipe is the default), reached through a pipe_proxy.exe."""
+
+    def __init__(self, env, tmp, args=(), extra=None):
+        self.pipe = pipe_name()
+        self.env = env
+        self.log_path = tmp / f"zeusd-{self.pipe[-10:]}.log"
+        self.log = open(self.log_path, "wb")
+        e = dict(env)
+        e["ZEUSD_LOG"] = "info"
+        e.update(extra or {})
+        self.proc = subprocess.Popen(
+            [WINE, str(ZEUSD_EXE), "serve", "--simulate", "--pipe-name",
+             self.pipe, *args], env=e, stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 60
+        while b" event=listening " not in self.log_path.read_bytes():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"zeusd.exe not ready:\n{self.logs()}")
+            time.sleep(0.05)
+        self.proxy = subprocess.Popen([WINE, str(PROXY), self.pipe, "0"],
+                                      env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, text=True)
+        line = self.proxy.stdout.readline()
+        assert line.startswith("port="), line
+        self.port = int(line[5:])
+
+    def connect(self, timeout=20):
+        return socket.create_connection(("127.0.0.1", self.port),
+                                        timeout=timeout)
+
+    def client(self, *args, timeout=60):
+        p = subprocess.run([WINE, str(CLIENT), args[0], self.pipe,
+                            *args[1:]], env=self.env, timeout=timeout,
+                           capture_output=True, text=True)
+        return p.returncode, dict(
+            kv.split("=", 1) for kv in p.stdout.split() if "=" in kv)
+
+    def stop(self, timeout=30):
+        rc = super().stop(timeout)
+        self.proxy.kill()
+        self.proxy.wait()
+        return rc
+
+
+@pytest.fixture(scope="module")
+def shared(wine_env, tmp_path_factory):
+    d = PipeZeusd(wine_env, tmp_path_factory.mktemp("pipe"), extra={
+        "ZEUSD_MAX_CONNS_PER_PEER": str(CAP),
+        "ZEUSD_REQUEST_TIMEOUT_S": str(DEADLINE_S)})
+    yield d
+    rc = d.stop()
+    assert rc == 0, f"zeusd.exe exited {rc}:\n{d.logs()}"
+
+
+def read_response(s):
+    """One HTTP response with a Content-Length from a keep-alive socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        assert chunk, f"closed before a response: {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    n = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", head).group(1))
+    while len(body) < n:
+        chunk = s.recv(65536)
+        assert chunk, "closed inside a body"
+        body += chunk
+    return int(head.split(b" ", 2)[1]), head, body
+
+
+def send_get(s, path):
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+
+def test_pipe_is_the_default_and_logs_the_client_pid(shared):
+    assert f"event=listening address=pipe:{shared.pipe} " in shared.logs()
+    t = shared.json("GET", "/time")
+    assert t["timestamp_ms"] > 0
+    disc = shared.json("GET", "/discover")
+    assert len(disc["gpus"]) == 4 and disc["auth_required"] is False
+    # the peer is the pipe client's process (the proxy), as pid=
+    assert re.search(r'event=request method=GET path="/discover" '
+                     r'status=200 dur_us=\d+ pipe_pid=\d+', shared.logs())
+
+
+def test_pipe_gpu_requests(shared):
+    power = shared.json("GET", "/gpu/get_power?gpu_ids=0,2")
+    assert sorted(power["power_mw"]) == ["0", "2"]
+    assert shared.json("POST", "/gpu/set_power_limit?gpu_ids=1&"
+                       "power_limit_mw=230000&block=true") is None
+    assert shared.json("GET", "/gpu/get_power_limit?gpu_ids=1") == {
+        "1": {"power_limit_mw": 230000}}
+    assert shared.json("POST", "/gpu/set_power_limit?gpu_ids=1&"
+                       "power_limit_mw=400000&block=false") is None
+    err = shared.json("POST", "/gpu/set_power_limit?gpu_ids=0&"
+                      "power_limit_mw=1&block=true", status=400)
+    assert "GPU 0" in err["errors"]["0"]
+    assert shared.json("GET", "/gpu/get_power?gpu_ids=9", status=400)
+    assert "unknown field" in shared.json(
+        "GET", "/gpu/get_power?bogus=1", status=400)["error"]
+    assert shared.json("GET", "/nothere", status=404)
+    # a web page's request is refused as on TCP
+    assert shared.json("GET", "/time", headers={"Origin": "http://e.com"},
+                       status=403)
+
+
+def test_pipe_keep_alive(shared):
+    with shared.connect() as s:
+        for path in ("/time", "/gpu/get_power?gpu_ids=3", "/time"):
+            send_get(s, path)
+            status, head, body = read_response(s)
+            assert status == 200 and b"close" not in head.lower(), head
+            json.loads(body)
+        # pipelined: two requests in one write, two answers in order
+        s.sendall(b"GET /time HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /nothere HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(s)[0] == 200
+        assert read_response(s)[0] == 404
+    rc, out = shared.client("get", "/time", "5")
+    assert rc == 0
+
+
+def test_pipe_many_concurrent_clients_then_the_per_peer_cap(shared):
+    # CAP pipe clients of one process (the proxy) open at once ...
+    socks = [shared.connect() for _ in range(CAP)]
+    try:
+        for s in socks:
+            send_get(s, "/gpu/get_power?gpu_ids=0")
+        assert [read_response(s)[0] for s in socks] == [200] * CAP
+        # ... and one more is refused: the peer is the client's process
+        with shared.connect() as extra:
+            data = b""
+            while chunk := extra.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 503"), data
+        assert b"connections from this peer (limit %d)" % CAP in data
+    finally:
+        for s in socks:
+            s.close()
+    assert re.search(r"event=connection_refused pipe_pid=\d+ "
+                     rf"reason=per_peer_limit limit={CAP}\n", shared.logs()), \
+        shared.logs()[-2000:]
+    # the slots come back once the closes went through proxy and relay
+    deadline = time.monotonic() + 10
+    while shared.request("GET", "/time")[0] != 200:
+        assert time.monotonic() < deadline, shared.logs()[-2000:]
+        time.sleep(0.2)
+
+
+def test_pipe_replaces_instances_as_clients_connect(shared):
+    # twenty clients connected at once: each found an instance waiting
+    rc, out = shared.client("hold", "20", "200")
+    assert rc == 0 and out == {"opened": "20", "busy": "0", "other": "0",
+                               "after": "200"}, out
+    assert "pipe_instance_failed" not in shared.logs()
+
+
+def test_pipe_client_that_never_writes_is_dropped_at_the_deadline(shared):
+    rc, out = shared.client("idle")
+    assert rc == 0, out
+    # the server closed the pipe at the request deadline, sending nothing
+    assert out["bytes"] == "0"
+    assert DEADLINE_S * 1000 - 300 <= int(out["closed_after_ms"]) <= \
+        DEADLINE_S * 1000 + 3000, out
+    assert re.search(rf"event=request_deadline_expired pipe_pid=\d+ "
+                     rf"timeout_ms={DEADLINE_S * 1000}", shared.logs())
+
+
+def test_pipe_streams(shared):
+    with shared.connect() as s:
+        s.sendall(b"GET /gpu/stream_power?gpu_ids=2 HTTP/1.1\r\n"
+                  b"Host: x\r\n\r\n")
+        data = b""
+        while data.partition(b"\r\n\r\n")[2].count(b"\n\n") < 2:
+            data += s.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert b"text/event-stream" in head
+        event = json.loads(body[body.index(b"data: ") + 6:
+                                body.index(b"\n\n")])
+        assert event["gpu_id"] == 2 and event["power_mw"] > 0
+    deadline = time.monotonic() + 10
+    while "event=stream_closed kind=gpu" not in shared.logs():
+        assert time.monotonic() < deadline, shared.logs()[-2000:]
+        time.sleep(0.1)
+
+
+def test_pipe_bad_sddl_and_name_are_refused_at_startup(wine_env):
+    p = run_zeusd_exe(wine_env, "serve", "--simulate", "--pipe-name",
+                      pipe_name(), "--pipe-sddl", "D:(A;;GRGW;;;NOSUCH")
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.startswith("zeusd: invalid --pipe-sddl "
+                               "'D:(A;;GRGW;;;NOSUCH': not a security "
+                               "descriptor in SDDL"), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = run_zeusd_exe(wine_env, "serve", "--pipe-name", "zeusd")
+    assert p.returncode == 2
+    assert "invalid --pipe-name 'zeusd'" in p.stderr
+
+
+def test_pipe_second_zeusd_on_the_same_name_is_refused(wine_env, shared):
+    p = run_zeusd_exe(wine_env, "serve", "--simulate", "--pipe-name",
+                      shared.pipe)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.strip().endswith(
+        f"zeusd: cannot create the named pipe {shared.pipe}: another "
+        "process already serves it (another zeusd?) (error 231)"), p.stderr
+    # the first one still serves
+    assert shared.json("GET", "/time")["timestamp_ms"] > 0
+
+
+def test_pipe_instance_limit_then_ctrl_c_with_clients_connected(
+        wine_env, tmp_path):
+    d = PipeZeusd(wine_env, tmp_path, extra={"ZEUSD_MAX_CONNS_PER_PEER": "400"})
+    try:
+        # 254 instances at most: the rest find the pipe busy; zeusd logs,
+        # retries every second, and serves again once clients leave
+        rc, out = d.client("hold", "256", "1500", timeout=120)
+        assert rc == 0 and out == {"opened": "254", "busy": "2",
+                                   "other": "0", "after": "200"}, out
+        logs = d.logs()
+        assert re.search(r"level=warn event=pipe_instance_failed pipe="
+                         + re.escape(d.pipe) + r" error=231 "
+                         r"instances_max=254 ", logs), logs[-3000:]
+        assert "event=pipe_instance_ok" in logs
+        # shutdown with pipe clients connected: a stream, an idle
+        # keep-alive client, and a client that never wrote
+        stream = d.connect()
+        stream.sendall(b"GET /gpu/stream_power?gpu_ids=0 HTTP/1.1\r\n"
+                       b"Host: x\r\n\r\n")
+        data = b""
+        while b"data: " not in data:
+            data += stream.recv(65536)
+        kept = d.connect()
+        send_get(kept, "/time")
+        assert read_response(kept)[0] == 200
+        silent = d.connect()
+        t0 = time.monotonic()
+        rc = d.stop()
+        took = time.monotonic() - t0
+        for s in (stream, kept, silent):
+            s.settimeout(10)
+            while s.recv(65536):
+                pass
+            s.close()
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proxy.kill()
+    logs = d.logs()
+    assert rc == 0, logs[-3000:]
+    assert "event=stopping event=ctrl_c" in logs
+    assert "event=streams_ending subscribers=1" in logs
+    assert "event=stopped" in logs
+    assert took < 10, took
