@@ -13,22 +13,18 @@
  * every second; clients meanwhile get ERROR_PIPE_BUSY and wait
  * (WaitNamedPipe).
  *
- * One HTTP implementation: a connected client gets a loopback TCP socket
- * pair (Winsock has no socketpair; AF_UNIX exists only on recent Windows
- * and under wine not for this), one end handed to libmicrohttpd with
- * server_add_connection, the other relayed to and from the pipe by a
- * thread of its own with overlapped I/O on both. The pair's listener is
- * private (127.0.0.1, an ephemeral port, exclusive) and the accepted end
- * is checked to be the one this process connected, so no other local
- * process can slip a connection in as a pipe client. The server learns
+ * One HTTP implementation: a connected client gets a checked loopback
+ * socket pair (common/pipe_relay_win.h), one end handed to libmicrohttpd
+ * with server_add_connection, the other relayed to and from the pipe by
+ * a thread of its own with overlapped I/O on both. The server learns
  * the connection's peer, the pipe client's process id, from
  * pipe_listen_peer (server_hooks.peer), and counts the per-peer cap and
  * arms the request deadline on it as for any connection: when the server
  * closes its end (a deadline, the idle timeout, a refusal, shutdown), the
  * relay sees the socket end and closes the pipe.
  *
- * Every byte from the pipe is untrusted and only copied, PIPE_BUF_SIZE at
- * a time, into the socket: the server parses it as it parses TCP.
+ * Every byte from the pipe is untrusted and only copied into the socket:
+ * the server parses it as it parses TCP.
  */
 #include <winsock2.h>
 #include <ws2tcpip.h>
@@ -45,27 +41,22 @@
 
 #include "access/peer.h"
 #include "common/log.h"
+#include "common/pipe_relay_win.h"
 #include "http/server.h"
 #include "node/config.h"
 
 #define PIPE_MAX_INSTANCES 254
 #define PIPE_IO_BUFFER (64 * 1024)	/* the system's pipe buffers */
-#define PIPE_BUF_SIZE (16 * 1024)	/* a relay's copy, each way */
 #define PIPE_RETRY_MS 1000
-#define PIPE_RELAY_STACK (64 * 1024)
-#define PIPE_PAIR_TRIES 16		/* strangers accepted before giving up */
 #define PIPE_CLOSE_WAIT_MS 5000
 
+/* A connected client, from its relay's start to its end. */
 struct pipe_client {
 	struct pipe_listener *pl;
-	HANDLE pipe;
-	SOCKET sock;			/* the relay's end */
 	SOCKET mhd_sock;		/* the server's: pipe_listen_peer's key */
 	DWORD pid;
 	bool peer_pending;		/* pipe_listen_peer not asked yet */
 	struct pipe_client *prev, *next;
-	char a[PIPE_BUF_SIZE];		/* pipe -> socket */
-	char b[PIPE_BUF_SIZE];		/* socket -> pipe */
 };
 
 struct pipe_listener {
@@ -74,8 +65,7 @@ struct pipe_listener {
 	PSECURITY_DESCRIPTOR sd;
 	SECURITY_ATTRIBUTES sa;
 	HANDLE waiting;			/* the instance a client may connect to */
-	SOCKET pair_listen;
-	struct sockaddr_in pair_addr;
+	struct relay_listener pair;	/* the socket pairs' */
 	struct server *srv;
 	HANDLE quiesce, stop, idle;	/* manual-reset events */
 	HANDLE acceptor;
@@ -96,33 +86,6 @@ pipe_instance(struct pipe_listener *pl, bool first)
 	    PIPE_IO_BUFFER, 0, &pl->sa);
 }
 
-/* The private listener of the socket pairs: 127.0.0.1, any port. */
-static int
-pipe_pair_listen(struct pipe_listener *pl, struct zerr *err)
-{
-	int len = sizeof(pl->pair_addr);
-	BOOL on = TRUE;
-
-	pl->pair_listen = WSASocketW(AF_INET, SOCK_STREAM, IPPROTO_TCP, NULL,
-	    0, WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
-	if (pl->pair_listen == INVALID_SOCKET)
-		goto fail;
-	(void)setsockopt(pl->pair_listen, SOL_SOCKET, SO_EXCLUSIVEADDRUSE,
-	    (const char *)&on, sizeof(on));
-	memset(&pl->pair_addr, 0, sizeof(pl->pair_addr));
-	pl->pair_addr.sin_family = AF_INET;
-	pl->pair_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(pl->pair_listen, (struct sockaddr *)&pl->pair_addr,
-	    sizeof(pl->pair_addr)) != 0 ||
-	    getsockname(pl->pair_listen, (struct sockaddr *)&pl->pair_addr,
-	    &len) != 0 || listen(pl->pair_listen, SOMAXCONN) != 0)
-		goto fail;
-	return 0;
-fail:
-	return zerr_set(err, ZERR_INTERNAL, "cannot open the named pipe's "
-	    "loopback relay listener: Winsock error %d", WSAGetLastError());
-}
-
 int
 pipe_listen_open(const char *name, const char *sddl,
     struct pipe_listener **out, struct zerr *err)
@@ -136,7 +99,7 @@ pipe_listen_open(const char *name, const char *sddl,
 	if ((pl = calloc(1, sizeof(*pl))) == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	pl->waiting = INVALID_HANDLE_VALUE;
-	pl->pair_listen = INVALID_SOCKET;
+	pl->pair.s = INVALID_SOCKET;
 	InitializeCriticalSection(&pl->lock);
 	snprintf(pl->name, sizeof(pl->name), "%s", name);
 	if (MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, name, -1,
@@ -190,8 +153,12 @@ pipe_listen_open(const char *name, const char *sddl,
 		    (unsigned long)e);
 		goto fail;
 	}
-	if (pipe_pair_listen(pl, err) != 0)
+	if (relay_listener_open(&pl->pair) != 0) {
+		zerr_set(err, ZERR_INTERNAL, "cannot open the named pipe's "
+		    "loopback relay listener: Winsock error %d",
+		    WSAGetLastError());
 		goto fail;
+	}
 	*out = pl;
 	return 0;
 fail:
@@ -199,144 +166,11 @@ fail:
 	return -1;
 }
 
-/* ---- Socket pairs ---------------------------------------------------------- */
-
-static bool
-pipe_same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
-{
-	return a->sin_family == b->sin_family && a->sin_port == b->sin_port &&
-	    a->sin_addr.s_addr == b->sin_addr.s_addr;
-}
-
-/*
- * A connected pair on the private listener: *mine (overlapped, the
- * relay's) and *theirs (the server's), the accepted socket whose peer is
- * *mine's own address. Acceptor thread only. 0, or -1 (Winsock's error).
- */
-static int
-pipe_pair(struct pipe_listener *pl, SOCKET *mine, SOCKET *theirs)
-{
-	struct sockaddr_in local, peer;
-	int len = sizeof(local);
-	SOCKET c, a = INVALID_SOCKET;
-	BOOL on = TRUE;
-
-	c = WSASocketW(AF_INET, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
-	    WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
-	if (c == INVALID_SOCKET)
-		return -1;
-	if (connect(c, (struct sockaddr *)&pl->pair_addr,
-	    sizeof(pl->pair_addr)) != 0 ||
-	    getsockname(c, (struct sockaddr *)&local, &len) != 0)
-		goto fail;
-	for (int i = 0; i < PIPE_PAIR_TRIES; i++) {
-		len = sizeof(peer);
-		a = accept(pl->pair_listen, (struct sockaddr *)&peer, &len);
-		if (a == INVALID_SOCKET)
-			goto fail;
-		if (len == sizeof(peer) && pipe_same_addr(&peer, &local))
-			break;
-		zlog(ZLOG_WARN, "pipe_pair_stranger", "msg=\"a connection to "
-		    "the named pipe's private relay port that this process did "
-		    "not make; closed\"");
-		closesocket(a);
-		a = INVALID_SOCKET;
-	}
-	if (a == INVALID_SOCKET)
-		goto fail;
-	(void)SetHandleInformation((HANDLE)a, HANDLE_FLAG_INHERIT, 0);
-	(void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, (const char *)&on,
-	    sizeof(on));
-	(void)setsockopt(a, IPPROTO_TCP, TCP_NODELAY, (const char *)&on,
-	    sizeof(on));
-	*mine = c;
-	*theirs = a;
-	return 0;
-fail:
-	closesocket(c);
-	return -1;
-}
-
-/* ---- The relay --------------------------------------------------------------- */
-
-/*
- * One direction of a relay: reading from one side into `buf`, then
- * writing what was read to the other, one overlapped operation at a time
- * on `ov`. `busy`: an operation is outstanding.
- */
-struct pipe_dir {
-	OVERLAPPED ov;
-	char *buf;
-	DWORD len, off;
-	bool writing, busy;
-};
-
-/* Starts the next operation of a direction; false when it cannot. */
-static bool
-pipe_dir_next(struct pipe_client *c, struct pipe_dir *d, bool from_pipe)
-{
-	WSABUF wb;
-	DWORD flags = 0;
-	int rc;
-	BOOL ok;
-
-	(void)ResetEvent(d->ov.hEvent);
-	if (from_pipe && !d->writing) {
-		ok = ReadFile(c->pipe, d->buf, PIPE_BUF_SIZE, NULL, &d->ov);
-		d->busy = ok || GetLastError() == ERROR_IO_PENDING;
-	} else if (!from_pipe && d->writing) {
-		ok = WriteFile(c->pipe, d->buf + d->off, d->len - d->off, NULL,
-		    &d->ov);
-		d->busy = ok || GetLastError() == ERROR_IO_PENDING;
-	} else {
-		wb.buf = d->buf + (d->writing ? d->off : 0);
-		wb.len = d->writing ? d->len - d->off : PIPE_BUF_SIZE;
-		rc = d->writing ? WSASend(c->sock, &wb, 1, NULL, 0, &d->ov,
-		    NULL) : WSARecv(c->sock, &wb, 1, NULL, &flags, &d->ov, NULL);
-		d->busy = rc == 0 || WSAGetLastError() == WSA_IO_PENDING;
-	}
-	return d->busy;
-}
-
-/* The outstanding operation of `d` completed: the next one, or false. */
-static bool
-pipe_dir_done(struct pipe_client *c, struct pipe_dir *d, bool from_pipe)
-{
-	DWORD n = 0, flags = 0;
-	BOOL ok;
-
-	d->busy = false;
-	if (from_pipe != d->writing)	/* the pipe's side */
-		ok = GetOverlappedResult(c->pipe, &d->ov, &n, FALSE);
-	else
-		ok = WSAGetOverlappedResult(c->sock, &d->ov, &n, FALSE, &flags);
-	if (!ok || n == 0)
-		return false;		/* an error, or that side's end */
-	if (!d->writing) {
-		d->len = n;
-		d->off = 0;
-		d->writing = true;
-	} else if ((d->off += n) >= d->len)
-		d->writing = false;
-	return pipe_dir_next(c, d, from_pipe);
-}
-
-/* Cancels an outstanding operation and waits for it to let go of `d`. */
-static bool
-pipe_dir_cancel(struct pipe_client *c, struct pipe_dir *d, bool from_pipe)
-{
-	HANDLE h = from_pipe != d->writing ? c->pipe : (HANDLE)c->sock;
-
-	if (!d->busy)
-		return true;
-	(void)CancelIoEx(h, &d->ov);
-	return WaitForSingleObject(d->ov.hEvent, PIPE_CLOSE_WAIT_MS) ==
-	    WAIT_OBJECT_0;
-}
-
+/* A relay's end (pipe_relay_win.h's done): the client is forgotten. */
 static void
-pipe_client_forget(struct pipe_client *c)
+pipe_client_done(void *arg)
 {
+	struct pipe_client *c = arg;
 	struct pipe_listener *pl = c->pl;
 
 	EnterCriticalSection(&pl->lock);
@@ -349,48 +183,7 @@ pipe_client_forget(struct pipe_client *c)
 	if (--pl->nclients == 0)
 		(void)SetEvent(pl->idle);
 	LeaveCriticalSection(&pl->lock);
-}
-
-static unsigned __stdcall
-pipe_relay(void *arg)
-{
-	struct pipe_client *c = arg;
-	struct pipe_dir up = { .buf = c->a }, down = { .buf = c->b };
-	bool ok, freed = true;
-
-	up.ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
-	down.ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
-	ok = up.ov.hEvent != NULL && down.ov.hEvent != NULL &&
-	    pipe_dir_next(c, &up, true) && pipe_dir_next(c, &down, false);
-	while (ok) {
-		HANDLE hs[3] = { c->pl->stop, up.ov.hEvent, down.ov.hEvent };
-		DWORD w = WaitForMultipleObjects(3, hs, FALSE, INFINITE);
-
-		if (w == WAIT_OBJECT_0 + 1)
-			ok = pipe_dir_done(c, &up, true);
-		else if (w == WAIT_OBJECT_0 + 2)
-			ok = pipe_dir_done(c, &down, false);
-		else
-			ok = false;
-	}
-	/*
-	 * Either side ended. The client has every byte the server sent
-	 * (a write completes once the pipe holds it, and closing the
-	 * handle keeps what the client has not read yet).
-	 */
-	if (!pipe_dir_cancel(c, &up, true) || !pipe_dir_cancel(c, &down, false))
-		freed = false;	/* an operation still holds the buffers */
-	(void)shutdown(c->sock, SD_BOTH);
-	closesocket(c->sock);
-	CloseHandle(c->pipe);
-	if (up.ov.hEvent != NULL)
-		CloseHandle(up.ov.hEvent);
-	if (down.ov.hEvent != NULL)
-		CloseHandle(down.ov.hEvent);
-	pipe_client_forget(c);
-	if (freed)
-		free(c);
-	return 0;
+	free(c);
 }
 
 /* ---- Accepting ------------------------------------------------------------- */
@@ -400,10 +193,11 @@ static void
 pipe_client_start(struct pipe_listener *pl, HANDLE h)
 {
 	struct pipe_client *c = calloc(1, sizeof(*c));
-	SOCKET theirs;
-	HANDLE t;
+	unsigned strangers = 0;
+	SOCKET mine, theirs;
 
-	if (c == NULL || pipe_pair(pl, &c->sock, &theirs) != 0) {
+	if (c == NULL || relay_pair(&pl->pair, &mine, &theirs,
+	    &strangers) != 0) {
 		zlog(ZLOG_WARN, "pipe_client_failed", "msg=\"no relay for a "
 		    "named pipe client (Winsock error %d); its pipe is "
 		    "closed\"", WSAGetLastError());
@@ -412,8 +206,11 @@ pipe_client_start(struct pipe_listener *pl, HANDLE h)
 		CloseHandle(h);
 		return;
 	}
+	if (strangers > 0)
+		zlog(ZLOG_WARN, "pipe_pair_stranger", "count=%u msg=\""
+		    "connections to the named pipe's private relay port that "
+		    "zeusd did not make; closed\"", strangers);
 	c->pl = pl;
-	c->pipe = h;
 	c->mhd_sock = theirs;
 	if (!GetNamedPipeClientProcessId(h, &c->pid))
 		c->pid = 0;
@@ -426,26 +223,20 @@ pipe_client_start(struct pipe_listener *pl, HANDLE h)
 	pl->nclients++;
 	(void)ResetEvent(pl->idle);
 	LeaveCriticalSection(&pl->lock);
-	t = (HANDLE)_beginthreadex(NULL, PIPE_RELAY_STACK, pipe_relay, c,
-	    STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
-	if (t == NULL) {
+	if (relay_start(h, mine, pl->stop, pipe_client_done, c) != 0) {
 		zlog(ZLOG_WARN, "pipe_client_failed", "msg=\"no relay thread "
 		    "for a named pipe client; its pipe is closed\"");
-		pipe_client_forget(c);
 		closesocket(theirs);
-		closesocket(c->sock);
-		(void)DisconnectNamedPipe(h);
-		CloseHandle(h);
-		free(c);
+		pipe_client_done(c);
 		return;
 	}
-	CloseHandle(t);
-	if (server_add_connection(pl->srv, (int)theirs) != 0) {
-		/* the server closed its end: the relay ends with it */
-		EnterCriticalSection(&pl->lock);
-		c->peer_pending = false;
-		LeaveCriticalSection(&pl->lock);
-	}
+	/*
+	 * c is the relay's now (it frees it at its end). Refused, the server
+	 * closed its end and the relay ends with it; until then c stays
+	 * listed with a socket value that may be reused, but a newer
+	 * client's entry comes first in the list (pipe_listen_peer).
+	 */
+	(void)server_add_connection(pl->srv, (int)theirs);
 }
 
 /*
@@ -566,6 +357,7 @@ pipe_listen_peer(void *ctx, int fd, struct peer *p)
 	int rc = -1;
 
 	EnterCriticalSection(&pl->lock);
+	/* newest first: a refused client's stale entry comes after */
 	for (struct pipe_client *c = pl->clients; c != NULL; c = c->next) {
 		if (!c->peer_pending || c->mhd_sock != (SOCKET)fd)
 			continue;
@@ -619,8 +411,7 @@ pipe_listen_close(struct pipe_listener *pl)
 	}
 	if (pl->waiting != INVALID_HANDLE_VALUE)
 		CloseHandle(pl->waiting);
-	if (pl->pair_listen != INVALID_SOCKET)
-		closesocket(pl->pair_listen);
+	relay_listener_close(&pl->pair);
 	if (pl->sd != NULL)
 		LocalFree(pl->sd);
 	if (pl->quiesce != NULL)
