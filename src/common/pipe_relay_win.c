@@ -23,6 +23,7 @@
 #define RELAY_STACK (64 * 1024)
 #define RELAY_PAIR_TRIES 16		/* strangers accepted before giving up */
 #define RELAY_CANCEL_WAIT_MS 5000
+#define RELAY_ACCEPT_MS 5000		/* our own connect is already queued */
 
 int
 relay_listener_open(struct relay_listener *rl)
@@ -68,12 +69,52 @@ relay_same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
 }
 
 int
+relay_accept(struct relay_listener *rl, const struct sockaddr_in *from,
+    long timeout_ms, SOCKET *out, unsigned *strangers)
+{
+	struct sockaddr_in peer;
+	int len;
+	SOCKET a;
+	BOOL on = TRUE;
+
+	*strangers = 0;
+	for (int i = 0; i < RELAY_PAIR_TRIES; i++) {
+		struct timeval tv = { timeout_ms / 1000,
+		    (timeout_ms % 1000) * 1000 };
+		fd_set rd;
+
+		FD_ZERO(&rd);
+		FD_SET(rl->s, &rd);
+		if (select(0, &rd, NULL, NULL, &tv) != 1) {
+			WSASetLastError(WSAETIMEDOUT);
+			return -1;
+		}
+		len = sizeof(peer);
+		if ((a = accept(rl->s, (struct sockaddr *)&peer, &len)) ==
+		    INVALID_SOCKET)
+			return -1;
+		if (len == sizeof(peer) && relay_same_addr(&peer, from)) {
+			(void)SetHandleInformation((HANDLE)a,
+			    HANDLE_FLAG_INHERIT, 0);
+			(void)setsockopt(a, IPPROTO_TCP, TCP_NODELAY,
+			    (const char *)&on, sizeof(on));
+			*out = a;
+			return 0;
+		}
+		(*strangers)++;
+		closesocket(a);
+	}
+	WSASetLastError(WSAECONNREFUSED);
+	return -1;
+}
+
+int
 relay_pair(struct relay_listener *rl, SOCKET *mine, SOCKET *theirs,
     unsigned *strangers)
 {
-	struct sockaddr_in local, peer;
+	struct sockaddr_in local;
 	int len = sizeof(local);
-	SOCKET c, a = INVALID_SOCKET;
+	SOCKET c;
 	BOOL on = TRUE;
 
 	*strangers = 0;
@@ -82,32 +123,19 @@ relay_pair(struct relay_listener *rl, SOCKET *mine, SOCKET *theirs,
 	if (c == INVALID_SOCKET)
 		return -1;
 	if (connect(c, (struct sockaddr *)&rl->addr, sizeof(rl->addr)) != 0 ||
-	    getsockname(c, (struct sockaddr *)&local, &len) != 0)
-		goto fail;
-	for (int i = 0; i < RELAY_PAIR_TRIES; i++) {
-		len = sizeof(peer);
-		a = accept(rl->s, (struct sockaddr *)&peer, &len);
-		if (a == INVALID_SOCKET)
-			goto fail;
-		if (len == sizeof(peer) && relay_same_addr(&peer, &local))
-			break;
-		(*strangers)++;
-		closesocket(a);
-		a = INVALID_SOCKET;
+	    getsockname(c, (struct sockaddr *)&local, &len) != 0 ||
+	    relay_accept(rl, &local, RELAY_ACCEPT_MS, theirs,
+	    strangers) != 0) {
+		int e = WSAGetLastError();
+
+		closesocket(c);
+		WSASetLastError(e);
+		return -1;
 	}
-	if (a == INVALID_SOCKET)
-		goto fail;
-	(void)SetHandleInformation((HANDLE)a, HANDLE_FLAG_INHERIT, 0);
 	(void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, (const char *)&on,
 	    sizeof(on));
-	(void)setsockopt(a, IPPROTO_TCP, TCP_NODELAY, (const char *)&on,
-	    sizeof(on));
 	*mine = c;
-	*theirs = a;
 	return 0;
-fail:
-	closesocket(c);
-	return -1;
 }
 
 /* ---- The relay --------------------------------------------------------------- */

@@ -39,6 +39,16 @@ int relay_pair(struct relay_listener *rl, SOCKET *mine, SOCKET *theirs,
     unsigned *strangers);
 
 /*
+ * Accepts on `rl` the connection that comes from `from` (the address a
+ * socket of this process is bound to), waiting up to timeout_ms for each
+ * connection; others are closed and counted in *strangers, up to a
+ * bound. The accepted socket is not inherited. 0 with *out, or -1
+ * (WSAGetLastError).
+ */
+int relay_accept(struct relay_listener *rl, const struct sockaddr_in *from,
+    long timeout_ms, SOCKET *out, unsigned *strangers);
+
+/*
  * Relays between `pipe` (opened overlapped) and `sock` (overlapped) on a
  * thread of its own, 16 KiB at a time each way, until either side ends,
  * fails, or `stop` (a manual-reset event; NULL: none) is set; then closes

@@ -11,6 +11,9 @@ mingw tools from tests/win/ do it:
   pipe_client.exe  a native pipe client: a client that never writes,
                    many clients held at once, keep-alive requests
 
+and zeus.exe (libzeus) speaks to the pipe itself (libcurl on a relayed
+socket, src/lib/os_win.c).
+
 One wine prefix for the file (wine_env, test_windows.py's fixture); one
 pipe-mode zeusd.exe for the tests that do not stop or flood it.
 """
@@ -48,8 +51,8 @@ class PipeZeusd(WinZeusd):
     """`wine zeusd.exe serve --simulate` on a pipe of its own (no --mode:
     the named pipe is the default), reached through a pipe_proxy.exe."""
 
-    def __init__(self, env, tmp, args=(), extra=None):
-        self.pipe = pipe_name()
+    def __init__(self, env, tmp, args=(), extra=None, pipe=None):
+        self.pipe = pipe or pipe_name()
         self.env = env
         self.log_path = tmp / f"zeusd-{self.pipe[-10:]}.log"
         self.log = open(self.log_path, "wb")
@@ -299,3 +302,66 @@ def test_pipe_instance_limit_then_ctrl_c_with_clients_connected(
     assert "event=streams_ending subscribers=1" in logs
     assert "event=stopped" in logs
     assert took < 10, took
+
+
+def run_zeus(env, *args, extra=None, timeout=60):
+    e = {k: v for k, v in env.items() if not k.startswith("ZEUSD_")}
+    e.update(extra or {})
+    return subprocess.run([WINE, str(ZEUS), *args], env=e, timeout=timeout,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not ZEUS.exists(), reason="zeus.exe not built")
+def test_zeus_measure_and_stream_over_the_pipe(wine_env, shared):
+    # ZEUSD_PIPE_NAME: zeus measure reads the GPUs' energy through zeusd
+    before = shared.logs().count("path=\"/gpu/get_cumulative_energy\"")
+    p = run_zeus(wine_env, "measure", "--", "cmd", "/c", "exit 3",
+                 extra={"ZEUSD_PIPE_NAME": shared.pipe})
+    assert p.returncode == 3, p.stderr
+    for i in range(4):
+        assert re.search(rf"^zeus: gpu {i} [\d.]+ J$", p.stderr, re.M), \
+            p.stderr
+    assert "zeus: total " in p.stderr and "(exit status 3)" in p.stderr
+    assert shared.logs().count(
+        "path=\"/gpu/get_cumulative_energy\"") >= before + 2
+    # --pipe-name, and a stream (SSE) over the pipe
+    p = run_zeus(wine_env, "daemon", "stream-gpu", "--count", "3",
+                 "--gpus", "1", "--pipe-name", shared.pipe)
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(events) == 3 and all(e["gpu_id"] == 1 and e["power_mw"] > 0
+                                    for e in events), p.stdout
+    # one of the three transports at a time
+    p = run_zeus(wine_env, "daemon", "discover", extra={
+        "ZEUSD_PIPE_NAME": shared.pipe, "ZEUSD_HOST_PORT": "127.0.0.1:1"})
+    assert p.returncode == 1 and "more than one set?" in p.stderr, p.stderr
+    p = run_zeus(wine_env, "daemon", "discover", "--pipe-name", "zeusd")
+    assert p.returncode != 0
+    assert "pipe name must be \\\\.\\pipe\\NAME" in p.stderr, p.stderr
+    # a pipe nobody serves: a transport error naming it
+    p = run_zeus(wine_env, "daemon", "discover", "--pipe-name",
+                 r"\\.\pipe\nobody-here")
+    assert p.returncode == 1
+    assert "via \\\\.\\pipe\\nobody-here: Couldn't connect" in p.stderr, \
+        p.stderr
+
+
+@pytest.mark.skipif(not ZEUS.exists(), reason="zeus.exe not built")
+def test_zeus_uses_the_default_pipe_when_nothing_is_set(wine_env, tmp_path):
+    # nothing set, no zeusd: zeus measure reads NVML directly (none here)
+    p = run_zeus(wine_env, "daemon", "discover")
+    assert p.returncode == 1
+    assert "set ZEUSD_SOCK_PATH, ZEUSD_HOST_PORT or ZEUSD_PIPE_NAME" \
+        in p.stderr, p.stderr
+    d = PipeZeusd(wine_env, tmp_path, pipe=r"\\.\pipe\zeusd")
+    try:
+        p = run_zeus(wine_env, "daemon", "discover")
+        assert p.returncode == 0, p.stderr
+        assert len(json.loads(p.stdout)["gpus"]) == 4
+        p = run_zeus(wine_env, "measure", "--", "cmd", "/c", "exit 0")
+        assert p.returncode == 0, p.stderr
+        assert "zeus: gpu 3 " in p.stderr
+        assert 'path="/gpu/get_cumulative_energy"' in d.logs()
+    finally:
+        rc = d.stop()
+    assert rc == 0, d.logs()
