@@ -24,8 +24,12 @@
  * no administrator check at startup, as upstream: a write the driver
  * refuses answers 403 naming the account.
  *
+ * Run by the Service Control Manager, `serve` is the service
+ * (service_win.h), its status reported to the SCM.
+ *
  * Stopping: the console control handler (console_win.h) takes Ctrl-C,
- * Ctrl-Break, console close, logoff and shutdown; then, as on Linux, the
+ * Ctrl-Break, console close, logoff and shutdown, and the service's stop
+ * and shutdown controls come the same way; then, as on Linux, the
  * server stops accepting, streams end, in-flight requests get their answer
  * within a grace, the device workers stop (what is still queued is
  * answered 503) and zeusd exits 0.
@@ -46,6 +50,7 @@
 #include "zeusd/cli.h"
 #include "zeusd/console_win.h"
 #include "zeusd/listen.h"
+#include "zeusd/service_win.h"
 #include "zeusd/token.h"
 
 #define SHUTDOWN_GRACE_MS 3000	/* in-flight requests finish */
@@ -213,7 +218,9 @@ serve_main(int argc, char **argv)
 	    "groups=\"%s\" auth=%s simulate=%s version=%s", where, node.ngpu,
 	    node.ncpu, groups, srv->ctx.key ? "on" : "off",
 	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
+	service_running();
 	why = console_wait();
+	service_stopping();
 	zlog(ZLOG_INFO, "stopping", "event=%s", why);
 	if (server_stop(srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
 		/* a device command never returned: its worker cannot join */
@@ -261,8 +268,12 @@ main(int argc, char **argv)
 		cli_print_usage(stdout);
 		return 0;
 	}
-	if (strcmp(argv[1], "serve") == 0)
-		return serve_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0) {
+		/* as the service, when the Service Control Manager started us */
+		int rc = service_run(serve_main, argc - 1, argv + 1);
+
+		return rc >= 0 ? rc : serve_main(argc - 1, argv + 1);
+	}
 	if (strcmp(argv[1], "token") == 0)
 		return token_main(argc - 1, argv + 1);
 	fprintf(stderr, "zeusd: unknown command '%.64s' (see zeusd --help)\n",

@@ -29,7 +29,7 @@ import uuid
 import pytest
 
 from test_windows import (BUILD_WIN, WINE, ZEUSD_EXE, WinZeusd,  # noqa: F401
-                          needs_zeusd, run_zeusd_exe, wine_env)
+                          needs_zeusd, run_zeusd_exe, wine_env, winpath)
 
 PROXY = BUILD_WIN / "pipe_proxy.exe"
 CLIENT = BUILD_WIN / "pipe_client.exe"
@@ -365,3 +365,71 @@ def test_zeus_uses_the_default_pipe_when_nothing_is_set(wine_env, tmp_path):
     finally:
         rc = d.stop()
     assert rc == 0, d.logs()
+
+
+def sc(env, *args):
+    p = subprocess.run([WINE, "sc", *args], env=env, timeout=60,
+                       capture_output=True, text=True)
+    return p.returncode, dict(
+        (k.strip(), v.split()[0] if v.split() else "")
+        for k, _, v in (line.partition(":") for line in p.stdout.splitlines())
+        if v)
+
+
+def sc_wait(env, name, state, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        rc, q = sc(env, "query", name)
+        if q.get("STATE") == state or time.monotonic() > deadline:
+            return q
+        time.sleep(0.2)
+
+
+def test_zeusd_runs_as_a_service_under_wines_scm(wine_env):
+    name = "zeusd" + uuid.uuid4().hex[:8]
+    pipe = pipe_name()
+    rc, _ = sc(wine_env, "create", name, "binPath=",
+               f"{winpath(ZEUSD_EXE)} serve --simulate --pipe-name {pipe}")
+    assert rc == 0
+    proxy = None
+    try:
+        rc, q = sc(wine_env, "start", name)
+        # START_PENDING with zeusd's wait hint, then RUNNING
+        assert rc == 0 and q["STATE"] == "2" and q["WAIT_HINT"] == "0x7530", q
+        assert sc_wait(wine_env, name, "4")["STATE"] == "4"
+        proxy = subprocess.Popen([WINE, str(PROXY), pipe, "0"], env=wine_env,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True)
+        port = int(proxy.stdout.readline()[5:])
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+        s.sendall(b"GET /gpu/stream_power?gpu_ids=0 HTTP/1.1\r\n"
+                  b"Host: x\r\n\r\n")
+        data = b""
+        while b"data: " not in data:
+            data += s.recv(65536)
+        # the stop control ends the stream, as Ctrl-C does, then STOPPED 0
+        rc, q = sc(wine_env, "stop", name)
+        assert rc == 0 and q["STATE"] == "3", q
+        s.settimeout(10)
+        while s.recv(65536):
+            pass
+        s.close()
+        q = sc_wait(wine_env, name, "1")
+        assert q["STATE"] == "1" and q["WIN32_EXIT_CODE"] == "0" and \
+            q["SERVICE_EXIT_CODE"] == "0", q
+    finally:
+        if proxy is not None:
+            proxy.kill()
+            proxy.wait()
+        sc(wine_env, "stop", name)
+        sc(wine_env, "delete", name)
+    # a service that cannot start reports zeusd's exit status
+    rc, _ = sc(wine_env, "create", name, "binPath=",
+               f"{winpath(ZEUSD_EXE)} serve --pipe-sddl D:(bogus")
+    try:
+        sc(wine_env, "start", name)
+        q = sc_wait(wine_env, name, "1")
+        assert q["STATE"] == "1" and q["WIN32_EXIT_CODE"] == "1066" and \
+            q["SERVICE_EXIT_CODE"] == "1", q
+    finally:
+        sc(wine_env, "delete", name)
