@@ -21,6 +21,14 @@
 int cli_parse_serve(int argc, char **argv, struct zeusd_config *cfg,
     FILE *out, struct zerr *err);
 
+/*
+ * zeusd's command line, on every platform (main.c, main_win.c): the log
+ * level from ZEUSD_LOG, --version, --help, then `serve` (the platform's
+ * `serve`, called with argv from "serve" on) or `token`; anything else is
+ * a usage error. Returns the exit status.
+ */
+int cli_main(int argc, char **argv, int (*serve)(int argc, char **argv));
+
 /* Usage text of `zeusd` and `zeusd serve`. */
 void cli_print_usage(FILE *out);
 void cli_print_serve_usage(FILE *out);

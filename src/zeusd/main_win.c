@@ -51,6 +51,7 @@
 #include "zeusd/console_win.h"
 #include "zeusd/listen.h"
 #include "zeusd/service_win.h"
+#include "zeusd/serving.h"
 #include "zeusd/token.h"
 
 #define SHUTDOWN_GRACE_MS 3000	/* in-flight requests finish */
@@ -102,8 +103,7 @@ serve_streams_quiesce(void *ctx)
 	struct serve *sv = ctx;
 
 	pipe_listen_quiesce(sv->pipe);
-	if (sv->srv.ctx.streams != NULL)
-		streams_end_all(sv->srv.ctx.streams);
+	serving_streams_quiesce(&sv->srv);
 }
 
 static void
@@ -111,8 +111,7 @@ serve_streams_stopping(void *ctx)
 {
 	struct serve *sv = ctx;
 
-	if (sv->srv.ctx.streams != NULL)
-		streams_set_nudge(sv->srv.ctx.streams, NULL, NULL);
+	serving_streams_stopping(&sv->srv);
 }
 
 /* The transport: the named pipe's first instance, or the TCP socket. */
@@ -167,9 +166,7 @@ serve_open(struct zeusd_config *cfg, struct serve *sv, struct node *node,
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
 		    "every enabled API group\"");
-	srv->ctx.node = node;
-	if (streams_create(cfg, node, &srv->ctx.streams, err) != 0 ||
-	    pool_create(LOOKUP_THREADS, LOOKUP_QUEUE, &srv->ctx.lookups,
+	if (serving_prepare(cfg, srv, node, LOOKUP_THREADS, LOOKUP_QUEUE,
 	    err) != 0)
 		return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
@@ -213,11 +210,7 @@ serve_main(int argc, char **argv)
 	else
 		listen_describe(fd, where, sizeof(where));
 	fd = -1;			/* the server's now */
-	group_set_format(cfg.enabled, groups, sizeof(groups));
-	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
-	    "groups=\"%s\" auth=%s simulate=%s version=%s", where, node.ngpu,
-	    node.ncpu, groups, srv->ctx.key ? "on" : "off",
-	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
+	serving_log_listening(&cfg, srv, &node, where, groups, sizeof(groups));
 	service_running();
 	why = console_wait();
 	service_stopping();
@@ -247,36 +240,17 @@ out:
 	return 0;
 }
 
+/* `serve`: as the service when the Service Control Manager started us */
+static int
+serve_entry(int argc, char **argv)
+{
+	int rc = service_run(serve_main, argc, argv);
+
+	return rc >= 0 ? rc : serve_main(argc, argv);
+}
+
 int
 main(int argc, char **argv)
 {
-	if (zlog_init_from_env() != 0) {
-		fprintf(stderr, "zeusd: invalid ZEUSD_LOG (expected debug, "
-		    "info, warn or error, in any case)\n");
-		return 1;
-	}
-	if (argc < 2) {
-		cli_print_usage(stderr);
-		return 2;
-	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		printf("zeusd %s\n", ZEUS_VERSION);
-		return 0;
-	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
-		cli_print_usage(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "serve") == 0) {
-		/* as the service, when the Service Control Manager started us */
-		int rc = service_run(serve_main, argc - 1, argv + 1);
-
-		return rc >= 0 ? rc : serve_main(argc - 1, argv + 1);
-	}
-	if (strcmp(argv[1], "token") == 0)
-		return token_main(argc - 1, argv + 1);
-	fprintf(stderr, "zeusd: unknown command '%.64s' (see zeusd --help)\n",
-	    argv[1]);
-	return 2;
+	return cli_main(argc, argv, serve_entry);
 }
