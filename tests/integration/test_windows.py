@@ -584,7 +584,13 @@ def test_zeusd_exe_serves_time_and_discover(win_zeusd):
 
 @needs_zeusd
 def test_zeusd_exe_gpu_reads_and_writes(win_zeusd):
-    d = win_zeusd()
+    check_gpu_requests(win_zeusd())
+
+
+def check_gpu_requests(d):
+    """Platform-independent GPU reads, writes and their errors, asked of
+    a zeusd.exe `d` (over TCP here, over the pipe in
+    test_windows_pipe.py)."""
     power = d.json("GET", "/gpu/get_power?gpu_ids=0,2")
     assert sorted(power["power_mw"]) == ["0", "2"]
     assert all(v > 0 for v in power["power_mw"].values())

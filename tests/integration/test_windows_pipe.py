@@ -29,7 +29,8 @@ import uuid
 import pytest
 
 from test_windows import (BUILD_WIN, WINE, ZEUSD_EXE, WinZeusd,  # noqa: F401
-                          needs_zeusd, run_zeusd_exe, wine_env, winpath)
+                          check_gpu_requests, needs_zeusd, run_zeusd_exe,
+                          wine_env, winpath)
 
 PROXY = BUILD_WIN / "pipe_proxy.exe"
 CLIENT = BUILD_WIN / "pipe_client.exe"
@@ -134,21 +135,7 @@ def test_pipe_is_the_default_and_logs_the_client_pid(shared):
 
 
 def test_pipe_gpu_requests(shared):
-    power = shared.json("GET", "/gpu/get_power?gpu_ids=0,2")
-    assert sorted(power["power_mw"]) == ["0", "2"]
-    assert shared.json("POST", "/gpu/set_power_limit?gpu_ids=1&"
-                       "power_limit_mw=230000&block=true") is None
-    assert shared.json("GET", "/gpu/get_power_limit?gpu_ids=1") == {
-        "1": {"power_limit_mw": 230000}}
-    assert shared.json("POST", "/gpu/set_power_limit?gpu_ids=1&"
-                       "power_limit_mw=400000&block=false") is None
-    err = shared.json("POST", "/gpu/set_power_limit?gpu_ids=0&"
-                      "power_limit_mw=1&block=true", status=400)
-    assert "GPU 0" in err["errors"]["0"]
-    assert shared.json("GET", "/gpu/get_power?gpu_ids=9", status=400)
-    assert "unknown field" in shared.json(
-        "GET", "/gpu/get_power?bogus=1", status=400)["error"]
-    assert shared.json("GET", "/nothere", status=404)
+    check_gpu_requests(shared)
     # a web page's request is refused as on TCP
     assert shared.json("GET", "/time", headers={"Origin": "http://e.com"},
                        status=403)

@@ -14,6 +14,11 @@
  *
  * A pipe whose instances are all busy is waited for (WaitNamedPipe) up
  * to 10 s; then the TCP connection is closed unanswered.
+ *
+ * Ctrl-C is ignored: wine hands a Ctrl-C sent to zeusd.exe (SIGINT) to
+ * every process of the console, and the proxy must outlive zeusd's stop
+ * so that the test sees zeusd, not the proxy, end the connections. The
+ * tests end it with SIGKILL.
  */
 #include <winsock2.h>
 #include <ws2tcpip.h>
@@ -147,6 +152,7 @@ main(int argc, char **argv)
 	}
 	if (WSAStartup(MAKEWORD(2, 2), &wsa) != 0)
 		return 1;
+	(void)SetConsoleCtrlHandler(NULL, TRUE);
 	ls = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
