@@ -638,28 +638,46 @@ def test_zeusd_exe_streams_power_and_ends_streams_on_ctrl_c(wine_env,
     d = WinZeusd(wine_env, tmp_path)
     try:
         s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
-        s.sendall(f"GET /gpu/stream_power?gpu_ids=1 HTTP/1.1\r\n"
-                  f"Host: 127.0.0.1:{d.port}\r\n\r\n".encode())
-        data = b""
-        while b"\n\n" not in data.partition(b"\r\n\r\n")[2]:
-            data += s.recv(65536)
-        head, _, body = data.partition(b"\r\n\r\n")
-        assert b"text/event-stream" in head
-        # chunked: the first event is in the first chunk
-        event = json.loads(body[body.index(b"data: ") + 6:
-                                body.index(b"\n\n")])
-        assert event["gpu_id"] == 1 and event["power_mw"] > 0
+        first_power_event(s, 1, f"127.0.0.1:{d.port}")
         rc = d.stop()
         # the stream was ended by zeusd: the socket reaches end of file
-        s.settimeout(10)
-        while s.recv(65536):
-            pass
-        s.close()
+        read_to_eof(s)
     finally:
         if d.proc.poll() is None:
             d.proc.kill()
+    assert_ctrl_c_ended_a_stream(d, rc)
+
+
+def first_power_event(s, gpu, host):
+    """Opens GPU `gpu`'s power stream on socket `s`; checks and returns
+    its first event."""
+    s.sendall(f"GET /gpu/stream_power?gpu_ids={gpu} HTTP/1.1\r\n"
+              f"Host: {host}\r\n\r\n".encode())
+    data = b""
+    while b"\n\n" not in data.partition(b"\r\n\r\n")[2]:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"text/event-stream" in head
+    # chunked: the first event is in the first chunk
+    event = json.loads(body[body.index(b"data: ") + 6:
+                            body.index(b"\n\n")])
+    assert event["gpu_id"] == gpu and event["power_mw"] > 0
+    return event
+
+
+def read_to_eof(s):
+    """Reads `s` until the other end closes it (10 s at most), closes it."""
+    s.settimeout(10)
+    while s.recv(65536):
+        pass
+    s.close()
+
+
+def assert_ctrl_c_ended_a_stream(d, rc):
+    """zeusd.exe `d` stopped by Ctrl-C (exit status `rc`) ended one
+    stream on its way out."""
     logs = d.logs()
-    assert rc == 0, logs
+    assert rc == 0, logs[-3000:]
     assert "event=stopping event=ctrl_c" in logs
     assert "event=streams_ending subscribers=1" in logs
     assert "event=stopped" in logs
