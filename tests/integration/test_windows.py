@@ -698,6 +698,13 @@ def test_zeusd_exe_metrics(win_zeusd):
 
 @needs_zeusd
 def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
+    check_tokens(wine_env, tmp_path, win_zeusd)
+
+
+def check_tokens(wine_env, tmp_path, start):
+    """Tokens of `zeusd.exe token issue` against a zeusd.exe that
+    start(*args) starts with a signing key (TCP here, the pipe in
+    test_windows_pipe.py): 401 without, the scopes, a bad signature."""
     key = tmp_path / "key"
     key.write_bytes(b"a signing key\n")
     def issue(scope):
@@ -707,7 +714,7 @@ def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
         assert p.returncode == 0, p.stderr
         return p.stdout.strip()
     read = issue("gpu-read")
-    d = win_zeusd("--signing-key-path", winpath(key))
+    d = start("--signing-key-path", winpath(key))
     assert d.json("GET", "/discover")["auth_required"] is True
     code, head, _ = d.request("GET", "/gpu/get_power")
     assert code == 401 and 'WWW-Authenticate: Bearer realm="zeusd"' in head

@@ -30,7 +30,7 @@ import pytest
 
 from test_windows import (BUILD_WIN, WINE, ZEUSD_EXE, WinZeusd,  # noqa: F401
                           assert_ctrl_c_ended_a_stream, check_gpu_requests,
-                          first_power_event, needs_zeusd, read_to_eof,
+                          check_tokens, first_power_event, needs_zeusd, read_to_eof,
                           run_zeusd_exe, wine_env, winpath)
 
 PROXY = BUILD_WIN / "pipe_proxy.exe"
@@ -140,6 +140,20 @@ def test_pipe_gpu_requests(shared):
     # a web page's request is refused as on TCP
     assert shared.json("GET", "/time", headers={"Origin": "http://e.com"},
                        status=403)
+
+
+def test_pipe_tokens_as_on_tcp(wine_env, tmp_path):
+    daemons = []
+
+    def start(*args):
+        daemons.append(PipeZeusd(wine_env, tmp_path, args))
+        return daemons[-1]
+
+    try:
+        check_tokens(wine_env, tmp_path, start)
+    finally:
+        for d in daemons:
+            assert d.stop() == 0, d.logs()
 
 
 def test_pipe_keep_alive(shared):
