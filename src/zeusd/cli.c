@@ -6,6 +6,7 @@
  */
 #include "zeusd/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -247,18 +248,25 @@ cli_transport_flag(int opt, struct zerr *err)
 	    cli_os_socket_flag(flag, err);
 }
 
-/* `--pipe-name`: \\.\pipe\NAME, NAME non-empty, no more backslashes. */
+/*
+ * `--pipe-name`: \\.\pipe\NAME, NAME of letters, digits and . _ - + @ :
+ * (so that it is safe in a log line as it is), at most 256 bytes in all.
+ */
 static int
 cli_parse_pipe_name(const char *arg, struct zerr *err)
 {
 	size_t plen = strlen(ZEUSD_PIPE_PREFIX), n = strlen(arg);
+	const char *p = arg + plen;
 
-	if (n <= plen || n > ZEUSD_PIPE_NAME_MAX ||
-	    strncmp(arg, ZEUSD_PIPE_PREFIX, plen) != 0 ||
-	    strchr(arg + plen, '\\') != NULL)
+	if (n > plen && n <= ZEUSD_PIPE_NAME_MAX &&
+	    strncmp(arg, ZEUSD_PIPE_PREFIX, plen) == 0)
+		while (*p != '\0' && (isalnum((unsigned char)*p) ||
+		    strchr("._-+@:", *p) != NULL))
+			p++;
+	if (n <= plen || n > ZEUSD_PIPE_NAME_MAX || *p != '\0')
 		return zerr_set(err, ZERR_INVALID, "invalid --pipe-name "
 		    "'%.64s': expected \\\\.\\pipe\\NAME, at most %d "
-		    "bytes, with no backslash in NAME", arg,
+		    "bytes, NAME of letters, digits and . _ - + @ :", arg,
 		    ZEUSD_PIPE_NAME_MAX);
 	return 0;
 }

@@ -239,9 +239,12 @@ def test_pipe_bad_sddl_and_name_are_refused_at_startup(wine_env):
                                "'D:(A;;GRGW;;;NOSUCH': not a security "
                                "descriptor in SDDL"), p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = run_zeusd_exe(wine_env, "serve", "--pipe-name", "zeusd")
-    assert p.returncode == 2
-    assert "invalid --pipe-name 'zeusd'" in p.stderr
+    for bad in ("zeusd", r"\\.\pipe\a b", r"\\.\pipe\a\b",
+                "\\\\.\\pipe\\" + "x" * 249):
+        p = run_zeusd_exe(wine_env, "serve", "--pipe-name", bad)
+        assert p.returncode == 2, (bad, p.stderr)
+        assert p.stderr.startswith(f"zeusd: invalid --pipe-name "
+                                   f"'{bad[:64]}'"), p.stderr
 
 
 def test_pipe_second_zeusd_on_the_same_name_is_refused(wine_env, shared):
