@@ -383,8 +383,10 @@ def test_zeusd_runs_as_a_service_under_wines_scm(wine_env):
     proxy = None
     try:
         rc, q = sc(wine_env, "start", name)
-        # START_PENDING with zeusd's wait hint, then RUNNING
-        assert rc == 0 and q["STATE"] == "2" and q["WAIT_HINT"] == "0x7530", q
+        # START_PENDING with zeusd's wait hint, then RUNNING (a zeusd that
+        # is quick may be RUNNING already when sc reads the state back)
+        assert rc == 0 and (q["STATE"], q["WAIT_HINT"]) in (
+            ("2", "0x7530"), ("4", "0x0")), q
         assert sc_wait(wine_env, name, "4")["STATE"] == "4"
         proxy = subprocess.Popen([WINE, str(PROXY), pipe, "0"], env=wine_env,
                                  stdout=subprocess.PIPE,
