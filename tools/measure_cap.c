@@ -355,10 +355,11 @@ cap_start(const struct cap_settings *set,
 		cap->gpu[i].index = index[i];
 		cap->gpu[i].id = ids[i];
 	}
-	if (o.socket_path == NULL && o.host_port == NULL) {
-		const char *hp = getenv("ZEUSD_HOST_PORT");
+	if (o.socket_path == NULL && o.host_port == NULL &&
+	    o.pipe_name == NULL) {
+		const char *sp = getenv("ZEUSD_SOCK_PATH");
 
-		cap->unix_sock = hp == NULL || *hp == '\0';
+		cap->unix_sock = sp != NULL && *sp != '\0';
 	} else {
 		cap->unix_sock = o.socket_path != NULL;
 	}

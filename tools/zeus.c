@@ -33,7 +33,8 @@
 static const char measure_usage[] =
     "usage: zeus measure [--gpus LIST] [--cpus LIST] [--json | --csv]\n"
     "                    [--output FILE] [--source auto|direct|zeusd]\n"
-    "                    [--socket PATH | --host-port HOST:PORT] [--token T]\n"
+    "                    [--socket PATH | --host-port HOST:PORT |\n"
+    "                     --pipe-name NAME] [--token T]\n"
     "                    [--pushgateway URL --job NAME [--window NAME]\n"
     "                     [--instance NAME] [--counter S]]\n"
     "                    [--power-limit WATTS] [--gpu-clocks MIN:MAX]\n"
@@ -46,9 +47,10 @@ static const char measure_usage[] =
     "Exits with COMMAND's status (128+N when killed by signal N, 127 when\n"
     "it cannot be run), 1 when measuring fails, 2 on a usage error.\n"
     "LIST is 'all' (default), 'none', or comma-separated indices.\n"
-    "Sources: zeusd when --socket/--host-port is given or ZEUSD_SOCK_PATH\n"
-    "or ZEUSD_HOST_PORT is set, else NVML (ZEUS_NVML_LIBRARY) and RAPL\n"
-    "(ZEUS_RAPL_DIR) directly.\n"
+    "Sources: zeusd when --socket/--host-port/--pipe-name is given or\n"
+    "ZEUSD_SOCK_PATH, ZEUSD_HOST_PORT or ZEUSD_PIPE_NAME is set (on Windows\n"
+    "also when zeusd's default pipe \\\\.\\pipe\\zeusd exists), else NVML\n"
+    "(ZEUS_NVML_LIBRARY) and RAPL (ZEUS_RAPL_DIR) directly.\n"
     "--pushgateway observes the window (default: COMMAND's base name) in\n"
     "the energy histogram and pushes it; --counter S also pushes the\n"
     "cumulative counter every S seconds while COMMAND runs. --instance\n"
@@ -68,7 +70,8 @@ static const char gauge_usage[] =
     "usage: zeus gauge --pushgateway URL --job NAME [--period S]\n"
     "                  [--window NAME] [--gpus LIST] [--instance NAME]\n"
     "                  [--source auto|direct|zeusd]\n"
-    "                  [--socket PATH | --host-port HOST:PORT] [--token T]\n"
+    "                  [--socket PATH | --host-port HOST:PORT |\n"
+    "                   --pipe-name NAME] [--token T]\n"
     "\n"
     "Pushes the power of each GPU every --period seconds (default 1) to\n"
     "window 'gauge' (or --window) until SIGINT or SIGTERM, then exits 0.\n";
@@ -79,8 +82,9 @@ static const char daemon_usage[] =
     "       zeus daemon stream-gpu|stream-cpu [--count N] [--gpus LIST]\n"
     "                   [--cpus LIST] [conn]\n"
     "       zeus daemon set-power-limit --gpus LIST --mw N [conn]\n"
-    "conn:  [--socket PATH | --host-port HOST:PORT] [--token T]\n"
-    "       (default: ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT, ZEUSD_TOKEN;\n"
+    "conn:  [--socket PATH | --host-port HOST:PORT | --pipe-name NAME]\n"
+    "       [--token T] (default: ZEUSD_SOCK_PATH, ZEUSD_HOST_PORT or\n"
+    "       ZEUSD_PIPE_NAME, on Windows then \\\\.\\pipe\\zeusd; ZEUSD_TOKEN;\n"
     "       prefer ZEUSD_TOKEN: other users can read --token in ps)\n"
     "\n"
     "Prints the answer as JSON (streams: one JSON line per sample).\n"
@@ -226,7 +230,7 @@ struct opts {
 	struct idlist gpus, cpus;
 	enum out_format format;
 	const char *output, *pushgateway, *job, *window, *instance;
-	const char *socket, *host_port, *token;
+	const char *socket, *host_port, *pipe_name, *token;
 	enum zeus_source source;
 	unsigned period_ms;
 	unsigned counter_ms;
@@ -238,6 +242,7 @@ struct opts {
 
 enum { O_GPUS = 256, O_CPUS, O_JSON, O_CSV, O_OUTPUT, O_SOURCE, O_PUSH,
 	O_JOB, O_WINDOW, O_INSTANCE, O_PERIOD, O_SOCKET, O_HOSTPORT, O_TOKEN,
+	O_PIPE,
 	O_COUNTER, O_COUNT, O_MW, O_POWER_LIMIT, O_GPU_CLOCKS, O_MEM_CLOCKS,
 	O_LEASE_LABEL };
 
@@ -268,6 +273,7 @@ static const struct opt_def opt_defs[] = {
 	{ "period", required_argument, O_PERIOD, FOR_GAUGE },
 	{ "socket", required_argument, O_SOCKET, FOR_ALL },
 	{ "host-port", required_argument, O_HOSTPORT, FOR_ALL },
+	{ "pipe-name", required_argument, O_PIPE, FOR_ALL },
 	{ "token", required_argument, O_TOKEN, FOR_ALL },
 	{ "counter", required_argument, O_COUNTER, FOR_MEASURE },
 	{ "count", required_argument, O_COUNT, FOR_DAEMON },
@@ -333,6 +339,7 @@ parse_opt(struct opts *o, int c, const char *arg)
 	case O_PERIOD: return parse_period(arg, &o->period_ms);
 	case O_SOCKET: o->socket = arg; return 0;
 	case O_HOSTPORT: o->host_port = arg; return 0;
+	case O_PIPE: o->pipe_name = arg; return 0;
 	case O_TOKEN: o->token = arg; return 0;
 	case O_COUNTER: return parse_period(arg, &o->counter_ms);
 	case O_COUNT: return parse_ulong(arg, 1000000, &o->count);
@@ -429,11 +436,24 @@ parse_args(int argc, char **argv, struct opts *o, unsigned for_cmd,
 		usage_error("--pushgateway and --job go together");
 		return -1;
 	}
-	if (o->socket != NULL && o->host_port != NULL) {
-		usage_error("--socket and --host-port exclude each other");
+	if ((o->socket != NULL) + (o->host_port != NULL) +
+	    (o->pipe_name != NULL) > 1) {
+		usage_error("--socket, --host-port and --pipe-name exclude each "
+		    "other");
 		return -1;
 	}
 	return optind;
+}
+
+/* Where zeusd is, from the flags (all NULL: the environment decides). */
+static void
+conn_opts(const struct opts *o, struct zeus_client_options *co)
+{
+	memset(co, 0, sizeof(*co));
+	co->socket_path = o->socket;
+	co->host_port = o->host_port;
+	co->pipe_name = o->pipe_name;
+	co->token = o->token;
 }
 
 static void
@@ -441,7 +461,7 @@ monitor_opts(const struct opts *o, struct zeus_monitor_options *mo,
     struct zeus_client_options *co)
 {
 	memset(mo, 0, sizeof(*mo));
-	memset(co, 0, sizeof(*co));
+	conn_opts(o, co);
 	if (!o->gpus.all) {
 		mo->gpu_indices = o->gpus.ids;
 		mo->gpu_count = o->gpus.n;
@@ -451,12 +471,8 @@ monitor_opts(const struct opts *o, struct zeus_monitor_options *mo,
 		mo->cpu_count = o->cpus.n;
 	}
 	mo->source = o->source;
-	if (o->socket != NULL || o->host_port != NULL) {
-		co->socket_path = o->socket;
-		co->host_port = o->host_port;
-		co->token = o->token;
+	if (o->socket != NULL || o->host_port != NULL || o->pipe_name != NULL)
 		mo->zeusd = co;
-	}
 }
 
 /*
@@ -766,8 +782,7 @@ static int
 measure_cap_start(const struct opts *o, struct zeus_monitor *m,
     struct cap **cap)
 {
-	struct zeus_client_options co = { .socket_path = o->socket,
-	    .host_port = o->host_port, .token = o->token };
+	struct zeus_client_options co;
 	unsigned index[ZEUS_MAX_DEVICES], ids[ZEUS_MAX_DEVICES];
 	size_t n = zeus_monitor_gpus(m, index, ZEUS_MAX_DEVICES);
 
@@ -783,6 +798,7 @@ measure_cap_start(const struct opts *o, struct zeus_monitor *m,
 			    index[i]);
 			return EXIT_FAIL;
 		}
+	conn_opts(o, &co);
 	return cap_start(&o->cap, &co, index, ids, n, cap);
 }
 
@@ -1177,9 +1193,7 @@ cmd_daemon(int argc, char **argv)
 		return usage_error("unknown verb '%s'", argv[first]);
 	if (strcmp(verb, "set-power-limit") == 0 && !o.has_mw)
 		return usage_error("set-power-limit needs --mw N");
-	co.socket_path = o.socket;
-	co.host_port = o.host_port;
-	co.token = o.token;
+	conn_opts(&o, &co);
 	if (zeus_client_open(&co, &c, &e) != 0)
 		return fail(verb, &e);
 	rc = daemon_run(c, &o, verb, &out, &e);

@@ -3,7 +3,8 @@
  * client.h - the zeusd client: every read and write of the zeusd HTTP API
  * (docs in docs/api.md terms: discover, time, whoami, GPU reads and
  * writes, GPU leases and their release, CPU reads, and the two power
- * streams), over a Unix socket or TCP, with an optional bearer token.
+ * streams), over a Unix socket, TCP or (Windows) a named pipe, with an
+ * optional bearer token.
  * Uses libcurl.
  *
  * A client may be used from several threads: requests on one client are
@@ -21,19 +22,26 @@ extern "C" {
 struct zeus_client;
 
 /*
- * Where the daemon is. All NULL: the environment decides: ZEUSD_SOCK_PATH
- * (UDS) or ZEUSD_HOST_PORT ("host:port", TCP), and ZEUSD_TOKEN. Setting
- * both socket_path and host_port is an error; so is the environment naming
- * neither when no field is set.
+ * Where the daemon is. socket_path, host_port and pipe_name all NULL: the
+ * environment decides: ZEUSD_SOCK_PATH (UDS), ZEUSD_HOST_PORT
+ * ("host:port", TCP) or ZEUSD_PIPE_NAME (a Windows named pipe,
+ * "\\.\pipe\NAME"), and ZEUSD_TOKEN; on Windows, with none of the
+ * three set, zeusd's default pipe \\.\pipe\zeusd when it exists. Naming
+ * more than one of the three (fields, or variables) is an error; so is
+ * naming none when no default applies. A pipe name on Linux is an error.
  */
 struct zeus_client_options {
 	const char *socket_path;	/* UDS path */
 	const char *host_port;		/* "127.0.0.1:4938", "[::1]:4938" */
 	const char *token;		/* bearer token; NULL: ZEUSD_TOKEN */
 	unsigned timeout_ms;		/* per request; 0: 10000 */
+	const char *pipe_name;		/* Windows: "\\.\pipe\zeusd" */
 };
 
-/* True when ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT is set and non-empty. */
+/*
+ * True when ZEUSD_SOCK_PATH, ZEUSD_HOST_PORT or ZEUSD_PIPE_NAME is set and
+ * non-empty, or (Windows) zeusd's default pipe exists.
+ */
 ZEUS_API bool zeus_client_env_configured(void);
 
 /* Does not connect yet: the first request does. */

@@ -63,7 +63,8 @@ peer_identify(int fd, const struct sockaddr *sa, socklen_t salen,
  * cannot be 2^64 peers. `key` gets the bytes compared, the class is
  * returned.
  */
-enum peer_class { PC_UNKNOWN, PC_UNIX, PC_LOOPBACK, PC_INET4, PC_INET6 };
+enum peer_class { PC_UNKNOWN, PC_UNIX, PC_LOOPBACK, PC_INET4, PC_INET6,
+    PC_PIPE };
 
 static const uint8_t peer_v6_loopback[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 1 };
@@ -76,6 +77,8 @@ peer_key(const struct peer *p, const uint8_t **key, size_t *n)
 	switch (p->kind) {
 	case PEER_UNIX:
 		return PC_UNIX;
+	case PEER_PIPE:
+		return PC_PIPE;
 	case PEER_INET4:
 		if (p->addr[0] == 127)
 			return PC_LOOPBACK;
@@ -105,6 +108,8 @@ peer_same(const struct peer *a, const struct peer *b)
 		return false;
 	if (ca == PC_UNIX)
 		return a->uid == b->uid;
+	if (ca == PC_PIPE)
+		return a->pid == b->pid;
 	return na == nb && (na == 0 || memcmp(ka, kb, na) == 0);
 }
 
@@ -117,11 +122,11 @@ peer_hash(const struct peer *p)
 	size_t n;
 	enum peer_class c = peer_key(p, &b, &n);
 	uint32_t h = 2166136261u ^ (uint32_t)c;
-	uint32_t uid = (uint32_t)p->uid;
+	uint32_t id = c == PC_PIPE ? (uint32_t)p->pid : (uint32_t)p->uid;
 
-	if (c == PC_UNIX) {
-		b = (const uint8_t *)&uid;
-		n = sizeof(uid);
+	if (c == PC_UNIX || c == PC_PIPE) {
+		b = (const uint8_t *)&id;
+		n = sizeof(id);
 	}
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 16777619u;
@@ -152,6 +157,9 @@ peer_format(const struct peer *p, char *buf, size_t size)
 	case PEER_UNIX:
 		snprintf(buf, size, "uid=%u pid=%ld", (unsigned)p->uid,
 		    (long)p->pid);
+		break;
+	case PEER_PIPE:
+		snprintf(buf, size, "pipe_pid=%ld", (long)p->pid);
 		break;
 	case PEER_INET4:
 	case PEER_INET6:

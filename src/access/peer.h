@@ -20,13 +20,18 @@
 
 #include "common/identity.h"
 
-enum peer_kind { PEER_UNKNOWN, PEER_UNIX, PEER_INET4, PEER_INET6 };
+/*
+ * PEER_PIPE: a Windows named-pipe client (http/pipe_win.c), known by the
+ * process id the pipe reports (GetNamedPipeClientProcessId) in `pid`; the
+ * pipe's DACL decided who may connect at all.
+ */
+enum peer_kind { PEER_UNKNOWN, PEER_UNIX, PEER_INET4, PEER_INET6, PEER_PIPE };
 
 struct peer {
 	enum peer_kind kind;
 	uid_t uid;		/* PEER_UNIX */
 	gid_t gid;
-	pid_t pid;
+	pid_t pid;		/* PEER_UNIX, PEER_PIPE */
 	/*
 	 * PEER_UNIX, taken by peer_take_pidfd (only where leases need it):
 	 * the connecting process itself, which a pid number is not (a number
@@ -83,7 +88,8 @@ bool peer_exited(const struct peer *p);
 void peer_release(struct peer *p);
 
 /*
- * Same peer for counting purposes: on a Unix socket the uid; on TCP all of
+ * Same peer for counting purposes: on a Unix socket the uid; on a named
+ * pipe the client's process id; on TCP all of
  * loopback (127.0.0.0/8 and ::1) is one peer (any local user may bind
  * every address of 127.0.0.0/8), an IPv4 address is one, and so is an
  * IPv6 /64 (a host may use any address of its /64). The address itself is
@@ -100,7 +106,8 @@ bool peer_is_loopback(const struct peer *p);
 /* Root on the Unix socket: never limited. */
 bool peer_is_root(const struct peer *p);
 
-/* "uid=1000 pid=42" or "addr=127.0.0.1" / "addr=::1", for log lines. */
+/* "uid=1000 pid=42", "pipe_pid=42" or "addr=127.0.0.1" / "addr=::1", for
+ * log lines. */
 const char *peer_format(const struct peer *p, char *buf, size_t size);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_win.c - peer.h's Unix-socket part on Windows, where zeusd listens
- * on TCP only (docs/windows.md): no connection is ever a Unix peer, so
+ * on TCP and a named pipe (docs/windows.md; a pipe client is PEER_PIPE,
+ * named by http/pipe_win.c): no connection is ever a Unix peer, so
  * none has credentials, groups or a process handle to take.
  */
 #include "access/peer.h"

@@ -1238,10 +1238,24 @@ void
 streams_end_all(struct streams *st)
 {
 	struct streams_sub **snap = NULL;
-	unsigned n = 0;
+	unsigned n = 0, open;
+	bool was;
 
-	if (st == NULL || atomic_exchange(&st->closing, true))
+	if (st == NULL)
 		return;
+	/*
+	 * Counted as closing is set: a stream that sees it while the
+	 * sampler stops below ends by itself and is gone from the snapshot,
+	 * but was ended here all the same.
+	 */
+	pthread_mutex_lock(&st->lock);
+	was = atomic_exchange(&st->closing, true);
+	open = st->nall;
+	pthread_mutex_unlock(&st->lock);
+	if (was)
+		return;
+	if (open > 0)
+		zlog(ZLOG_INFO, "streams_ending", "subscribers=%u", open);
 	sampler_stop(st->sampler);	/* no more resumes from its thread */
 	pthread_mutex_lock(&st->lock);
 	if (st->nall > 0 && (snap = malloc(st->nall * sizeof(*snap))) != NULL)
@@ -1250,8 +1264,6 @@ streams_end_all(struct streams *st)
 			streams_sub_ref(snap[n]);
 		}
 	pthread_mutex_unlock(&st->lock);
-	if (n > 0)
-		zlog(ZLOG_INFO, "streams_ending", "subscribers=%u", n);
 	for (unsigned i = 0; i < n; i++) {
 		streams_sub_wake(snap[i]);
 		streams_sub_unref(snap[i]);

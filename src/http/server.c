@@ -173,7 +173,9 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 		sock_shutdown(fd);
 		return;
 	}
-	(void)peer_identify(fd, NULL, 0, &c->peer);
+	if (srv->hooks.peer == NULL ||
+	    srv->hooks.peer(srv->hooks.peer_ctx, fd, &c->peer) != 0)
+		(void)peer_identify(fd, NULL, 0, &c->peer);
 	if (!server_conn_privileged(&c->peer)) {
 		if (atomic_load(&srv->conns) >= SERVER_CONNECTION_LIMIT) {
 			server_refuse_conn(srv, fd, &c->peer, true);
@@ -558,7 +560,8 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	    loop_watched(srv->ctx.loop) > 0;
 	unsigned flags = server_os_mhd_flags(own_loop) |
 	    MHD_ALLOW_SUSPEND_RESUME |
-	    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+	    MHD_USE_ERROR_LOG | MHD_USE_TURBO |
+	    (listen_fd < 0 ? MHD_USE_NO_LISTEN_SOCKET : 0);
 
 	if (!srv->configured && server_configure(srv, err) != 0)
 		return -1;
@@ -582,7 +585,6 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	/* the logger first, so the options after it can log through it */
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, server_access, srv,
 	    MHD_OPTION_EXTERNAL_LOGGER, server_mhd_log, srv,
-	    MHD_OPTION_LISTEN_SOCKET, listen_fd,
 	    MHD_OPTION_URI_LOG_CALLBACK, server_uri_cb, srv,
 	    MHD_OPTION_NOTIFY_COMPLETED, server_completed, srv,
 	    MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, srv,
@@ -590,6 +592,9 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	    MHD_OPTION_CONNECTION_LIMIT,
 	    (unsigned)(SERVER_CONNECTION_LIMIT + SERVER_RESERVED_CONNECTIONS),
 	    MHD_OPTION_CONNECTION_TIMEOUT, srv->idle_s,
+	    /* last: without a listening socket the list ends here */
+	    listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_END,
+	    (MHD_socket)listen_fd,
 	    MHD_OPTION_END);
 	if (srv->mhd == NULL) {
 		server_start_undo(srv);
@@ -607,6 +612,21 @@ fail:
 	srv->mhd = NULL;
 	server_start_undo(srv);
 	return -1;
+}
+
+int
+server_add_connection(struct server *srv, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0) {
+		sock_close(fd);
+		return -1;
+	}
+	/* libmicrohttpd closes fd itself, even when it refuses it */
+	return MHD_add_connection(srv->mhd, (MHD_socket)fd,
+	    (const struct sockaddr *)&ss, len) == MHD_YES ? 0 : -1;
 }
 
 int

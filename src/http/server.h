@@ -25,6 +25,7 @@ enum {
 	SERVER_LOOP_PROBE = 1u << 0,	/* add loop_probe_fd as a connection */
 	SERVER_LOOP_QUIESCE = 1u << 1,	/* stop accepting */
 };
+struct peer;
 struct peer_limit;
 struct deadlines;
 
@@ -39,6 +40,15 @@ struct server_hooks {
 	void (*quiesce)(void *ctx);
 	void (*stopping)(void *ctx);
 	void *ctx;
+	/*
+	 * Who is on the other end of a connection the wiring handed over
+	 * (server_add_connection: a Windows named pipe's relay socket, whose
+	 * own peer is only this process): 0 with `p` filled, or -1 to
+	 * identify the socket's peer as usual (peer_identify). NULL: always
+	 * as usual. Called on the server's thread; `peer_ctx` is its own.
+	 */
+	int (*peer)(void *peer_ctx, int fd, struct peer *p);
+	void *peer_ctx;
 };
 
 struct server {
@@ -73,7 +83,9 @@ struct server {
 int server_configure(struct server *srv, struct zerr *err);
 
 /*
- * Starts serving on `listen_fd` (the server owns it from then on); runs
+ * Starts serving on `listen_fd` (the server owns it from then on), or on
+ * no listening socket at all when it is -1 (connections then come only
+ * through server_add_connection: the named pipe); runs
  * server_configure first if the caller has not. With a loop in ctx.loop on
  * which something is watched, libmicrohttpd runs in external epoll mode
  * with the server as the loop's driver, and the loop's thread is started
@@ -81,6 +93,14 @@ int server_configure(struct server *srv, struct zerr *err);
  * thread.
  */
 int server_start(struct server *srv, int listen_fd, struct zerr *err);
+
+/*
+ * Hands libmicrohttpd a connected socket that did not come from the
+ * listening one (the named pipe's relay end, http/pipe_win.c); it owns `fd`
+ * from then on, closing it even when it refuses it. Any thread, between
+ * server_start and server_stop. 0, or -1 when refused.
+ */
+int server_add_connection(struct server *srv, int fd);
 
 /*
  * Stops accepting, waits up to `grace_ms` for in-flight requests, then stops

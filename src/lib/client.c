@@ -21,12 +21,14 @@
 #include "common/lease_label.h"
 #include "lease_json.h"
 #include "lib.h"
+#include "os.h"
 #include "sse.h"
 
 #define CLIENT_URL_MAX 512
 
 struct zeus_client {
-	char *socket_path;		/* NULL: TCP */
+	char *socket_path;		/* NULL: TCP or a pipe */
+	char *pipe_name;		/* Windows named pipe; NULL: none */
 	char base[CLIENT_URL_MAX];	/* "http://zeusd" or "http://h:p" */
 	char *token;
 	long timeout_ms;
@@ -47,7 +49,51 @@ bool
 zeus_client_env_configured(void)
 {
 	return client_env("ZEUSD_SOCK_PATH") != NULL ||
-	    client_env("ZEUSD_HOST_PORT") != NULL;
+	    client_env("ZEUSD_HOST_PORT") != NULL ||
+	    client_env("ZEUSD_PIPE_NAME") != NULL ||
+	    lib_os_default_pipe() != NULL;
+}
+
+/* \\.\pipe\NAME: NAME 1-247 bytes without a backslash; Windows only. */
+static int
+client_check_pipe(const char *name, struct zeus_error *err)
+{
+	static const char prefix[] = "\\\\.\\pipe\\";
+
+	if (!lib_os_has_pipes())
+		return lib_err(err, ZEUS_ERR_INVALID, "named pipes exist only "
+		    "on Windows (ZEUSD_PIPE_NAME, --pipe-name)");
+	if (lib_check_name(name, 257) != 0 ||
+	    strncmp(name, prefix, sizeof(prefix) - 1) != 0 ||
+	    name[sizeof(prefix) - 1] == '\0' ||
+	    strchr(name + sizeof(prefix) - 1, '\\') != NULL)
+		return lib_err(err, ZEUS_ERR_INVALID, "zeusd pipe name must be "
+		    "\\\\.\\pipe\\NAME (at most 256 bytes, no backslash in "
+		    "NAME)");
+	return 0;
+}
+
+/*
+ * Where zeusd is when the caller named nothing: exactly one of the three
+ * variables, else (Windows) the default pipe when it exists.
+ */
+static int
+client_from_env(struct zeus_client_options *o, struct zeus_error *err)
+{
+	o->socket_path = client_env("ZEUSD_SOCK_PATH");
+	o->host_port = client_env("ZEUSD_HOST_PORT");
+	o->pipe_name = client_env("ZEUSD_PIPE_NAME");
+	if ((o->socket_path != NULL) + (o->host_port != NULL) +
+	    (o->pipe_name != NULL) > 1)
+		return lib_err(err, ZEUS_ERR_INVALID, "give one of a socket "
+		    "path, host:port and a pipe name (ZEUSD_SOCK_PATH, "
+		    "ZEUSD_HOST_PORT and ZEUSD_PIPE_NAME: more than one set?)");
+	if (o->socket_path == NULL && o->host_port == NULL &&
+	    o->pipe_name == NULL &&
+	    (o->pipe_name = lib_os_default_pipe()) == NULL)
+		return lib_err(err, ZEUS_ERR_NOT_FOUND, "no zeusd configured: "
+		    "set ZEUSD_SOCK_PATH, ZEUSD_HOST_PORT or ZEUSD_PIPE_NAME");
+	return 0;
 }
 
 /* host:port without anything that would change the URL's meaning. */
@@ -70,6 +116,7 @@ client_free(struct zeus_client *c)
 		curl_easy_cleanup(c->curl);
 	pthread_mutex_destroy(&c->lock);
 	free(c->socket_path);
+	free(c->pipe_name);
 	free(c->token);
 	free(c);
 }
@@ -84,18 +131,15 @@ zeus_client_open(const struct zeus_client_options *opt,
 	*out = NULL;
 	if (opt != NULL)
 		o = *opt;
-	if (o.socket_path == NULL && o.host_port == NULL) {
-		o.socket_path = client_env("ZEUSD_SOCK_PATH");
-		o.host_port = client_env("ZEUSD_HOST_PORT");
-		if (o.socket_path == NULL && o.host_port == NULL)
-			return lib_err(err, ZEUS_ERR_NOT_FOUND,
-			    "no zeusd configured: set ZEUSD_SOCK_PATH or "
-			    "ZEUSD_HOST_PORT");
-	}
-	if (o.socket_path != NULL && o.host_port != NULL)
+	if (o.socket_path == NULL && o.host_port == NULL &&
+	    o.pipe_name == NULL && client_from_env(&o, err) != 0)
+		return -1;
+	if ((o.socket_path != NULL) + (o.host_port != NULL) +
+	    (o.pipe_name != NULL) > 1)
 		return lib_err(err, ZEUS_ERR_INVALID,
-		    "give either a socket path or host:port, not both "
-		    "(ZEUSD_SOCK_PATH and ZEUSD_HOST_PORT both set?)");
+		    "give one of a socket path, host:port and a pipe name");
+	if (o.pipe_name != NULL && client_check_pipe(o.pipe_name, err) != 0)
+		return -1;
 	if (o.socket_path != NULL && lib_check_name(o.socket_path, 108) != 0)
 		return lib_err(err, ZEUS_ERR_INVALID,
 		    "zeusd socket path is empty or longer than 107 bytes");
@@ -110,8 +154,11 @@ zeus_client_open(const struct zeus_client_options *opt,
 		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
 	pthread_mutex_init(&c->lock, NULL);
 	c->timeout_ms = o.timeout_ms ? (long)o.timeout_ms : 10000L;
-	if (o.socket_path != NULL) {
-		c->socket_path = strdup(o.socket_path);
+	if (o.socket_path != NULL || o.pipe_name != NULL) {
+		if (o.socket_path != NULL)
+			c->socket_path = strdup(o.socket_path);
+		else
+			c->pipe_name = strdup(o.pipe_name);
 		snprintf(c->base, sizeof(c->base), "http://zeusd");
 	} else {
 		snprintf(c->base, sizeof(c->base), "http://%s", o.host_port);
@@ -120,6 +167,7 @@ zeus_client_open(const struct zeus_client_options *opt,
 		c->token = strdup(o.token);
 	c->curl = curl_easy_init();
 	if ((o.socket_path != NULL && c->socket_path == NULL) ||
+	    (o.pipe_name != NULL && c->pipe_name == NULL) ||
 	    (o.token != NULL && c->token == NULL) || c->curl == NULL) {
 		client_free(c);
 		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
@@ -200,6 +248,7 @@ client_call_as(struct zeus_client *c, const char *method, const char *path,
 	rq.method = method;
 	rq.url = url;
 	rq.unix_socket = c->socket_path;
+	rq.pipe_name = c->pipe_name;
 	rq.bearer = c->token;
 	rq.no_proxy = true;	/* the token is for zeusd, not for a proxy */
 	rq.timeout_ms = c->timeout_ms;
@@ -955,6 +1004,7 @@ client_stream(struct zeus_client *c, bool gpu, const unsigned *ids,
 	rq.method = "GET";
 	rq.url = url;
 	rq.unix_socket = c->socket_path;
+	rq.pipe_name = c->pipe_name;
 	rq.bearer = c->token;
 	rq.no_proxy = true;	/* the token is for zeusd, not for a proxy */
 	rq.on_chunk = client_stream_chunk;

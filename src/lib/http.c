@@ -19,6 +19,7 @@
 #include "os.h"
 
 #define HTTP_BODY_MAX (4u << 20)
+#define HTTP_CONNECT_TIMEOUT_MS 3000L
 
 static pthread_once_t http_once = PTHREAD_ONCE_INIT;
 static CURLcode http_init_rc;
@@ -130,25 +131,35 @@ http_headers(const struct http_request *rq, struct zeus_error *err)
 static curl_socket_t
 http_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
-	(void)arg;
+	const struct http_request *rq = arg;
+
 	(void)purpose;
+	if (rq->pipe_name != NULL)	/* a Windows named pipe (os.h) */
+		return lib_os_pipe_socket(rq->pipe_name, rq->connect_timeout_ms ?
+		    rq->connect_timeout_ms : HTTP_CONNECT_TIMEOUT_MS, &a->addr,
+		    &a->addrlen);
 	return lib_os_socket(a->family, a->socktype, a->protocol);
 }
 
 static void
 http_setup(CURL *c, const struct http_request *rq, struct http_sink *sink,
-    struct curl_slist *hdrs)
+    struct curl_slist *hdrs, struct curl_slist *resolve)
 {
 	curl_easy_setopt(c, CURLOPT_URL, rq->url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, http_open_socket);
+	curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, (void *)rq);
+	/* a pipe's URL host is not looked up: the socket is the pipe's */
+	if (resolve != NULL)
+		curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-	    rq->connect_timeout_ms ? rq->connect_timeout_ms : 3000L);
+	    rq->connect_timeout_ms ? rq->connect_timeout_ms :
+	    HTTP_CONNECT_TIMEOUT_MS);
 	if (rq->unix_socket != NULL)
 		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, rq->unix_socket);
 	if (rq->no_proxy)	/* "": no proxy, whatever the environment says */
@@ -194,7 +205,7 @@ http_perform(void *handle, const struct http_request *rq,
 {
 	CURL *c = handle;
 	struct http_sink sink = { rq, resp, 0 };
-	struct curl_slist *hdrs;
+	struct curl_slist *hdrs, *resolve = NULL;
 	CURLcode rc;
 	int owned = c == NULL;
 
@@ -212,16 +223,27 @@ http_perform(void *handle, const struct http_request *rq,
 			curl_easy_cleanup(c);
 		return -1;
 	}
-	http_setup(c, rq, &sink, hdrs);
+	if (rq->pipe_name != NULL &&
+	    (resolve = curl_slist_append(NULL, "zeusd:80:127.0.0.1")) == NULL) {
+		curl_slist_free_all(hdrs);
+		if (owned)
+			curl_easy_cleanup(c);
+		return lib_err(err, ZEUS_ERR_NOMEM, "out of memory");
+	}
+	http_setup(c, rq, &sink, hdrs, resolve);
 	rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c, CURLOPT_RESOLVE, NULL);
 	curl_slist_free_all(hdrs);
+	curl_slist_free_all(resolve);
 	if (owned)
 		curl_easy_cleanup(c);
 	if (sink.stopped)
 		return 0;
 	if (rc != CURLE_OK) {
+		const char *via = rq->unix_socket != NULL ? rq->unix_socket :
+		    rq->pipe_name;
 		char url[ZEUS_ERR_MSG_MAX];
 
 		http_url_shown(rq->url, url, sizeof(url));
@@ -230,9 +252,8 @@ http_perform(void *handle, const struct http_request *rq,
 			    "%s %s: response larger than %u bytes",
 			    rq->method, url, HTTP_BODY_MAX);
 		return lib_err(err, ZEUS_ERR_TRANSPORT, "%s %s%s%s: %s",
-		    rq->method, url, rq->unix_socket ? " via " : "",
-		    rq->unix_socket ? rq->unix_socket : "",
-		    curl_easy_strerror(rc));
+		    rq->method, url, via != NULL ? " via " : "",
+		    via != NULL ? via : "", curl_easy_strerror(rc));
 	}
 	return 0;
 }

@@ -55,6 +55,7 @@ struct http_request {
 	const char *method;		/* "GET", "POST", "PUT", "DELETE" */
 	const char *url;		/* full URL ("http://zeusd/gpu/...") */
 	const char *unix_socket;	/* NULL: TCP */
+	const char *pipe_name;		/* Windows named pipe; NULL: none */
 	const char *bearer;		/* NULL: no Authorization */
 	const char *lease_label;	/* checked; NULL: no X-Zeus-Lease-Label */
 	bool no_proxy;			/* ignore http_proxy and the like */

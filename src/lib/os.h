@@ -6,6 +6,7 @@
 #ifndef ZEUS_LIB_OS_H
 #define ZEUS_LIB_OS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <curl/curl.h>
@@ -16,6 +17,24 @@
  * our kept-alive connection to zeusd (http.c says why).
  */
 curl_socket_t lib_os_socket(int family, int type, int protocol);
+
+/*
+ * A socket for curl whose bytes reach the named pipe `name`
+ * (\\.\pipe\NAME): the pipe is opened (a busy one waited for up to
+ * `wait_ms`), *to (*tolen bytes of room) becomes the loopback address
+ * curl is to connect the socket to, and a thread accepts that connection
+ * and relays it to the pipe (common/pipe_relay_win.h) until curl closes
+ * the socket. CURL_SOCKET_BAD when it cannot be opened, and always where
+ * there are no named pipes (Linux).
+ */
+curl_socket_t lib_os_pipe_socket(const char *name, long wait_ms,
+    struct sockaddr *to, unsigned *tolen);
+
+/* Whether this platform has named pipes (Windows). */
+bool lib_os_has_pipes(void);
+
+/* zeusd's default pipe when it exists here (Windows), else NULL. */
+const char *lib_os_default_pipe(void);
 
 /* This host's name into buf; "" when it cannot be had. */
 void lib_os_hostname(char *buf, size_t size);

@@ -14,12 +14,17 @@
 
 #include "node/groups.h"
 
-/* MODE_PIPE: a Windows named pipe (cli_os_win.c), not built yet */
+/* MODE_PIPE: a Windows named pipe (cli_os_win.c, http/pipe_win.c) */
 enum transport_mode { MODE_UDS, MODE_TCP, MODE_PIPE };
 enum gpu_backend_choice { GPU_BACKEND_AUTO, GPU_BACKEND_NVML, GPU_BACKEND_AMDSMI };
 
 #define ZEUSD_DEFAULT_SOCKET "/run/zeusd/zeusd.sock"
 #define ZEUSD_DEFAULT_TCP "127.0.0.1:4938"
+/* upstream's: \\.\pipe\zeusd, read and write for Authenticated Users */
+#define ZEUSD_DEFAULT_PIPE "\\\\.\\pipe\\zeusd"
+#define ZEUSD_DEFAULT_PIPE_SDDL "D:(A;;GRGW;;;AU)"
+#define ZEUSD_PIPE_PREFIX "\\\\.\\pipe\\"
+#define ZEUSD_PIPE_NAME_MAX 256	/* Windows' limit, prefix included */
 
 struct zeusd_config {
 	enum transport_mode mode;
@@ -30,6 +35,8 @@ struct zeusd_config {
 	gid_t socket_gid;
 	const char *tcp_bind_address;
 	const char *tcp_allowed_hosts;	/* --tcp-allowed-hosts; NULL: none */
+	const char *pipe_name;		/* --pipe-name (Windows) */
+	const char *pipe_sddl;		/* --pipe-sddl (Windows) */
 	unsigned num_workers;
 	unsigned gpu_power_poll_hz;
 	unsigned cpu_power_poll_hz;

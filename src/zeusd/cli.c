@@ -6,6 +6,7 @@
  */
 #include "zeusd/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "http/host.h"
 #include "zeusd/cli_os.h"
 #include "zeusd/listen.h"
+#include "zeusd/token.h"
 
 void
 config_defaults(struct zeusd_config *cfg)
@@ -24,12 +26,44 @@ config_defaults(struct zeusd_config *cfg)
 	cfg->socket_path = ZEUSD_DEFAULT_SOCKET;
 	cfg->socket_permissions = 0666;
 	cfg->tcp_bind_address = ZEUSD_DEFAULT_TCP;
+	cfg->pipe_name = ZEUSD_DEFAULT_PIPE;
+	cfg->pipe_sddl = ZEUSD_DEFAULT_PIPE_SDDL;
 	cfg->gpu_power_poll_hz = 20;
 	cfg->cpu_power_poll_hz = 10;
 	cfg->gpu_backend = GPU_BACKEND_AUTO;
 	cfg->enabled = GROUP_DEFAULT_SET;
 	cfg->privsep = true;
 	cli_os_defaults(cfg);
+}
+
+int
+cli_main(int argc, char **argv, int (*serve)(int argc, char **argv))
+{
+	if (zlog_init_from_env() != 0) {
+		fprintf(stderr, "zeusd: invalid ZEUSD_LOG (expected debug, "
+		    "info, warn or error, in any case)\n");
+		return 1;
+	}
+	if (argc < 2) {
+		cli_print_usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("zeusd %s\n", ZEUS_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		cli_print_usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "serve") == 0)
+		return serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "token") == 0)
+		return token_main(argc - 1, argv + 1);
+	fprintf(stderr, "zeusd: unknown command '%.64s' (see zeusd --help)\n",
+	    argv[1]);
+	return 2;
 }
 
 void
@@ -158,6 +192,7 @@ enum {
 	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
 	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN, OPT_USER,
 	OPT_NO_PRIVSEP, OPT_AUDIT_REQUIRED, OPT_TCP_ALLOWED_HOSTS,
+	OPT_PIPE_NAME, OPT_PIPE_SDDL,
 };
 
 static const struct option cli_serve_options[] = {
@@ -169,6 +204,8 @@ static const struct option cli_serve_options[] = {
 	{ "tcp-bind-address", required_argument, NULL, OPT_TCP_BIND },
 	{ "tcp-allowed-hosts", required_argument, NULL,
 	    OPT_TCP_ALLOWED_HOSTS },
+	{ "pipe-name", required_argument, NULL, OPT_PIPE_NAME },
+	{ "pipe-sddl", required_argument, NULL, OPT_PIPE_SDDL },
 	{ "num-workers", required_argument, NULL, OPT_NUM_WORKERS },
 	{ "gpu-power-poll-hz", required_argument, NULL, OPT_GPU_HZ },
 	{ "cpu-power-poll-hz", required_argument, NULL, OPT_CPU_HZ },
@@ -194,22 +231,54 @@ static const struct option cli_serve_options[] = {
  * updates only burns CPU. */
 #define CLI_MAX_POLL_HZ 1000
 
+/* A flag of one platform's transport: asks cli_os whether it exists. */
+static int
+cli_transport_flag(int opt, struct zerr *err)
+{
+	char flag[32] = "";
+	bool pipe = opt == OPT_PIPE_NAME || opt == OPT_PIPE_SDDL;
+
+	if (!pipe && opt != OPT_SOCKET_PATH && opt != OPT_SOCKET_PERMS &&
+	    opt != OPT_SOCKET_UID && opt != OPT_SOCKET_GID)
+		return 0;
+	for (const struct option *o = cli_serve_options; o->name; o++)
+		if (o->val == opt)
+			snprintf(flag, sizeof(flag), "--%s", o->name);
+	return pipe ? cli_os_pipe_flag(flag, err) :
+	    cli_os_socket_flag(flag, err);
+}
+
+/*
+ * `--pipe-name`: \\.\pipe\NAME, NAME of letters, digits and . _ - + @ :
+ * (so that it is safe in a log line as it is), at most 256 bytes in all.
+ */
+static int
+cli_parse_pipe_name(const char *arg, struct zerr *err)
+{
+	size_t plen = strlen(ZEUSD_PIPE_PREFIX), n = strlen(arg);
+	const char *p = arg + plen;
+
+	if (n > plen && n <= ZEUSD_PIPE_NAME_MAX &&
+	    strncmp(arg, ZEUSD_PIPE_PREFIX, plen) == 0)
+		while (*p != '\0' && (isalnum((unsigned char)*p) ||
+		    strchr("._-+@:", *p) != NULL))
+			p++;
+	if (n <= plen || n > ZEUSD_PIPE_NAME_MAX || *p != '\0')
+		return zerr_set(err, ZERR_INVALID, "invalid --pipe-name "
+		    "'%.64s': expected \\\\.\\pipe\\NAME, at most %d "
+		    "bytes, NAME of letters, digits and . _ - + @ :", arg,
+		    ZEUSD_PIPE_NAME_MAX);
+	return 0;
+}
+
 static int
 cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 {
 	uint64_t v;
 	char bad[80];
 
-	if (opt == OPT_SOCKET_PATH || opt == OPT_SOCKET_PERMS ||
-	    opt == OPT_SOCKET_UID || opt == OPT_SOCKET_GID) {
-		char flag[32] = "";
-
-		for (const struct option *o = cli_serve_options; o->name; o++)
-			if (o->val == opt)
-				snprintf(flag, sizeof(flag), "--%s", o->name);
-		if (cli_os_socket_flag(flag, err) != 0)
-			return -1;
-	}
+	if (cli_transport_flag(opt, err) != 0)
+		return -1;
 	switch (opt) {
 	case OPT_MODE:
 		return cli_os_mode(arg, &cfg->mode, err);
@@ -250,6 +319,18 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 			    "'.') or IP addresses ([v6] in brackets)", bad,
 			    HOST_LIST_MAX);
 		cfg->tcp_allowed_hosts = arg;
+		return 0;
+	case OPT_PIPE_NAME:
+		if (cli_parse_pipe_name(arg, err) != 0)
+			return -1;
+		cfg->pipe_name = arg;
+		return 0;
+	case OPT_PIPE_SDDL:
+		/* its syntax is the system's: checked when the pipe is made */
+		if (arg[0] == '\0' || strlen(arg) > 1024)
+			return zerr_set(err, ZERR_INVALID, "invalid --pipe-sddl: "
+			    "must be 1-1024 bytes");
+		cfg->pipe_sddl = arg;
 		return 0;
 	case OPT_NUM_WORKERS:
 		if (env_parse_uint(arg, 1, 1024, &v, "--num-workers", err) != 0)

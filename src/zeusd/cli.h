@@ -34,6 +34,14 @@ void cli_own_host_names(struct zeusd_config *cfg);
 /* On TCP, logs the names accepted as Host (event=tcp_host_check). */
 void cli_log_host_names(const struct zeusd_config *cfg);
 
+/*
+ * zeusd's command line, on every platform (main.c, main_win.c): the log
+ * level from ZEUSD_LOG, --version, --help, then `serve` (the platform's
+ * `serve`, called with argv from "serve" on) or `token`; anything else is
+ * a usage error. Returns the exit status.
+ */
+int cli_main(int argc, char **argv, int (*serve)(int argc, char **argv));
+
 /* Usage text of `zeusd` and `zeusd serve`. */
 void cli_print_usage(FILE *out);
 void cli_print_serve_usage(FILE *out);

@@ -30,6 +30,12 @@ int cli_os_mode(const char *arg, enum transport_mode *mode, struct zerr *err);
  */
 int cli_os_socket_flag(const char *flag, struct zerr *err);
 
+/*
+ * The same for --pipe-name and --pipe-sddl: 0 where named pipes exist
+ * (Windows), else -1 with a usage error.
+ */
+int cli_os_pipe_flag(const char *flag, struct zerr *err);
+
 /* `--socket-uid/--socket-gid NAME`: a user's or group's id by name. */
 int cli_os_owner_by_name(const char *s, bool user, uint64_t *out,
     struct zerr *err);

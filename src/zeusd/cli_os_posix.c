@@ -55,6 +55,13 @@ cli_os_socket_flag(const char *flag, struct zerr *err)
 	return 0;
 }
 
+int
+cli_os_pipe_flag(const char *flag, struct zerr *err)
+{
+	return zerr_set(err, ZERR_INVALID, "%s is only available on Windows "
+	    "(named pipes); use --mode uds or --mode tcp", flag);
+}
+
 void
 cli_os_print_transport(FILE *out)
 {

@@ -3,8 +3,8 @@
  * cli_os_win.c - the command line's Windows part (cli_os.h), as upstream
  * zeusd has it there: `--mode` is named-pipe (the default) or tcp, the
  * Unix-socket flags do not exist (a clear usage error, exit 2), and the
- * default `--enable` leaves out cpu-read (RAPL is Linux-only). The named
- * pipe itself is not built yet: main_win.c refuses it at startup.
+ * default `--enable` leaves out cpu-read (RAPL is Linux-only). The pipe
+ * itself is served by http/pipe_win.c.
  */
 #include "zeusd/cli_os.h"
 
@@ -73,10 +73,22 @@ cli_os_owner_by_name(const char *s, bool user, uint64_t *out,
 	return cli_os_socket_flag(user ? "--socket-uid" : "--socket-gid", err);
 }
 
+int
+cli_os_pipe_flag(const char *flag, struct zerr *err)
+{
+	(void)flag;
+	(void)err;
+	return 0;
+}
+
 void
 cli_os_print_transport(FILE *out)
 {
-	fputs("  --mode named-pipe|tcp          transport (default named-pipe;\n"
-	    "                                 the named pipe is not built yet:\n"
-	    "                                 use tcp)\n", out);
+	fputs("  --mode named-pipe|tcp          transport (default named-pipe)\n"
+	    "  --pipe-name NAME               the pipe (default "
+	    ZEUSD_DEFAULT_PIPE ")\n"
+	    "  --pipe-sddl SDDL               who may open it (default\n"
+	    "                                 " ZEUSD_DEFAULT_PIPE_SDDL
+	    ": Authenticated\n"
+	    "                                 Users read and write)\n", out);
 }

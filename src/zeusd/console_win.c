@@ -16,6 +16,9 @@
 
 /* Windows allows a close handler about 5 s (SPI_GETHUNGAPPTIMEOUT). */
 #define CONSOLE_CLOSE_WAIT_MS 4500
+/* events of our own, beside the console's CTRL_* */
+#define CONSOLE_SERVICE_STOP 0x1000u
+#define CONSOLE_SERVICE_SHUTDOWN 0x1001u
 
 static HANDLE console_stop, console_stopped;
 static atomic_uint console_event = UINT_MAX;
@@ -66,6 +69,16 @@ console_arm(struct zerr *err)
 	return 0;
 }
 
+void
+console_service_stop(bool shutdown)
+{
+	unsigned none = UINT_MAX;
+
+	(void)atomic_compare_exchange_strong(&console_event, &none,
+	    shutdown ? CONSOLE_SERVICE_SHUTDOWN : CONSOLE_SERVICE_STOP);
+	SetEvent(console_stop);
+}
+
 const char *
 console_wait(void)
 {
@@ -79,6 +92,10 @@ console_wait(void)
 		return "console_close";
 	case CTRL_LOGOFF_EVENT:
 		return "logoff";
+	case CONSOLE_SERVICE_STOP:
+		return "service_stop";
+	case CONSOLE_SERVICE_SHUTDOWN:
+		return "service_shutdown";
 	default:
 		return "shutdown";
 	}

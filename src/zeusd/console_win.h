@@ -3,7 +3,7 @@
  * console_win.h - how Windows zeusd is told to stop (the Windows
  * counterpart of signals.h): the console control handler. Ctrl-C,
  * Ctrl-Break, closing the console window, logoff and system shutdown all
- * stop it cleanly.
+ * stop it cleanly, and so do a service's stop and shutdown controls.
  */
 #ifndef ZEUS_CONSOLE_WIN_H
 #define ZEUS_CONSOLE_WIN_H
@@ -14,6 +14,13 @@
 
 /* Installs the handler; events from here on are kept for console_wait. */
 int console_arm(struct zerr *err);
+
+/*
+ * The Service Control Manager's stop or shutdown control (service_win.c),
+ * delivered as a stop event like the console's ("service_stop",
+ * "service_shutdown"). Any thread, after console_arm.
+ */
+void console_service_stop(bool shutdown);
 
 /* Waits for the first stop event; returns its name ("ctrl_c", ...). */
 const char *console_wait(void);

@@ -3,7 +3,7 @@
  * listen_win.c - the listening socket on Windows (listen.h): TCP only.
  * There is no Unix socket file to create, check or remove, and no systemd
  * to pass a socket (listen.c has those on Linux). The named pipe, the
- * Windows default transport, is a later piece of work (docs/windows.md).
+ * Windows default transport, is http/pipe_win.c's (no listening socket).
  *
  * SO_EXCLUSIVEADDRUSE, not SO_REUSEADDR: on Windows SO_REUSEADDR lets
  * another process bind the same port and take connections meant for

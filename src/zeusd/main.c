@@ -287,29 +287,5 @@ int
 main(int argc, char **argv)
 {
 	(void)zlog_detect_journal();
-	if (zlog_init_from_env() != 0) {
-		fprintf(stderr, "zeusd: invalid ZEUSD_LOG (expected debug, "
-		    "info, warn or error, in any case)\n");
-		return 1;
-	}
-	if (argc < 2) {
-		cli_print_usage(stderr);
-		return 2;
-	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		printf("zeusd %s\n", ZEUS_VERSION);
-		return 0;
-	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
-		cli_print_usage(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "serve") == 0)
-		return serve_main(argc - 1, argv + 1);
-	if (strcmp(argv[1], "token") == 0)
-		return token_main(argc - 1, argv + 1);
-	fprintf(stderr, "zeusd: unknown command '%.64s' (see zeusd --help)\n",
-	    argv[1]);
-	return 2;
+	return cli_main(argc, argv, serve_main);
 }

@@ -14,15 +14,22 @@
  * Everything that parses network input then runs with that account's
  * rights; docs/windows.md says what an administrator must know.
  *
+ * Transports: the named pipe (http/pipe_win.h, the default) or TCP
+ * (listen_win.c), both served by the same HTTP server.
+ *
  * Startup refuses (one line, non-zero exit) what this build does not do:
- * the named pipe (not built yet), cpu-read (RAPL is Linux-only), and the
+ * cpu-read (RAPL is Linux-only), and the
  * Linux-only features whose flags exist on Linux only (node policy, GPU
  * leases, audit log, privilege separation's --user, --rapl-dir). There is
  * no administrator check at startup, as upstream: a write the driver
  * refuses answers 403 naming the account.
  *
+ * Run by the Service Control Manager, `serve` is the service
+ * (service_win.h), its status reported to the SCM.
+ *
  * Stopping: the console control handler (console_win.h) takes Ctrl-C,
- * Ctrl-Break, console close, logoff and shutdown; then, as on Linux, the
+ * Ctrl-Break, console close, logoff and shutdown, and the service's stop
+ * and shutdown controls come the same way; then, as on Linux, the
  * server stops accepting, streams end, in-flight requests get their answer
  * within a grace, the device workers stop (what is still queued is
  * answered 503) and zeusd exits 0.
@@ -36,12 +43,15 @@
 #include "common/log.h"
 #include "common/pool.h"
 #include "common/sock.h"
+#include "http/pipe_win.h"
 #include "http/server.h"
 #include "node/node.h"
 #include "overrides/overrides.h"
 #include "zeusd/cli.h"
 #include "zeusd/console_win.h"
 #include "zeusd/listen.h"
+#include "zeusd/service_win.h"
+#include "zeusd/serving.h"
 #include "zeusd/token.h"
 
 #define SHUTDOWN_GRACE_MS 3000	/* in-flight requests finish */
@@ -71,10 +81,6 @@ serve_refuse_linux_only(const struct zeusd_config *cfg, struct zerr *err)
 static int
 serve_refuse_startup(const struct zeusd_config *cfg, struct zerr *err)
 {
-	if (cfg->mode == MODE_PIPE)
-		return zerr_set(err, ZERR_INVALID, "--mode named-pipe (the "
-		    "default on Windows) is not built yet in this zeusd; use "
-		    "--mode tcp with --tcp-bind-address HOST:PORT");
 	if (cfg->enabled & GROUP_BIT(GROUP_CPU_READ))
 		return zerr_set(err, ZERR_INVALID, "API group 'cpu-read' is "
 		    "only supported on Linux. Remove it from --enable (the "
@@ -82,35 +88,60 @@ serve_refuse_startup(const struct zeusd_config *cfg, struct zerr *err)
 	return 0;
 }
 
-/* The server's shutdown hooks (server.h): the streams end with it. */
+/* What serving holds: the server, and the pipe feeding it (or NULL). */
+struct serve {
+	struct server srv;
+	struct pipe_listener *pipe;
+};
+
+/*
+ * The server's shutdown hooks (server.h): the pipe stops accepting as
+ * the TCP listener does, and the streams end with the server.
+ */
 static void
 serve_streams_quiesce(void *ctx)
 {
-	struct server *srv = ctx;
+	struct serve *sv = ctx;
 
-	if (srv->ctx.streams != NULL)
-		streams_end_all(srv->ctx.streams);
+	pipe_listen_quiesce(sv->pipe);
+	serving_streams_quiesce(&sv->srv);
 }
 
 static void
 serve_streams_stopping(void *ctx)
 {
-	struct server *srv = ctx;
+	struct serve *sv = ctx;
 
-	if (srv->ctx.streams != NULL)
-		streams_set_nudge(srv->ctx.streams, NULL, NULL);
+	serving_streams_stopping(&sv->srv);
 }
 
-/* Key, overrides, devices, socket, server; 0, or -1 with err. */
+/* The transport: the named pipe's first instance, or the TCP socket. */
 static int
-serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
+serve_listen(const struct zeusd_config *cfg, struct serve *sv, int *fd,
+    struct zerr *err)
+{
+	if (cfg->mode == MODE_PIPE) {
+		*fd = -1;
+		return pipe_listen_open(cfg->pipe_name, cfg->pipe_sddl,
+		    &sv->pipe, err);
+	}
+	return (*fd = listen_open(cfg, err)) < 0 ? -1 : 0;
+}
+
+/* Socket or pipe, key, overrides, devices, server; 0, or -1 with err. */
+static int
+serve_open(struct zeusd_config *cfg, struct serve *sv, struct node *node,
     int *fd, struct zerr *err)
 {
+	struct server *srv = &sv->srv;
 	struct overrides *ov = NULL;
 	int rc;
 
+	/* the transport first: its refusal (a bad SDDL, a pipe or port in
+	 * use) is the one line, before any device is opened */
 	if (server_configure(srv, err) != 0 || streams_check_env(err) != 0 ||
-	    sock_startup(err) != 0 || console_arm(err) != 0)
+	    sock_startup(err) != 0 || console_arm(err) != 0 ||
+	    serve_listen(cfg, sv, fd, err) != 0)
 		return -1;
 	if (cfg->gpu_command_overrides != NULL) {
 		if (!(cfg->enabled & GROUP_BIT(GROUP_GPU_CONTROL)))
@@ -131,22 +162,22 @@ serve_open(struct zeusd_config *cfg, struct server *srv, struct node *node,
 	rc = node_open_devices(node, cfg, ov, err);	/* takes ov */
 	if (rc != 0 || node_start(node, err) != 0)
 		return -1;
-	if ((*fd = listen_open(cfg, err)) < 0)
-		return -1;
 	/* once nothing can refuse startup: a refusal is its one line */
 	cli_log_host_names(cfg);
-	if (srv->ctx.key == NULL)
+	if (srv->ctx.key == NULL && cfg->mode == MODE_TCP)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
 		    "every enabled API group\"");
-	srv->ctx.node = node;
-	if (streams_create(cfg, node, &srv->ctx.streams, err) != 0 ||
-	    pool_create(LOOKUP_THREADS, LOOKUP_QUEUE, &srv->ctx.lookups,
+	if (serving_prepare(cfg, srv, node, LOOKUP_THREADS, LOOKUP_QUEUE,
 	    err) != 0)
 		return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
-	    .stopping = serve_streams_stopping, .ctx = srv };
+	    .stopping = serve_streams_stopping, .ctx = sv,
+	    .peer = sv->pipe != NULL ? pipe_listen_peer : NULL,
+	    .peer_ctx = sv->pipe };
 	if (server_start(srv, *fd, err) != 0)
+		return -1;
+	if (sv->pipe != NULL && pipe_listen_start(sv->pipe, srv, err) != 0)
 		return -1;
 	return 0;
 }
@@ -155,7 +186,8 @@ static int
 serve_main(int argc, char **argv)
 {
 	static struct zeusd_config cfg;
-	struct server srv;
+	static struct serve sv;
+	struct server *srv = &sv.srv;
 	struct node node;
 	struct zerr err;
 	char where[300], groups[80];
@@ -171,22 +203,22 @@ serve_main(int argc, char **argv)
 		return 2;
 	}
 	cli_own_host_names(&cfg);
-	memset(&srv, 0, sizeof(srv));
 	memset(&node, 0, sizeof(node));
-	srv.ctx.cfg = &cfg;
+	srv->ctx.cfg = &cfg;
 	if (serve_refuse_startup(&cfg, &err) != 0 ||
-	    serve_open(&cfg, &srv, &node, &fd, &err) != 0)
+	    serve_open(&cfg, &sv, &node, &fd, &err) != 0)
 		goto out;
-	listen_describe(fd, where, sizeof(where));
+	if (sv.pipe != NULL)
+		pipe_listen_describe(sv.pipe, where, sizeof(where));
+	else
+		listen_describe(fd, where, sizeof(where));
 	fd = -1;			/* the server's now */
-	group_set_format(cfg.enabled, groups, sizeof(groups));
-	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
-	    "groups=\"%s\" auth=%s simulate=%s version=%s", where, node.ngpu,
-	    node.ncpu, groups, srv.ctx.key ? "on" : "off",
-	    cfg.simulate ? "true" : "false", ZEUS_VERSION);
+	serving_log_listening(&cfg, srv, &node, where, groups, sizeof(groups));
+	service_running();
 	why = console_wait();
+	service_stopping();
 	zlog(ZLOG_INFO, "stopping", "event=%s", why);
-	if (server_stop(&srv, SHUTDOWN_GRACE_MS, console_deadline() ?
+	if (server_stop(srv, SHUTDOWN_GRACE_MS, console_deadline() ?
 	    SHUTDOWN_STUCK_CLOSE_MS : SHUTDOWN_STUCK_MS) != 0) {
 		/* a device command never returned: its worker cannot join */
 		console_done();
@@ -194,12 +226,15 @@ serve_main(int argc, char **argv)
 	}
 	served = true;
 out:
+	if (!served && srv->mhd != NULL)	/* the pipe's thread failed */
+		(void)server_stop(srv, 0, SHUTDOWN_STUCK_MS);
+	pipe_listen_close(sv.pipe);	/* its relays end */
 	if (fd >= 0)
 		sock_close(fd);
-	pool_destroy(srv.ctx.lookups);
-	streams_destroy(srv.ctx.streams);
+	pool_destroy(srv->ctx.lookups);
+	streams_destroy(srv->ctx.streams);
 	node_close(&node);	/* workers stop; queued commands answered */
-	auth_key_free(srv.ctx.key);
+	auth_key_free(srv->ctx.key);
 	if (!served) {
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 1;
@@ -209,32 +244,17 @@ out:
 	return 0;
 }
 
+/* `serve`: as the service when the Service Control Manager started us */
+static int
+serve_entry(int argc, char **argv)
+{
+	int rc = service_run(serve_main, argc, argv);
+
+	return rc >= 0 ? rc : serve_main(argc, argv);
+}
+
 int
 main(int argc, char **argv)
 {
-	if (zlog_init_from_env() != 0) {
-		fprintf(stderr, "zeusd: invalid ZEUSD_LOG (expected debug, "
-		    "info, warn or error, in any case)\n");
-		return 1;
-	}
-	if (argc < 2) {
-		cli_print_usage(stderr);
-		return 2;
-	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		printf("zeusd %s\n", ZEUS_VERSION);
-		return 0;
-	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
-		cli_print_usage(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "serve") == 0)
-		return serve_main(argc - 1, argv + 1);
-	if (strcmp(argv[1], "token") == 0)
-		return token_main(argc - 1, argv + 1);
-	fprintf(stderr, "zeusd: unknown command '%.64s' (see zeusd --help)\n",
-	    argv[1]);
-	return 2;
+	return cli_main(argc, argv, serve_entry);
 }

@@ -46,6 +46,7 @@
 #include "zeusd/listen.h"
 #include "zeusd/notify.h"
 #include "zeusd/reload.h"
+#include "zeusd/serving.h"
 #include "zeusd/signals.h"
 #include "zeusd/watchdog.h"
 
@@ -272,20 +273,13 @@ const struct serve_wiring network_proc_wiring = {
 static void
 serve_streams_quiesce(void *ctx)
 {
-	struct server *srv = ctx;
-
-	if (srv->ctx.streams != NULL)
-		streams_end_all(srv->ctx.streams);
+	serving_streams_quiesce(ctx);
 }
 
 static void
 serve_streams_stopping(void *ctx)
 {
-	struct server *srv = ctx;
-
-	/* streams_set_nudge waits for a nudge in progress */
-	if (srv->ctx.streams != NULL)
-		streams_set_nudge(srv->ctx.streams, NULL, NULL);
+	serving_streams_stopping(ctx);
 }
 
 /* streams.c's nudge after the sampler resumed subscribers */
@@ -326,7 +320,6 @@ static int
 serve_start(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, int fd, struct remote_reads **rr, struct zerr *err)
 {
-	srv->ctx.node = node;
 	if (cfg->gpu_leases && leases_create(node, &srv->ctx.leases,
 	    err) != 0)
 		return -1;
@@ -334,8 +327,7 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 		zlog(ZLOG_WARN, "leases_on_tcp", "msg=\"TCP clients have no "
 		    "process to watch: they never take a lease (see "
 		    "docs/security.md)\"");
-	if (streams_create(cfg, node, &srv->ctx.streams, err) != 0 ||
-	    pool_create(LOOKUP_THREADS, LOOKUP_QUEUE, &srv->ctx.lookups,
+	if (serving_prepare(cfg, srv, node, LOOKUP_THREADS, LOOKUP_QUEUE,
 	    err) != 0)
 		return -1;
 	/* a split daemon's reads are answered on the network process's loop */
@@ -371,11 +363,8 @@ network_proc_serve(const struct zeusd_config *cfg, struct server *srv,
 		w->serving();
 	listen_describe(*fd, st.where, sizeof(st.where));
 	*fd = -1;			/* the server's now */
-	group_set_format(cfg->enabled, st.groups, sizeof(st.groups));
-	zlog(ZLOG_INFO, "listening", "address=%s gpus=%u cpus=%u "
-	    "groups=\"%s\" auth=%s simulate=%s version=%s", st.where,
-	    node->ngpu, node->ncpu, st.groups, srv->ctx.auth ? "on" : "off",
-	    cfg->simulate ? "true" : "false", ZEUS_VERSION);
+	serving_log_listening(cfg, srv, node, st.where, st.groups,
+	    sizeof(st.groups));
 	/* devices open, socket accepting: systemd may start dependents */
 	notify_send("READY=1");
 	notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, auth %s",

@@ -17,6 +17,12 @@
 # elevated). zeusd.exe is ended with Stop-Process at the end: its clean
 # stop on Ctrl-C is checked by hand (press Ctrl-C in a console running it:
 # it logs event=stopping event=ctrl_c and event=stopped, exit 0).
+# The named pipe (on the simulator, nvml-sim.dll): served and answered
+# (pipe_client.exe); a second zeusd on the same name refused; run NOT
+# elevated, the pipe's DACL: the default SDDL lets this user in, an
+# administrators-only one shuts it out (access denied, error 5); run
+# elevated, zeusd.exe as a service (New-Service, Start-Service: Running
+# and serving the pipe; Stop-Service: Stopped, then removed).
 # Exits 0 when every check passed, 1 otherwise. Not yet run on a real host:
 # written with the wine tests (tests/integration/test_windows.py) as the
 # model.
@@ -162,6 +168,66 @@ if ($Write) {
     }
 }
 Stop-Process -Id $zeusd.Id -ErrorAction SilentlyContinue
+
+# ---- the named pipe: what wine does not enforce ------------------------------
+function Start-PipeZeusd([string]$name, [string[]]$extra) {
+    $log = Join-Path $env:TEMP "zeusd-pipe-$([guid]::NewGuid()).log"
+    $p = Start-Process -FilePath (Join-Path $BuildDir "zeusd.exe") `
+        -ArgumentList (@("serve", "--simulate", "--pipe-name", $name) + $extra) `
+        -PassThru -NoNewWindow -RedirectStandardError $log
+    Start-Sleep -Seconds 3
+    return @{ Proc = $p; Log = $log }
+}
+$pipeName = "\\.\pipe\zeusd-acceptance"
+
+Check "zeusd.exe serves the named pipe; a second one on the name is refused" {
+    $z = Start-PipeZeusd $pipeName @()
+    try {
+        $r = Run "pipe_client.exe" @("get", $pipeName, "/time", "2")
+        if ($r.Out -notmatch "status=200") { throw "no answer: $($r.Out)" }
+        $second = Start-Process -FilePath (Join-Path $BuildDir "zeusd.exe") `
+            -ArgumentList @("serve", "--simulate", "--pipe-name", $pipeName) `
+            -PassThru -NoNewWindow -Wait `
+            -RedirectStandardError (Join-Path $env:TEMP "zeusd-second.log")
+        if ($second.ExitCode -ne 1) { throw "second zeusd exit $($second.ExitCode)" }
+        if ((Get-Content (Join-Path $env:TEMP "zeusd-second.log") -Raw) -notmatch `
+            "another process already serves it") { throw "no refusal message" }
+    } finally { Stop-Process -Id $z.Proc.Id -ErrorAction SilentlyContinue }
+}
+
+if (-not $elevated) {
+    Check "the pipe's DACL: default lets this user in, administrators-only does not" {
+        $z = Start-PipeZeusd "$pipeName-open" @()
+        try {
+            $r = Run "pipe_client.exe" @("get", "$pipeName-open", "/time", "1")
+            if ($r.Out -notmatch "status=200") { throw "default SDDL: $($r.Out)" }
+        } finally { Stop-Process -Id $z.Proc.Id -ErrorAction SilentlyContinue }
+        $z = Start-PipeZeusd "$pipeName-admin" @("--pipe-sddl", "D:(A;;GA;;;BA)(A;;GA;;;SY)")
+        try {
+            $r = Run "pipe_client.exe" @("get", "$pipeName-admin", "/time", "1")
+            if ($r.Out -notmatch "open_error=5") { throw "admin-only SDDL: $($r.Out)" }
+        } finally { Stop-Process -Id $z.Proc.Id -ErrorAction SilentlyContinue }
+    }
+} else {
+    Write-Host "skip  pipe DACL check: run this script again NOT elevated"
+    Check "zeusd.exe as a service: Running and serving the pipe, then Stopped" {
+        $svc = "zeusd-acceptance"
+        $exe = Join-Path (Resolve-Path $BuildDir) "zeusd.exe"
+        $null = New-Service -Name $svc -StartupType Manual -BinaryPathName `
+            "`"$exe`" serve --simulate --pipe-name $pipeName-svc"
+        try {
+            Start-Service -Name $svc
+            if ((Get-Service $svc).Status -ne "Running") { throw "not running" }
+            $r = Run "pipe_client.exe" @("get", "$pipeName-svc", "/time", "1")
+            if ($r.Out -notmatch "status=200") { throw "no answer: $($r.Out)" }
+            Stop-Service -Name $svc
+            if ((Get-Service $svc).Status -ne "Stopped") { throw "not stopped" }
+        } finally {
+            Stop-Service -Name $svc -ErrorAction SilentlyContinue
+            & sc.exe delete $svc | Out-Null
+        }
+    }
+}
 
 if ($failed -gt 0) { Write-Host "$failed check(s) failed"; exit 1 }
 Write-Host "all checks passed"

@@ -600,7 +600,13 @@ def test_zeusd_exe_takes_the_node_name_as_host(win_zeusd):
 
 @needs_zeusd
 def test_zeusd_exe_gpu_reads_and_writes(win_zeusd):
-    d = win_zeusd()
+    check_gpu_requests(win_zeusd())
+
+
+def check_gpu_requests(d):
+    """Platform-independent GPU reads, writes and their errors, asked of
+    a zeusd.exe `d` (over TCP here, over the pipe in
+    test_windows_pipe.py)."""
     power = d.json("GET", "/gpu/get_power?gpu_ids=0,2")
     assert sorted(power["power_mw"]) == ["0", "2"]
     assert all(v > 0 for v in power["power_mw"].values())
@@ -648,28 +654,46 @@ def test_zeusd_exe_streams_power_and_ends_streams_on_ctrl_c(wine_env,
     d = WinZeusd(wine_env, tmp_path)
     try:
         s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
-        s.sendall(f"GET /gpu/stream_power?gpu_ids=1 HTTP/1.1\r\n"
-                  f"Host: 127.0.0.1:{d.port}\r\n\r\n".encode())
-        data = b""
-        while b"\n\n" not in data.partition(b"\r\n\r\n")[2]:
-            data += s.recv(65536)
-        head, _, body = data.partition(b"\r\n\r\n")
-        assert b"text/event-stream" in head
-        # chunked: the first event is in the first chunk
-        event = json.loads(body[body.index(b"data: ") + 6:
-                                body.index(b"\n\n")])
-        assert event["gpu_id"] == 1 and event["power_mw"] > 0
+        first_power_event(s, 1, f"127.0.0.1:{d.port}")
         rc = d.stop()
         # the stream was ended by zeusd: the socket reaches end of file
-        s.settimeout(10)
-        while s.recv(65536):
-            pass
-        s.close()
+        read_to_eof(s)
     finally:
         if d.proc.poll() is None:
             d.proc.kill()
+    assert_ctrl_c_ended_a_stream(d, rc)
+
+
+def first_power_event(s, gpu, host):
+    """Opens GPU `gpu`'s power stream on socket `s`; checks and returns
+    its first event."""
+    s.sendall(f"GET /gpu/stream_power?gpu_ids={gpu} HTTP/1.1\r\n"
+              f"Host: {host}\r\n\r\n".encode())
+    data = b""
+    while b"\n\n" not in data.partition(b"\r\n\r\n")[2]:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"text/event-stream" in head
+    # chunked: the first event is in the first chunk
+    event = json.loads(body[body.index(b"data: ") + 6:
+                            body.index(b"\n\n")])
+    assert event["gpu_id"] == gpu and event["power_mw"] > 0
+    return event
+
+
+def read_to_eof(s):
+    """Reads `s` until the other end closes it (10 s at most), closes it."""
+    s.settimeout(10)
+    while s.recv(65536):
+        pass
+    s.close()
+
+
+def assert_ctrl_c_ended_a_stream(d, rc):
+    """zeusd.exe `d` stopped by Ctrl-C (exit status `rc`) ended one
+    stream on its way out."""
     logs = d.logs()
-    assert rc == 0, logs
+    assert rc == 0, logs[-3000:]
     assert "event=stopping event=ctrl_c" in logs
     assert "event=streams_ending subscribers=1" in logs
     assert "event=stopped" in logs
@@ -690,6 +714,13 @@ def test_zeusd_exe_metrics(win_zeusd):
 
 @needs_zeusd
 def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
+    check_tokens(wine_env, tmp_path, win_zeusd)
+
+
+def check_tokens(wine_env, tmp_path, start):
+    """Tokens of `zeusd.exe token issue` against a zeusd.exe that
+    start(*args) starts with a signing key (TCP here, the pipe in
+    test_windows_pipe.py): 401 without, the scopes, a bad signature."""
     key = tmp_path / "key"
     key.write_bytes(b"a signing key\n")
     def issue(scope):
@@ -699,7 +730,7 @@ def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
         assert p.returncode == 0, p.stderr
         return p.stdout.strip()
     read = issue("gpu-read")
-    d = win_zeusd("--signing-key-path", winpath(key))
+    d = start("--signing-key-path", winpath(key))
     assert d.json("GET", "/discover")["auth_required"] is True
     code, head, _ = d.request("GET", "/gpu/get_power")
     assert code == 401 and 'WWW-Authenticate: Bearer realm="zeusd"' in head
@@ -716,9 +747,10 @@ def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
 
 @needs_zeusd
 @pytest.mark.parametrize("args,status,message", [
-    ((), 1, "--mode named-pipe (the default on Windows) is not built yet"),
-    (("--mode", "named-pipe"), 1, "is not built yet in this zeusd; use "
-     "--mode tcp"),
+    (("--pipe-name", "zeusd"), 2, "invalid --pipe-name 'zeusd': expected "
+     "\\\\.\\pipe\\NAME"),
+    (("--pipe-sddl", "D:(bogus"), 1, "invalid --pipe-sddl 'D:(bogus': not "
+     "a security descriptor in SDDL"),
     (("--mode", "uds"), 2, "expected named-pipe or tcp"),
     (("--mode", "tcp", "--enable", "gpu-read,cpu-read"), 1,
      "API group 'cpu-read' is only supported on Linux. Remove it from "

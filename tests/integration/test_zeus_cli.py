@@ -20,7 +20,8 @@ ZEUS = BUILD / "zeus"
 
 def zeus(*args, env=None, timeout=30):
     e = dict(os.environ)
-    for k in ("ZEUSD_SOCK_PATH", "ZEUSD_HOST_PORT", "ZEUSD_TOKEN"):
+    for k in ("ZEUSD_SOCK_PATH", "ZEUSD_HOST_PORT", "ZEUSD_PIPE_NAME",
+              "ZEUSD_TOKEN"):
         e.pop(k, None)
     e.update(env or {})
     return subprocess.run([str(ZEUS), *args], env=e, capture_output=True,
@@ -77,6 +78,8 @@ def test_each_subcommand_has_its_own_help(cmd):
     (["daemon", "nope"], "unknown verb 'nope'"),
     (["daemon", "power", "--json"], "unknown option '--json'"),
     (["daemon", "set-power-limit", "--gpus", "0"], "needs --mw"),
+    (["daemon", "power", "--socket", "s", "--pipe-name", r"\\.\pipe\z"],
+     "--socket, --host-port and --pipe-name exclude each other"),
 ])
 def test_usage_error_is_one_line_and_a_hint(args, msg):
     r = zeus(*args)
@@ -249,6 +252,17 @@ def test_daemon_unreachable(tmp_path):
     assert r.returncode == 1 and "none.sock" in r.stderr
     r = zeus("daemon", "discover")
     assert r.returncode == 1 and "ZEUSD_SOCK_PATH" in r.stderr
+
+
+def test_pipe_name_is_windows_only_and_one_transport_at_a_time(tmp_path):
+    r = zeus("daemon", "discover", "--pipe-name", r"\\.\pipe\zeusd")
+    assert r.returncode == 1
+    assert "named pipes exist only on Windows" in r.stderr, r.stderr
+    r = zeus("daemon", "discover", env={"ZEUSD_PIPE_NAME": r"\\.\pipe\z"})
+    assert "named pipes exist only on Windows" in r.stderr, r.stderr
+    r = zeus("daemon", "discover", env={
+        "ZEUSD_SOCK_PATH": str(tmp_path / "s"), "ZEUSD_PIPE_NAME": "p"})
+    assert r.returncode == 1 and "more than one set?" in r.stderr, r.stderr
 
 
 def test_token_is_sent(start, tmp_path):
