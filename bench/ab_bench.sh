@@ -37,24 +37,14 @@ for b in "$base" "$new"; do
 	[ -x "$b/zeusd" ] || { echo "bench: no $b/zeusd" >&2; exit 1; }
 done
 
-tmp=$(mktemp -d /tmp/zeusd-ab.XXXXXX)
-chmod 755 "$tmp"
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-lg=$tmp/loadgen
-cc -O2 -std=c17 -D_GNU_SOURCE -Wall -Wextra -o "$lg" "$root/bench/loadgen.c"
+# shellcheck source=bench/lib_single.sh
+. "$root/bench/lib_single.sh"
+bench_single_setup ab "$root"
 
 # run ROUND NAME BUILD CONNS: one daemon, one loadgen run, one line
 run() {
 	local r=$1 name=$2 b=$3 c=$4 sock=$tmp/run/s P=() p line pin=()
-	mkdir -p -m 755 "$tmp/run"
+	install -d -m 755 "$tmp/run"
 	rm -f "$sock"
 	ZEUS_SIM_GPUS=8 ZEUSD_LOG=warn ZEUSD_MAX_CONNS_PER_PEER=0 \
 	    "$b/zeusd" serve --simulate --socket-path "$sock" \

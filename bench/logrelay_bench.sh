@@ -27,24 +27,14 @@ rounds=${BENCH_ROUNDS:-3}
 dur=${BENCH_DURATION:-2}
 [ -x "$build/zeusd" ] || { echo "bench: no $build/zeusd" >&2; exit 1; }
 
-tmp=$(mktemp -d /tmp/zeusd-logrelay.XXXXXX)
-chmod 755 "$tmp"
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-lg=$tmp/loadgen
-cc -O2 -std=c17 -D_GNU_SOURCE -Wall -Wextra -o "$lg" "$root/bench/loadgen.c"
+# shellcheck source=bench/lib_single.sh
+. "$root/bench/lib_single.sh"
+bench_single_setup logrelay "$root"
 
 # run ROUND LEVEL: one daemon, two loadgen runs (device, network process)
 run() {
 	local r=$1 level=$2 sock=$tmp/run/s net dev_cpu net_cpu rps
-	mkdir -p -m 755 "$tmp/run"
+	install -d -m 755 "$tmp/run"
 	rm -f "$sock"
 	ZEUS_SIM_GPUS=8 ZEUSD_LOG=$level "$build/zeusd" serve --simulate \
 	    --socket-path "$sock" >"$tmp/log" 2>&1 &
@@ -57,8 +47,11 @@ run() {
 	sleep 0.5	# the network process and the janitor are up
 	# the network process: the child with the threads (loop, workers,
 	# pools); the socket janitor has one
-	net=$(for c in $(cat "/proc/$pid/task/$pid/children"); do
-		echo "$(ls "/proc/$c/task" | wc -l) $c"
+	local c tasks=()
+	net=$(read -ra kids <"/proc/$pid/task/$pid/children"
+	for c in "${kids[@]}"; do
+		tasks=("/proc/$c/task"/*)
+		echo "${#tasks[@]} $c"
 	done | sort -n | tail -n 1 | cut -d' ' -f2)
 	[ -n "$net" ] || { cat "$tmp/log" >&2; exit 1; }
 	line=$("$lg" -u "$sock" -c 1 -d "$dur" -w 0.3 -p /time -P "$pid")

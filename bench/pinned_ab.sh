@@ -32,18 +32,9 @@ for b in "$base" "$new"; do
 	[ -x "$b/zeusd" ] || { echo "bench: no $b/zeusd" >&2; exit 1; }
 done
 
-tmp=$(mktemp -d /tmp/zeusd-pinned-ab.XXXXXX)
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-lg=$tmp/loadgen
-cc -O2 -std=c17 -D_GNU_SOURCE -Wall -Wextra -o "$lg" "$root/bench/loadgen.c"
+# shellcheck source=bench/lib_single.sh
+. "$root/bench/lib_single.sh"
+bench_single_setup pinned-ab "$root"
 
 # run ROUND NAME BUILD MODE: one daemon, one loadgen run; one line of
 # results, printed and kept.
