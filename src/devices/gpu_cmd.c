@@ -270,9 +270,10 @@ gpu_cmd_write_many(struct work **items, unsigned n, void *device, int *rc)
 	for (unsigned i = 0; i < n && !alone; i++) {
 		struct gpu_cmd *cmd = (struct gpu_cmd *)items[i];
 
+		/* one GPU's worker queues that GPU's commands only */
 		assert(cmd->op == GPU_CMD_WRITE &&
-		    cmd->work.exec == gpu_cmd_exec);
-		alone = cmd->want_before || cmd->gpu != gpu;
+		    cmd->work.exec == gpu_cmd_exec && cmd->gpu == gpu);
+		alone = cmd->want_before;
 		w[i] = &cmd->write;
 		errs[i] = &cmd->err;
 	}
