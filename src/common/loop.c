@@ -44,6 +44,14 @@ struct loop {
 	 */
 	atomic_bool nudged;
 	bool again;			/* loop thread only: a nudge from a turn */
+	/*
+	 * Loop thread only: the watched fds' callbacks are running. A turn
+	 * follows them whatever they do, so a nudge from one (a device
+	 * reply resuming its requests) needs neither a wake-up nor a turn
+	 * of its own: with `again` it cost a whole turn more per resumed
+	 * request (libmicrohttpd's poll of its epoll fd for nothing).
+	 */
+	bool in_events;
 	struct loop_driver drv;
 	unsigned nwatch;
 	struct loop_watch watch[LOOP_WATCH_MAX];
@@ -157,6 +165,7 @@ loop_main(void *arg)
 		}
 		streak = 0;
 		n = epoll_wait(l->ep, ev, LOOP_WATCH_MAX + 1, ms);
+		l->in_events = true;
 		for (int i = 0; i < n; i++) {
 			void *p = ev[i].data.ptr;
 
@@ -170,6 +179,7 @@ loop_main(void *arg)
 					w->ready(w->ctx);
 			}
 		}
+		l->in_events = false;
 		l->drv.turn(l->drv.ctx);
 	}
 }
@@ -210,9 +220,10 @@ loop_nudge(struct loop *l)
 
 	if (!loop_running(l))
 		return;
-	if (loop_current == l)
-		l->again = true;
-	else if (!atomic_exchange(&l->nudged, true))
+	if (loop_current == l) {
+		if (!l->in_events)
+			l->again = true;
+	} else if (!atomic_exchange(&l->nudged, true))
 		/* the counter cannot overflow; a failure leaves it set */
 		(void)!write(l->wake, &one, sizeof(one));
 }

@@ -168,6 +168,61 @@ test_loop_nudge_from_a_turn(void **state)
 	close(p[1]);
 }
 
+/* A watched fd's callback that nudges (a device reply resuming requests):
+ * the turn that follows every wait serves it, so exactly one turn runs,
+ * not a second one for the nudge (a whole turn of libmicrohttpd's for
+ * nothing per resumed request). */
+struct ready_drv {
+	struct loop *l;
+	atomic_uint turns, ready;
+	int fd;
+};
+
+static void
+ready_nudge(void *ctx)
+{
+	struct ready_drv *d = ctx;
+	char b[16];
+
+	(void)!read(d->fd, b, sizeof(b));
+	loop_nudge(d->l);
+	atomic_fetch_add(&d->ready, 1);
+}
+
+static void
+ready_turn(void *ctx)
+{
+	struct ready_drv *d = ctx;
+
+	atomic_fetch_add(&d->turns, 1);
+}
+
+static void
+test_loop_nudge_from_a_callback(void **state)
+{
+	struct ready_drv d = { 0 };
+	struct loop_driver drv = { drv_timeout, ready_turn, NULL, &d };
+	struct zerr err;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	d.fd = p[0];
+	assert_int_equal(loop_create(&d.l, &err), 0);
+	assert_int_equal(loop_watch(d.l, p[0], ready_nudge, &d, &err), 0);
+	assert_int_equal(loop_start(d.l, &drv, &err), 0);
+	for (unsigned i = 1; i <= 3; i++) {
+		assert_int_equal(write(p[1], "x", 1), 1);
+		wait_for(&d.ready, i);
+		wait_for(&d.turns, i);
+		usleep(20000);		/* room for a turn too many */
+		assert_int_equal(atomic_load(&d.turns), i);
+	}
+	loop_free(d.l);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void
 test_loop_watch_bound(void **state)
 {
@@ -271,6 +326,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loop_watch_nudge_ask_stop),
 		cmocka_unit_test(test_loop_nudge_from_a_turn),
+		cmocka_unit_test(test_loop_nudge_from_a_callback),
 		cmocka_unit_test(test_loop_watch_bound),
 		cmocka_unit_test(test_pool_runs_jobs_at_once_and_bounds),
 		cmocka_unit_test(test_pool_destroy_runs_what_is_queued),
