@@ -807,6 +807,8 @@ sim_args(struct sim_call *c, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (c->log_fd < 0)	/* only the call log shows them */
+		return;
 	va_start(ap, fmt);
 	vsnprintf(c->args, sizeof(c->args), fmt, ap);
 	va_end(ap);
