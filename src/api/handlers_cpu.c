@@ -18,6 +18,7 @@
 #include "http/handlers.h"
 #include "api/handlers_util.h"
 #include "node/node.h"
+#include "http/reply_share.h"
 #include "http/request.h"
 #include "http/router.h"
 
@@ -45,10 +46,28 @@ cpu_finish(struct request *req)
 {
 	const struct cpu_batch *b = req->hctx;
 	const struct node *node = request_node(req);
+	struct reply_key rk;
 	json_t *map;
 
 	if (batch_cpu_errors(req, b->cmds, b->n))
 		return;
+	if (b->op == CPU_CMD_GET_ENERGY) {
+		/* every input of the body (reply_share.h) */
+		reply_key_init(&rk, REPLY_CPU_ENERGY);
+		reply_key_add(&rk, b->want_cpu);
+		reply_key_add(&rk, b->want_dram);
+		for (unsigned i = 0; i < b->n; i++) {
+			const struct cpu_cmd *c = &b->cmds[i];
+
+			reply_key_add(&rk, rapl_package_id(node->rapl,
+			    c->pkg));
+			reply_key_add(&rk, c->cpu);
+			reply_key_add(&rk, c->has_dram);
+			reply_key_add(&rk, c->dram);
+		}
+		if (reply_share_try(req, &rk))
+			return;
+	}
 	map = json_object();
 	for (unsigned i = 0; i < b->n; i++) {
 		const struct cpu_cmd *c = &b->cmds[i];
@@ -71,7 +90,7 @@ cpu_finish(struct request *req)
 		    "timestamp_ms", (json_int_t)handlers_now_ms(), "power_mw",
 		    map));
 	else
-		request_reply_json(req, 200, map);
+		reply_share_keep(req, &rk, map);
 }
 
 static void

@@ -39,6 +39,7 @@
 #include "node/node.h"
 #include "http/query.h"
 #include "http/gate.h"
+#include "http/reply_share.h"
 #include "http/request.h"
 #include "http/router.h"
 
@@ -287,9 +288,23 @@ gpu_read_finish(struct request *req)
 {
 	const struct gpu_batch *b = req->hctx;
 	json_t *map, *body;
+	struct reply_key rk;
+	json_int_t now_ms = 0;
 
 	if (batch_gpu_errors(req, b->cmds, b->n) != 0)
 		return;
+	if (b->op == GPU_CMD_GET_POWER) {
+		/* every input of the body: the time, then each GPU's reading */
+		now_ms = (json_int_t)handlers_now_ms();
+		reply_key_init(&rk, REPLY_GPU_POWER);
+		reply_key_add(&rk, (uint64_t)now_ms);
+		for (unsigned i = 0; i < b->n; i++) {
+			reply_key_add(&rk, b->cmds[i].gpu);
+			reply_key_add(&rk, b->cmds[i].out.power_mw);
+		}
+		if (reply_share_try(req, &rk))
+			return;
+	}
 	map = json_object();
 	for (unsigned i = 0; i < b->n; i++) {
 		const struct gpu_cmd *c = &b->cmds[i];
@@ -324,12 +339,13 @@ gpu_read_finish(struct request *req)
 		}
 		json_object_set_new(map, key, v ? v : json_null());
 	}
-	if (b->op == GPU_CMD_GET_POWER)
-		body = json_pack("{s:I,s:o}", "timestamp_ms",
-		    (json_int_t)handlers_now_ms(), "power_mw", map);
-	else
-		body = map;
-	request_reply_json(req, 200, body);
+	if (b->op == GPU_CMD_GET_POWER) {
+		body = json_pack("{s:I,s:o}", "timestamp_ms", now_ms,
+		    "power_mw", map);
+		reply_share_keep(req, &rk, body);
+	} else {
+		request_reply_json(req, 200, map);
+	}
 }
 
 void

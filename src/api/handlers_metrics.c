@@ -482,6 +482,11 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    "Content-Length/Transfer-Encoding, several Authorization headers).");
 	fprintf(out, "zeusd_requests_malformed_total %lu\n",
 	    atomic_load(&srv->ctx.requests_refused));
+	metrics_head(out, "zeusd_answers_shared_total", "counter",
+	    "Requests answered with the response (the same body) of the "
+	    "request before them from the same merged reads.");
+	fprintf(out, "zeusd_answers_shared_total %lu\n",
+	    atomic_load(&srv->ctx.answers_shared));
 	stats_write(&srv->stats, out);
 }
 

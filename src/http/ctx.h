@@ -26,6 +26,7 @@ struct loop;
 struct pool;
 struct server;
 struct tokens;
+struct reply_share;
 
 struct http_ctx {
 	const struct zeusd_config *cfg;
@@ -62,6 +63,12 @@ struct http_ctx {
 	atomic_uint identity_gen;
 	atomic_uint deferred;		/* suspended, waiting for devices */
 	atomic_ulong requests_refused;	/* smuggling-shaped headers */
+	/*
+	 * The answer requests from the same merged reads share
+	 * (reply_share.h); the server's thread only, made at its first use.
+	 */
+	struct reply_share *share;
+	atomic_ulong answers_shared;	/* requests answered with it */
 };
 
 #endif

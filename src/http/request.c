@@ -120,6 +120,33 @@ request_reply_text(struct request *req, unsigned status,
 	request_queue_typed(req, status, resp, content_type);
 }
 
+struct MHD_Response *
+request_json_response(struct request *req, json_t *body)
+{
+	struct MHD_Response *resp;
+	char *text = json_dumps(body, JSON_COMPACT);
+
+	json_decref(body);
+	if (text == NULL) {
+		struct zerr e;
+
+		zerr_set(&e, ZERR_INTERNAL, "cannot encode JSON");
+		request_reply_error(req, &e);
+		return NULL;
+	}
+	resp = MHD_create_response_from_buffer(strlen(text), text,
+	    MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(text);
+		/* unanswered: request_run answers 500 if it can */
+		zlog(ZLOG_ERROR, "response_alloc_failed", "body=json");
+		return NULL;
+	}
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "application/json");
+	return resp;
+}
+
 /*
  * Encodes `body` (stolen; NULL: empty body) and queues it with `status` and,
  * when `hname` is given, one extra header.
@@ -129,29 +156,20 @@ request_reply(struct request *req, unsigned status, json_t *body,
     const char *hname, const char *hvalue)
 {
 	struct MHD_Response *resp;
-	char *text = NULL;
 
-	if (body != NULL) {
-		text = json_dumps(body, JSON_COMPACT);
-		json_decref(body);
-		if (text == NULL) {
-			struct zerr e;
-
-			zerr_set(&e, ZERR_INTERNAL, "cannot encode JSON");
-			request_reply_error(req, &e);
-			return;
-		}
-		resp = MHD_create_response_from_buffer(strlen(text), text,
-		    MHD_RESPMEM_MUST_FREE);
-	} else {
+	if (body == NULL) {
 		resp = MHD_create_response_from_buffer(0, (void *)"",
 		    MHD_RESPMEM_PERSISTENT);
+		if (resp != NULL && hname != NULL)
+			(void)MHD_add_response_header(resp, hname, hvalue);
+		request_queue_typed(req, status, resp, "application/json");
+		return;
 	}
-	if (resp == NULL)
-		free(text);
-	else if (hname != NULL)
+	if ((resp = request_json_response(req, body)) == NULL)
+		return;
+	if (hname != NULL)
 		(void)MHD_add_response_header(resp, hname, hvalue);
-	request_queue_typed(req, status, resp, "application/json");
+	request_queue(req, status, resp);
 }
 
 void
@@ -204,6 +222,16 @@ request_reply_response(struct request *req, unsigned status,
     struct MHD_Response *resp)
 {
 	request_queue(req, status, resp);
+}
+
+void
+request_reply_kept(struct request *req, unsigned status,
+    struct MHD_Response *resp)
+{
+	assert(req->phase == REQ_NEW);
+	req->status = status;
+	req->phase = REQ_ANSWERED;
+	(void)MHD_queue_response(req->conn, status, resp);
 }
 
 /* ---- Deferring ----------------------------------------------------------- */

@@ -97,6 +97,21 @@ void request_reply_response(struct request *req, unsigned status,
     struct MHD_Response *resp);
 
 /*
+ * Queues a response the caller keeps its reference to (reply_share.c: one
+ * response for several requests).
+ */
+void request_reply_kept(struct request *req, unsigned status,
+    struct MHD_Response *resp);
+
+/*
+ * `body` (stolen) encoded as a response with its Content-Type, for
+ * request_reply_kept; NULL: the request was answered 500 (the body could
+ * not be encoded) or could not be given a response.
+ */
+struct MHD_Response *request_json_response(struct request *req,
+    json_t *body);
+
+/*
  * Suspends the connection until `n` completions arrive (n >= 1), then calls
  * `finish` on the loop thread. Call before queueing the commands.
  */

@@ -58,6 +58,7 @@
 #include "http/host.h"
 #include "access/peer.h"
 #include "http/peer_limit.h"
+#include "http/reply_share.h"
 #include "http/request.h"
 #include "http/router.h"
 #include "node/config.h"
@@ -549,8 +550,10 @@ server_start_undo(struct server *srv)
 {
 	deadline_stop(srv->deadlines);
 	peer_limit_destroy(srv->peers);
+	reply_share_free(srv->ctx.share);
 	srv->deadlines = NULL;
 	srv->peers = NULL;
+	srv->ctx.share = NULL;
 }
 
 int

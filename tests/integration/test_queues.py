@@ -772,6 +772,86 @@ def test_concurrent_power_reads_merge(qstart, split):
                    for c in calls), (sent, answered, calls)
 
 
+def answers_shared(q):
+    status, _, body = q.req("GET", "/metrics")
+    assert status == 200
+    m = re.search(r"^zeusd_answers_shared_total (\d+)$", body.decode(), re.M)
+    assert m, "zeusd_answers_shared_total"
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("split", [[], ["--no-privsep"]],
+                         ids=["privsep", "no-privsep"])
+def test_merged_reads_share_one_answer(qstart, split):
+    """Requests answered from the same merged read with the same body get
+    one response (docs/design.md, "Answers shared"): the counter rises by
+    exactly the answers whose body equals the one finished before them.
+    Equal bodies are consecutive in finish order (one read's requests
+    finish together, timestamps never go back), so that is N minus the
+    number of distinct bodies, whatever the machine's speed."""
+    q = qstart(rules=("delay nvmlDeviceGetFieldValues 0 300",), args=split)
+    n = 16
+    shared0 = answers_shared(q)
+    conns = [RawConn(q.d) for _ in range(n)]
+    threads, out = run_threads(
+        [lambda c=c: c.request("GET", "/gpu/get_power?gpu_ids=0")
+         for c in conns])
+    for t in threads:
+        t.join(60)
+    for c in conns:
+        c.close()
+    assert [r[0] for r in out] == [200] * n, [r[2] for r in out]
+    bodies = [r[2] for r in out]
+    for b in bodies:
+        assert list(json.loads(b)["power_mw"]) == ["0"]
+    assert answers_shared(q) - shared0 == n - len(set(bodies))
+    assert len(set(bodies)) < n		# 300 ms: they merged
+
+
+def test_shared_answers_never_cross_queries(qstart):
+    """Requests for different GPUs, or for different CPU figures, merged
+    into the same reads, each get the body of their own query: the key
+    of a shared answer holds every input of the body."""
+    q = qstart(rules=("delay nvmlDeviceGetFieldValues * 200",))
+    pkg = q.get_json("/discover")["cpus"][0]["id"]
+    gpu_queries = {"0": ["0"], "1": ["1"], "0,1": ["0", "1"]}
+    cpu_queries = {"cpu=true&dram=false": (True, False),
+                   "cpu=false&dram=true": (False, True),
+                   "cpu=true&dram=true": (True, True)}
+    targets = [f"/gpu/get_power?gpu_ids={k}" for k in gpu_queries] + \
+        [f"/cpu/get_cumulative_energy?cpu_ids={pkg}&{k}"
+         for k in cpu_queries]
+    n = 4 * len(targets)
+    conns = [RawConn(q.d) for _ in range(n)]
+
+    def reader(i):
+        def go():
+            got = []
+            for _ in range(5):
+                got.append(conns[i].request("GET", targets[i % len(targets)]))
+            return got
+        return go
+
+    threads, out = run_threads([reader(i) for i in range(n)])
+    for t in threads:
+        t.join(120)
+    for c in conns:
+        c.close()
+    for i, answers in enumerate(out):
+        target = targets[i % len(targets)]
+        for status, _, body in answers:
+            assert status == 200, (target, body)
+            doc = json.loads(body)
+            if target.startswith("/gpu/"):
+                want = gpu_queries[target.split("=", 1)[1]]
+                assert list(doc["power_mw"]) == want, (target, doc)
+            else:
+                cpu, dram = cpu_queries[target.split("&", 1)[1]]
+                v = doc[str(pkg)]
+                assert (v["cpu_energy_uj"] is not None) == cpu, (target, v)
+                assert (v["dram_energy_uj"] is not None) == dram, (target, v)
+
+
 def test_concurrent_cpu_power_reads_merge(qstart):
     """/cpu/get_power holds the package's worker for a sampling period;
     requests that come meanwhile join the one queued behind it and share
