@@ -27,6 +27,7 @@ struct pool;
 struct server;
 struct tokens;
 struct reply_share;
+struct MHD_Response;
 
 struct http_ctx {
 	const struct zeusd_config *cfg;
@@ -68,6 +69,8 @@ struct http_ctx {
 	 * (reply_share.h); the server's thread only, made at its first use.
 	 */
 	struct reply_share *share;
+	/* the empty answer (a write's 200), kept the same way */
+	struct MHD_Response *empty;
 	atomic_ulong answers_shared;	/* requests answered with it */
 };
 

@@ -157,10 +157,26 @@ request_reply(struct request *req, unsigned status, json_t *body,
 {
 	struct MHD_Response *resp;
 
+	if (body == NULL && hname == NULL) {
+		/* every empty answer of the server is one response (ctx.h) */
+		struct http_ctx *ctx = req->ctx;
+
+		if (ctx->empty == NULL &&
+		    (ctx->empty = MHD_create_response_from_buffer(0,
+		    (void *)"", MHD_RESPMEM_PERSISTENT)) != NULL)
+			(void)MHD_add_response_header(ctx->empty,
+			    MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+		if (ctx->empty != NULL)
+			request_reply_kept(req, status, ctx->empty);
+		else
+			zlog(ZLOG_ERROR, "response_alloc_failed", "status=%u",
+			    status);
+		return;
+	}
 	if (body == NULL) {
 		resp = MHD_create_response_from_buffer(0, (void *)"",
 		    MHD_RESPMEM_PERSISTENT);
-		if (resp != NULL && hname != NULL)
+		if (resp != NULL)
 			(void)MHD_add_response_header(resp, hname, hvalue);
 		request_queue_typed(req, status, resp, "application/json");
 		return;

@@ -551,9 +551,12 @@ server_start_undo(struct server *srv)
 	deadline_stop(srv->deadlines);
 	peer_limit_destroy(srv->peers);
 	reply_share_free(srv->ctx.share);
+	if (srv->ctx.empty != NULL)
+		MHD_destroy_response(srv->ctx.empty);
 	srv->deadlines = NULL;
 	srv->peers = NULL;
 	srv->ctx.share = NULL;
+	srv->ctx.empty = NULL;
 }
 
 int

@@ -117,6 +117,29 @@ test_loop_watch_nudge_ask_stop(void **state)
 	close(p[1]);
 }
 
+/* A started loop watching a new pipe's read end with `ready` (ctx: the
+ * driver's), and its end. */
+static void
+pipe_loop_start(struct loop **l, int p[2], int *fd, void (*ready)(void *),
+    const struct loop_driver *drv)
+{
+	struct zerr err;
+
+	assert_int_equal(pipe(p), 0);
+	*fd = p[0];
+	assert_int_equal(loop_create(l, &err), 0);
+	assert_int_equal(loop_watch(*l, p[0], ready, drv->ctx, &err), 0);
+	assert_int_equal(loop_start(*l, drv, &err), 0);
+}
+
+static void
+pipe_loop_end(struct loop *l, int p[2])
+{
+	loop_free(l);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* A driver whose first turn nudges its own loop (a connection resumed
  * from inside libmicrohttpd's turn): it must get another turn at once,
  * though its timeout says wait for ever. */
@@ -149,23 +172,16 @@ test_loop_nudge_from_a_turn(void **state)
 {
 	struct self_drv d = { 0 };
 	struct loop_driver drv = { drv_timeout, self_turn, NULL, &d };
-	struct zerr err;
 	int p[2];
 
 	(void)state;
-	assert_int_equal(pipe(p), 0);
-	d.fd = p[0];
-	assert_int_equal(loop_create(&d.l, &err), 0);
-	assert_int_equal(loop_watch(d.l, p[0], self_ready, &d, &err), 0);
-	assert_int_equal(loop_start(d.l, &drv, &err), 0);
+	pipe_loop_start(&d.l, p, &d.fd, self_ready, &drv);
 	/* the first turn follows the first wait: wake it once */
 	assert_int_equal(write(p[1], "x", 1), 1);
 	wait_for(&d.turns, 2);		/* the nudge's turn, with no wake-up */
 	usleep(20000);
 	assert_int_equal(atomic_load(&d.turns), 2);	/* then it waits */
-	loop_free(d.l);
-	close(p[0]);
-	close(p[1]);
+	pipe_loop_end(d.l, p);
 }
 
 /* A watched fd's callback that nudges (a device reply resuming requests):
@@ -202,15 +218,10 @@ test_loop_nudge_from_a_callback(void **state)
 {
 	struct ready_drv d = { 0 };
 	struct loop_driver drv = { drv_timeout, ready_turn, NULL, &d };
-	struct zerr err;
 	int p[2];
 
 	(void)state;
-	assert_int_equal(pipe(p), 0);
-	d.fd = p[0];
-	assert_int_equal(loop_create(&d.l, &err), 0);
-	assert_int_equal(loop_watch(d.l, p[0], ready_nudge, &d, &err), 0);
-	assert_int_equal(loop_start(d.l, &drv, &err), 0);
+	pipe_loop_start(&d.l, p, &d.fd, ready_nudge, &drv);
 	for (unsigned i = 1; i <= 3; i++) {
 		assert_int_equal(write(p[1], "x", 1), 1);
 		wait_for(&d.ready, i);
@@ -218,9 +229,7 @@ test_loop_nudge_from_a_callback(void **state)
 		usleep(20000);		/* room for a turn too many */
 		assert_int_equal(atomic_load(&d.turns), i);
 	}
-	loop_free(d.l);
-	close(p[0]);
-	close(p[1]);
+	pipe_loop_end(d.l, p);
 }
 
 static void
