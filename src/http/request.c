@@ -87,11 +87,7 @@ request_peer(const struct request *req)
 static void
 request_queue(struct request *req, unsigned status, struct MHD_Response *resp)
 {
-	/* one answer per request, never while its commands are out */
-	assert(req->phase == REQ_NEW);
-	req->status = status;
-	req->phase = REQ_ANSWERED;
-	(void)MHD_queue_response(req->conn, status, resp);
+	request_reply_kept(req, status, resp);
 	MHD_destroy_response(resp);
 }
 
@@ -244,6 +240,7 @@ void
 request_reply_kept(struct request *req, unsigned status,
     struct MHD_Response *resp)
 {
+	/* one answer per request, never while its commands are out */
 	assert(req->phase == REQ_NEW);
 	req->status = status;
 	req->phase = REQ_ANSWERED;
