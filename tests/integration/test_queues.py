@@ -808,6 +808,30 @@ def test_merged_reads_share_one_answer(qstart, split):
     assert len(set(bodies)) < n		# 300 ms: they merged
 
 
+def test_answer_too_long_to_key_is_not_shared(qstart):
+    """A power read of more GPUs than a share key holds (31) is answered
+    whole and never shared, even when the same merged read answers many
+    requests with one body."""
+    ngpu = 40
+    q = qstart(rules=("delay nvmlDeviceGetFieldValues 0 300",),
+               env={"ZEUS_SIM_GPUS": str(ngpu)})
+    n = 8
+    shared0 = answers_shared(q)
+    conns = [RawConn(q.d) for _ in range(n)]
+    threads, out = run_threads(
+        [lambda c=c: c.request("GET", "/gpu/get_power") for c in conns])
+    for t in threads:
+        t.join(60)
+    for c in conns:
+        c.close()
+    assert [r[0] for r in out] == [200] * n, [r[2] for r in out]
+    for r in out:
+        assert list(json.loads(r[2])["power_mw"]) == \
+            [str(i) for i in range(ngpu)]
+    assert len({r[2] for r in out}) < n	# merged: bodies alike
+    assert answers_shared(q) == shared0
+
+
 def test_shared_answers_never_cross_queries(qstart):
     """Requests for different GPUs, or for different CPU figures, merged
     into the same reads, each get the body of their own query: the key
