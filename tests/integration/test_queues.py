@@ -772,6 +772,19 @@ def test_concurrent_power_reads_merge(qstart, split):
                    for c in calls), (sent, answered, calls)
 
 
+def get_at_once(q, n, target):
+    """GET `target` on n connections at once -> the n bodies, each 200."""
+    conns = [RawConn(q.d) for _ in range(n)]
+    threads, out = run_threads(
+        [lambda c=c: c.request("GET", target) for c in conns])
+    for t in threads:
+        t.join(60)
+    for c in conns:
+        c.close()
+    assert [r[0] for r in out] == [200] * n, [r[2] for r in out]
+    return [r[2] for r in out]
+
+
 def answers_shared(q):
     status, _, body = q.req("GET", "/metrics")
     assert status == 200
@@ -792,16 +805,7 @@ def test_merged_reads_share_one_answer(qstart, split):
     q = qstart(rules=("delay nvmlDeviceGetFieldValues 0 300",), args=split)
     n = 16
     shared0 = answers_shared(q)
-    conns = [RawConn(q.d) for _ in range(n)]
-    threads, out = run_threads(
-        [lambda c=c: c.request("GET", "/gpu/get_power?gpu_ids=0")
-         for c in conns])
-    for t in threads:
-        t.join(60)
-    for c in conns:
-        c.close()
-    assert [r[0] for r in out] == [200] * n, [r[2] for r in out]
-    bodies = [r[2] for r in out]
+    bodies = get_at_once(q, n, "/gpu/get_power?gpu_ids=0")
     for b in bodies:
         assert list(json.loads(b)["power_mw"]) == ["0"]
     assert answers_shared(q) - shared0 == n - len(set(bodies))
@@ -817,18 +821,11 @@ def test_answer_too_long_to_key_is_not_shared(qstart):
                env={"ZEUS_SIM_GPUS": str(ngpu)})
     n = 8
     shared0 = answers_shared(q)
-    conns = [RawConn(q.d) for _ in range(n)]
-    threads, out = run_threads(
-        [lambda c=c: c.request("GET", "/gpu/get_power") for c in conns])
-    for t in threads:
-        t.join(60)
-    for c in conns:
-        c.close()
-    assert [r[0] for r in out] == [200] * n, [r[2] for r in out]
-    for r in out:
-        assert list(json.loads(r[2])["power_mw"]) == \
+    bodies = get_at_once(q, n, "/gpu/get_power")
+    for b in bodies:
+        assert list(json.loads(b)["power_mw"]) == \
             [str(i) for i in range(ngpu)]
-    assert len({r[2] for r in out}) < n	# merged: bodies alike
+    assert len(set(bodies)) < n		# merged: bodies alike
     assert answers_shared(q) == shared0
 
 
