@@ -490,6 +490,10 @@ needs_zeusd = pytest.mark.skipif(
     not ZEUSD_EXE.exists(), reason="zeusd.exe not built (-Dwin_deps=false)")
 
 
+class NoAnswer(AssertionError):
+    """A connection that ended before any byte of an answer came."""
+
+
 class WinZeusd:
     """`wine zeusd.exe serve --simulate --mode tcp` on 127.0.0.1."""
 
@@ -523,6 +527,9 @@ class WinZeusd:
             data = b""
             while chunk := s.recv(65536):
                 data += chunk
+        if not data:
+            raise NoAnswer(f"{method} {path}: the connection closed "
+                           "without an answer")
         head, _, body = data.partition(b"\r\n\r\n")
         return int(head.split(b" ", 2)[1]), head.decode(), body
 

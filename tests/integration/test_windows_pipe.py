@@ -25,10 +25,12 @@ import subprocess
 import threading
 import time
 import uuid
+import weakref
 
 import pytest
 
-from test_windows import (BUILD_WIN, WINE, ZEUSD_EXE, WinZeusd,  # noqa: F401
+from test_windows import (BUILD_WIN, WINE, ZEUSD_EXE, NoAnswer,  # noqa: F401
+                          WinZeusd,
                           assert_ctrl_c_ended_a_stream, check_gpu_requests,
                           check_tokens, first_power_event, needs_zeusd, read_to_eof,
                           run_zeusd_exe, wine_env, winpath)
@@ -69,12 +71,17 @@ class PipeZeusd(WinZeusd):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"zeusd.exe not ready:\n{self.logs()}")
             time.sleep(0.05)
+        self.proxy_log_path = tmp / f"proxy-{self.pipe[-10:]}.log"
+        self.proxy_log = open(self.proxy_log_path, "wb")
         self.proxy = subprocess.Popen([WINE, str(PROXY), self.pipe, "0"],
                                       env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL, text=True)
+                                      stderr=self.proxy_log, text=True)
         line = self.proxy.stdout.readline()
         assert line.startswith("port="), line
         self.port = int(line[5:])
+
+    def proxy_logs(self):
+        return self.proxy_log_path.read_text(errors="replace")
 
     def connect(self, timeout=20):
         return socket.create_connection(("127.0.0.1", self.port),
@@ -91,6 +98,7 @@ class PipeZeusd(WinZeusd):
         rc = super().stop(timeout)
         self.proxy.kill()
         self.proxy.wait()
+        self.proxy_log.close()
         return rc
 
 
@@ -104,9 +112,14 @@ def shared(wine_env, tmp_path_factory):
     assert rc == 0, f"zeusd.exe exited {rc}:\n{d.logs()}"
 
 
+# bytes read past the answer read_response returned, per socket: pipelined
+# answers may come in one read
+_unread = weakref.WeakKeyDictionary()
+
+
 def read_response(s):
     """One HTTP response with a Content-Length from a keep-alive socket."""
-    data = b""
+    data = _unread.pop(s, b"")
     while b"\r\n\r\n" not in data:
         chunk = s.recv(65536)
         assert chunk, f"closed before a response: {data!r}"
@@ -117,7 +130,18 @@ def read_response(s):
         chunk = s.recv(65536)
         assert chunk, "closed inside a body"
         body += chunk
-    return int(head.split(b" ", 2)[1]), head, body
+    if len(body) > n:
+        _unread[s] = body[n:]
+    return int(head.split(b" ", 2)[1]), head, body[:n]
+
+
+def wait_log(d, pattern, timeout=10):
+    """The daemon's log once `pattern` (a regex) is in it: a line about a
+    close may be written just after the close was seen."""
+    deadline = time.monotonic() + timeout
+    while not re.search(pattern, d.logs()):
+        assert time.monotonic() < deadline, (pattern, d.logs()[-2000:])
+        time.sleep(0.1)
 
 
 def send_get(s, path):
@@ -189,13 +213,25 @@ def test_pipe_many_concurrent_clients_then_the_per_peer_cap(shared):
     finally:
         for s in socks:
             s.close()
-    assert re.search(r"event=connection_refused pipe_pid=\d+ "
-                     rf"reason=per_peer_limit limit={CAP}\n", shared.logs()), \
-        shared.logs()[-2000:]
-    # the slots come back once the closes went through proxy and relay
-    deadline = time.monotonic() + 10
-    while shared.request("GET", "/time")[0] != 200:
-        assert time.monotonic() < deadline, shared.logs()[-2000:]
+    wait_log(shared, r"event=connection_refused pipe_pid=\d+ "
+             rf"reason=per_peer_limit limit={CAP}\n")
+    # the slots come back once the closes went through proxy and relay.
+    # Until then a try is refused, and a refusal of a client that already
+    # wrote its request can reach it as a close without the 503 (the
+    # relay's socket is reset for the unread request, and a reset drops
+    # what the socket had not handed over yet: docs/windows.md), so an
+    # empty answer counts as one more refusal here.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            code = shared.request("GET", "/time")[0]
+        except NoAnswer:
+            code = None
+        if code == 200:
+            break
+        assert code in (None, 503), code
+        assert time.monotonic() < deadline, \
+            shared.logs()[-2000:] + "\nproxy: " + shared.proxy_logs()[-500:]
         time.sleep(0.2)
 
 
@@ -214,8 +250,8 @@ def test_pipe_client_that_never_writes_is_dropped_at_the_deadline(shared):
     assert out["bytes"] == "0"
     assert DEADLINE_S * 1000 - 300 <= int(out["closed_after_ms"]) <= \
         DEADLINE_S * 1000 + 3000, out
-    assert re.search(rf"event=request_deadline_expired pipe_pid=\d+ "
-                     rf"timeout_ms={DEADLINE_S * 1000}", shared.logs())
+    wait_log(shared, rf"event=request_deadline_expired pipe_pid=\d+ "
+             rf"timeout_ms={DEADLINE_S * 1000}")
 
 
 def test_pipe_streams(shared):

@@ -13,7 +13,9 @@
  *   pipe_proxy.exe PIPE PORT      prints "port=N" (PORT 0: any), serves
  *
  * A pipe whose instances are all busy is waited for (WaitNamedPipe) up
- * to 10 s; then the TCP connection is closed unanswered.
+ * to 10 s; then the TCP connection is closed unanswered, and a line
+ * "pipe_open_failed error=N waited_ms=M" on stderr says so (the tests
+ * tell the proxy's silence from zeusd's by it).
  *
  * Ctrl-C is ignored: wine hands a Ctrl-C sent to zeusd.exe (SIGINT) to
  * every process of the console, and the proxy must outlive zeusd's stop
@@ -55,8 +57,13 @@ proxy_open(void)
 			return h;
 		e = GetLastError();
 		if (GetTickCount() - t0 > PROXY_OPEN_MS ||
-		    (e != ERROR_PIPE_BUSY && e != ERROR_FILE_NOT_FOUND))
+		    (e != ERROR_PIPE_BUSY && e != ERROR_FILE_NOT_FOUND)) {
+			fprintf(stderr, "pipe_open_failed error=%lu "
+			    "waited_ms=%lu\n", (unsigned long)e,
+			    (unsigned long)(GetTickCount() - t0));
+			fflush(stderr);
 			return INVALID_HANDLE_VALUE;
+		}
 		if (e == ERROR_PIPE_BUSY)
 			(void)WaitNamedPipeW(proxy_pipe, 500);
 		else
