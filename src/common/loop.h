@@ -7,8 +7,8 @@
  * Shaped like Redis's ae.c, it knows nothing of HTTP: the network
  * process's server (http/server.c) is its driver (libmicrohttpd in external
  * epoll mode: the driver says how long the loop may wait, and takes a turn
- * after every wait), and the shared readers (node/remote_read.c) watch
- * their device channels on it. Callbacks run on the loop's thread, one at a
+ * after every wait), and the shared readers and the GPU writers
+ * (node/remote_read.c, remote_write.c) watch their device channels on it. Callbacks run on the loop's thread, one at a
  * time; a callback must not block.
  *
  * Set-up (loop_watch) happens before loop_start, from one thread; after it,
@@ -22,7 +22,11 @@
 
 #include "common/err.h"
 
-#define LOOP_WATCH_MAX 6
+/*
+ * A driver's own fd, the two shared readers' channels and one per GPU's
+ * writer (node/remote_write.h; at most 64 GPUs), with room to spare.
+ */
+#define LOOP_WATCH_MAX 72
 
 /* A driver's command bits (loop_ask) are below this one, the loop's own. */
 #define LOOP_STOP (1u << 31)

@@ -283,15 +283,28 @@ gpu_cmd_write_many(struct work **items, unsigned n, void *device, int *rc)
 		return 0;
 	}
 	b->ops->write_many(b, gpu, w, n, rc, errs);
-	for (unsigned i = 0; i < n; i++) {
-		struct gpu_cmd *cmd = (struct gpu_cmd *)items[i];
-
-		cmd->rc = rc[i];
-		if (rc[i] != 0 && cmd->err.kind == ZERR_NONE)
-			zerr_set(&cmd->err, ZERR_INTERNAL, "GPU %u: %s failed",
-			    cmd->gpu, gpu_cmd_name(cmd));
-	}
+	for (unsigned i = 0; i < n; i++)
+		(void)gpu_cmd_set_result((struct gpu_cmd *)items[i], rc[i]);
 	return 0;
+}
+
+int
+gpu_cmd_set_result(struct gpu_cmd *cmd, int rc)
+{
+	cmd->rc = rc;
+	if (rc != 0 && cmd->err.kind == ZERR_NONE)
+		zerr_set(&cmd->err, ZERR_INTERNAL, "GPU %u: %s failed",
+		    cmd->gpu, gpu_cmd_name(cmd));
+	return rc;
+}
+
+bool
+gpu_cmd_is_waited_write(const struct work *w)
+{
+	const struct gpu_cmd *cmd = (const struct gpu_cmd *)w;
+
+	return w->exec == gpu_cmd_exec && cmd->op == GPU_CMD_WRITE &&
+	    !cmd->want_before && cmd->dropped == NULL;
 }
 
 static unsigned
@@ -356,8 +369,5 @@ gpu_cmd_exec(struct work *w, void *device)
 		    &cmd->err);
 		break;
 	}
-	if (cmd->rc != 0 && cmd->err.kind == ZERR_NONE)
-		zerr_set(&cmd->err, ZERR_INTERNAL, "GPU %u: %s failed",
-		    cmd->gpu, gpu_cmd_name(cmd));
-	return cmd->rc;
+	return gpu_cmd_set_result(cmd, cmd->rc);
 }

@@ -116,6 +116,22 @@ void gpu_cmd_set_write(struct gpu_cmd *cmd, const struct gpu_write *w,
  */
 void gpu_cmd_write_together(struct gpu_cmd *cmd);
 
+/*
+ * Whether `w` (a GPU worker's item) is a write that a request waits for
+ * (block=true, so the request's connection stays suspended until it is
+ * answered), run as itself (not a lease's restore) with nothing to read
+ * before it (no audit line or lease of this process needs the value): all
+ * a driver call would do for it is the write. Such writes may be sent and
+ * answered without the worker's thread (node/remote_write.h).
+ */
+bool gpu_cmd_is_waited_write(const struct work *w);
+
+/*
+ * A write's outcome, set as running it would have: cmd->rc = rc, and a
+ * failure that carries no error of its own gets a generic one. Returns rc.
+ */
+int gpu_cmd_set_result(struct gpu_cmd *cmd, int rc);
+
 
 /*
  * The API read a read command is (enum gpu_read_op), or -1 for a write and

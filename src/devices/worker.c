@@ -233,6 +233,14 @@ worker_main(void *arg)
 	struct worker *wk = arg;
 	struct work *items[WORKER_BATCH_MAX];
 
+#ifdef __GLIBC__
+	/*
+	 * "gpu3", "cpu-energy": top -H and /proc/PID/task/TID/comm tell the
+	 * threads apart. Its own name, so prctl(PR_SET_NAME), which the
+	 * network process's filter allows (a chroot hides /proc from it).
+	 */
+	(void)pthread_setname_np(pthread_self(), wk->label);
+#endif
 	pthread_mutex_lock(&wk->lock);
 	for (;;) {
 		bool async = wk->async.start != NULL, next;

@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -305,32 +306,101 @@ pschan_async_send(struct pschan_async *a, struct psmsg_request *req)
 	assert(!atomic_load_explicit(&a->out, memory_order_relaxed));
 	req->id = atomic_fetch_add(&a->pool->next_id, 1);
 	a->req = *req;
+	a->nwrites = 0;
 	atomic_store_explicit(&a->out, true, memory_order_release);
 	/* one request out at a time: a datagram always fits the buffer */
 	pschan_send(a->fd, req, -1, MSG_DONTWAIT);
 }
 
-int
-pschan_async_recv(struct pschan_async *a, struct psmsg_reply *rep)
+void
+pschan_async_send_writes(struct pschan_async *a, struct psmsg_writes *w)
+{
+	ssize_t n;
+
+	assert(!atomic_load_explicit(&a->out, memory_order_relaxed));
+	assert(w->n >= 2 && w->n <= PSMSG_WRITES_MAX);
+	w->h.id = atomic_fetch_add(&a->pool->next_id, 1);
+	a->req = w->h;
+	a->nwrites = w->n;
+	atomic_store_explicit(&a->out, true, memory_order_release);
+	/* 41 KiB, alone in the socket's buffer: never short of room */
+	do
+		n = send(a->fd, w, sizeof(*w), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*w))
+		pschan_fatal("send", n < 0 ? errno : 0);
+}
+
+/*
+ * Whether something is out (acquire); when not, a readable channel means
+ * the device process is gone (end of file, which would keep a
+ * level-triggered loop spinning) or sent what nobody asked for: fatal.
+ */
+static bool
+pschan_async_out(struct pschan_async *a)
 {
 	char c;
 	ssize_t n;
 
-	if (!atomic_load_explicit(&a->out, memory_order_acquire)) {
-		/*
-		 * Readable with nothing out: the device process is gone (end
-		 * of file, which would keep a level-triggered loop spinning)
-		 * or sent what nobody asked for.
-		 */
-		n = recv(a->fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-		    errno == EINTR))
-			return -1;
-		pschan_fatal(n > 0 ? "unasked reply" : "receive",
-		    n < 0 ? errno : 0);
-	}
-	if (pschan_recv(a->fd, &a->req, rep, MSG_DONTWAIT) != 0)
+	if (atomic_load_explicit(&a->out, memory_order_acquire))
+		return true;
+	n = recv(a->fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR))
+		return false;
+	pschan_fatal(n > 0 ? "unasked reply" : "receive", n < 0 ? errno : 0);
+}
+
+int
+pschan_async_recv(struct pschan_async *a, struct psmsg_reply *rep)
+{
+	if (!pschan_async_out(a) ||
+	    pschan_recv(a->fd, &a->req, rep, MSG_DONTWAIT) != 0)
 		return -1;
+	atomic_store_explicit(&a->out, false, memory_order_relaxed);
+	return 0;
+}
+
+int
+pschan_async_recv_writes(struct pschan_async *a,
+    struct psmsg_writes_reply *out)
+{
+	union {
+		struct psmsg_writes_reply rep;
+		char raw[sizeof(struct psmsg_writes_reply) + 1];
+	} in;
+	struct psmsg_reply one;
+	char why[128];
+	ssize_t n;
+
+	if (!pschan_async_out(a))
+		return -1;
+	if (a->nwrites == 0) {
+		if (pschan_recv(a->fd, &a->req, &one, MSG_DONTWAIT) != 0)
+			return -1;
+		memset(out, 0, offsetof(struct psmsg_writes_reply, r) +
+		    sizeof(out->r[0]));
+		out->magic = one.magic;
+		out->op = one.op;
+		out->id = one.id;
+		out->n = 1;
+		out->r[0].rc = one.rc;
+		out->r[0].err_kind = one.err_kind;
+		out->r[0].lost = one.lost;
+		memcpy(out->r[0].err_msg, one.err_msg, sizeof(one.err_msg));
+	} else {
+		do
+			n = recv(a->fd, in.raw, sizeof(in.raw),
+			    MSG_TRUNC | MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return -1;
+		if (n <= 0)
+			pschan_fatal("receive", n < 0 ? errno : 0);
+		if (psmsg_writes_reply_check(in.raw, (size_t)n, a->req.id,
+		    a->nwrites, out, why, sizeof(why)) != 0)
+			pschan_bad_reply(why);
+	}
 	atomic_store_explicit(&a->out, false, memory_order_relaxed);
 	return 0;
 }

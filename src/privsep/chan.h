@@ -87,7 +87,8 @@ struct pschan_async {
 	 * before the reply is.
 	 */
 	atomic_bool out;
-	struct psmsg_request req;	/* that request */
+	struct psmsg_request req;	/* that request (a writes' header) */
+	uint32_t nwrites;		/* a PSMSG_GPU_WRITES's n, else 0 */
 };
 
 /*
@@ -106,6 +107,20 @@ void pschan_async_send(struct pschan_async *a, struct psmsg_request *req);
  */
 int pschan_async_recv(struct pschan_async *a, struct psmsg_reply *rep);
 
+/*
+ * A PSMSG_GPU_WRITES of w->n writes (2..PSMSG_WRITES_MAX; its header's id
+ * assigned here), not waited for; nothing may be out already.
+ */
+void pschan_async_send_writes(struct pschan_async *a, struct psmsg_writes *w);
+/*
+ * The reply to the writes out, as results: those of a PSMSG_GPU_WRITES
+ * (pschan_async_send_writes), or the one of a PSMSG_GPU_WRITE sent with
+ * pschan_async_send (out->n 1, its reply's rc, kind, message and lost
+ * flag in out->r[0]). 0, or -1 as pschan_async_recv; checked as
+ * pschan_call_writes and pschan_call check theirs.
+ */
+int pschan_async_recv_writes(struct pschan_async *a,
+    struct psmsg_writes_reply *out);
 /* Closes every channel (the device process sees end of file) and frees. */
 void pschan_pool_destroy(struct pschan_pool *p);
 

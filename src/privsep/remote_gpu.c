@@ -272,6 +272,13 @@ psgpu_note_write_time(struct psgpu *g, unsigned gpu, uint64_t ns, unsigned n)
 	    old - (old - one) / 4, memory_order_relaxed);
 }
 
+void
+psgpu_note_writes(struct gpu_backend *b, unsigned gpu, uint64_t ns,
+    unsigned n)
+{
+	psgpu_note_write_time(psgpu_of(b), gpu, ns, n);
+}
+
 static unsigned
 psgpu_write_batch(struct gpu_backend *b, unsigned gpu)
 {

@@ -46,6 +46,14 @@ void psgpu_note_sample(struct gpu_backend *b, const struct psmsg_reply *rep);
 void psgpu_set_lost(struct gpu_backend *b, unsigned gpu, bool lost);
 
 /*
+ * n writes of `gpu` sent together took `ns` from send to reply: the next
+ * batches' size follows what one write costs. For writes sent past this
+ * backend's own calls (node/remote_write.h).
+ */
+void psgpu_note_writes(struct gpu_backend *b, unsigned gpu, uint64_t ns,
+    unsigned n);
+
+/*
  * A write's fields in a request (PSMSG_GPU_WRITE, or the header of a
  * PSMSG_AUDIT naming a dropped write): the operation's values only, who
  * it is for, a TCP writer's address, a restore's reason.

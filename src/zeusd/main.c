@@ -45,6 +45,7 @@
 #include "http/tokens.h"
 #include "node/node.h"
 #include "node/remote_read.h"
+#include "node/remote_write.h"
 #include "overrides/overrides.h"
 #include "overrides/reaper.h"
 #include "zeusd/cli.h"
@@ -152,6 +153,7 @@ serve_main(int argc, char **argv)
 	struct server srv;
 	struct node node;
 	struct remote_reads *rr = NULL;	/* the shared readers on the loop */
+	struct remote_writes *rw = NULL;	/* the GPU writers on the loop */
 	struct zerr err;
 	sigset_t sigs;
 	bool reaping = false;		/* reaper_enable done */
@@ -240,7 +242,8 @@ serve_main(int argc, char **argv)
 	} else if (node_start(&node, &err) != 0)
 		goto out;
 	if (network_proc_serve(&cfg, &srv, &node, &fd, cfg.privsep ?
-	    &network_proc_wiring : &one_proc_wiring, &sigs, &rr, &err) != 0)
+	    &network_proc_wiring : &one_proc_wiring, &sigs, &rr, &rw,
+	    &err) != 0)
 		goto out;
 	served = true;
 out:
@@ -263,6 +266,7 @@ out:
 	leases_end_all(srv.ctx.leases);	/* the ledger's last lines */
 	node_close(&node);
 	remote_read_free(rr);	/* the readers are stopped */
+	remote_write_free(rw);	/* and the GPU workers */
 	leases_destroy(srv.ctx.leases);
 	overrides_free(ov);
 	if (served)

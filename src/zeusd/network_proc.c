@@ -36,6 +36,7 @@
 #include "common/procstat.h"
 #include "http/server.h"
 #include "node/remote_read.h"
+#include "node/remote_write.h"
 #include "overrides/reaper.h"
 #include "access/auth.h"
 #include "http/tokens.h"
@@ -318,7 +319,8 @@ serve_reload(void *arg)
 /* Leases, streams, the loop and its readers, the server; 0 or -1 (err). */
 static int
 serve_start(const struct zeusd_config *cfg, struct server *srv,
-    struct node *node, int fd, struct remote_reads **rr, struct zerr *err)
+    struct node *node, int fd, struct remote_reads **rr,
+    struct remote_writes **rw, struct zerr *err)
 {
 	if (cfg->gpu_leases && leases_create(node, &srv->ctx.leases,
 	    err) != 0)
@@ -330,9 +332,14 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 	if (serving_prepare(cfg, srv, node, LOOKUP_THREADS, LOOKUP_QUEUE,
 	    err) != 0)
 		return -1;
-	/* a split daemon's reads are answered on the network process's loop */
+	/*
+	 * a split daemon's reads, and the writes requests wait for, are
+	 * answered on the network process's loop
+	 */
 	if (node->pool != NULL && (loop_create(&srv->ctx.loop, err) != 0 ||
-	    remote_read_attach(node, srv->ctx.loop, rr, err) != 0))
+	    remote_read_attach(node, srv->ctx.loop, rr, err) != 0 ||
+	    remote_write_attach(node, cfg->gpu_leases, srv->ctx.loop, rw,
+	    err) != 0))
 		return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
 	    .stopping = serve_streams_stopping, .ctx = srv };
@@ -348,7 +355,8 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 int
 network_proc_serve(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, int *fd, const struct serve_wiring *w,
-    const sigset_t *sigs, struct remote_reads **rr, struct zerr *err)
+    const sigset_t *sigs, struct remote_reads **rr,
+    struct remote_writes **rw, struct zerr *err)
 {
 	struct serve_state st = { .cfg = cfg, .srv = srv, .node = node,
 	    .w = w };
@@ -357,7 +365,7 @@ network_proc_serve(const struct zeusd_config *cfg, struct server *srv,
 	    .ctx = &st };
 	int sig;
 
-	if (serve_start(cfg, srv, node, *fd, rr, err) != 0)
+	if (serve_start(cfg, srv, node, *fd, rr, rw, err) != 0)
 		return -1;
 	if (w->serving != NULL)
 		w->serving();

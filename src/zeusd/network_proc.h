@@ -18,6 +18,7 @@
 #include "zeusd/fork_ends.h"
 
 struct remote_reads;
+struct remote_writes;
 
 /* What differs between the network process and the one-process daemon. */
 struct serve_wiring {
@@ -50,11 +51,12 @@ void network_proc_become(const struct zeusd_config *cfg, struct server *srv,
  * Serves on *fd (taken: set to -1 once the server owns it) until a signal
  * in `sigs` stops it, then stops the server. Returns 0 once stopped, -1
  * with err when it could not start; what it opened (srv->ctx's leases,
- * streams and loop, *rr) is main.c's to tear down either way. A device
+ * streams and loop, *rr, *rw) is main.c's to tear down either way. A device
  * command stuck at the stop ends the process (exit 1) without teardown.
  */
 int network_proc_serve(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, int *fd, const struct serve_wiring *w,
-    const sigset_t *sigs, struct remote_reads **rr, struct zerr *err);
+    const sigset_t *sigs, struct remote_reads **rr,
+    struct remote_writes **rw, struct zerr *err);
 
 #endif

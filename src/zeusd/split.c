@@ -18,6 +18,7 @@
 
 #include "access/audit.h"
 #include "common/log.h"
+#include "node/remote_write.h"
 #include "privsep/chan.h"
 #include "privsep/msg.h"
 #include "privsep/sandbox.h"
@@ -34,8 +35,10 @@
  * request); one more so a burst never waits for one; and one each that
  * the two readers keep for the batches answered on the HTTP loop
  * (remote_read.h; their threads still run the batches that come back to
- * them). (The RAPL keepalive runs in the device process, next to the
- * counters.)
+ * them); and, without --gpu-leases, one per GPU that its worker keeps for
+ * the writes answered on the HTTP loop (remote_write.h; the worker's
+ * thread keeps its own for the rest). (The RAPL keepalive runs in the
+ * device process, next to the counters.)
  */
 #define SPLIT_SHARED_CHANNELS 7
 
@@ -43,7 +46,8 @@ int
 split_run(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, int listen_fd, int *status, struct zerr *err)
 {
-	unsigned nchan = node->ngpu + node->ncpu + SPLIT_SHARED_CHANNELS;
+	unsigned nchan = node->ngpu + node->ncpu + SPLIT_SHARED_CHANNELS +
+	    remote_write_channels(node, cfg->gpu_leases);
 	struct sandbox_user user, *u = NULL;
 	struct pschan_pool *pool;
 	struct split_ends ends;

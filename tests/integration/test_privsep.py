@@ -538,3 +538,44 @@ def test_without_root_the_janitor_still_removes_the_socket(public_dir):
             d.proc.kill()
         d.proc.wait()
         d.log.close()
+
+
+def thread_switches(pid, name):
+    """Context switches of pid's thread named `name` (worker.c names a
+    worker's thread after its device: gpu0, cpu-energy, ...)."""
+    for t in os.listdir(f"/proc/{pid}/task"):
+        if comm(f"{pid}/task/{t}") == name:
+            s = status(f"{pid}/task/{t}")
+            return int(s["voluntary_ctxt_switches"]) + \
+                int(s["nonvoluntary_ctxt_switches"])
+    raise AssertionError(f"no thread {name} in {pid}")
+
+
+@pytest.mark.parametrize("leases", [False, True])
+def test_waited_writes_are_answered_on_the_loop(start, leases):
+    """docs/design.md "Writes answered on the loop": a write a request
+    waits for (block=true) is sent by the loop and its reply read there,
+    so the GPU's worker thread sleeps through N of them; a read of the
+    same GPU that its worker runs (get_power_limit) wakes that thread
+    once each, which shows the count can see a thread that works. With
+    --gpu-leases every write reads the GPU's energy on the worker's
+    thread, so there the writes wake it too."""
+    n = 60
+    d = start("uds", args=["--gpu-leases"] if leases else [])
+    net = network_pid(d)
+
+    def wakes(path):
+        before = thread_switches(net, "gpu1")
+        for _ in range(n):
+            r = d.post(path) if "set_" in path else d.get(path)
+            assert r.status_code == 200, r.text
+        return thread_switches(net, "gpu1") - before
+
+    reads = wakes("/gpu/get_power_limit?gpu_ids=1")
+    writes = wakes("/gpu/set_power_limit?gpu_ids=1&block=true"
+                   "&power_limit_mw=250000")
+    assert reads >= n, (reads, writes)
+    if leases:
+        assert writes >= n, (reads, writes)
+    else:
+        assert writes <= n // 10, (reads, writes)
