@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /*
  * Drops a UTF-8 sequence that truncation left incomplete at the end of the
@@ -61,6 +62,16 @@ zerr_clear(struct zerr *e)
 {
 	e->kind = ZERR_NONE;
 	e->msg[0] = '\0';
+}
+
+void
+zerr_copy(struct zerr *dst, const struct zerr *src)
+{
+	size_t n = strnlen(src->msg, sizeof(src->msg) - 1);
+
+	dst->kind = src->kind;
+	memcpy(dst->msg, src->msg, n);
+	dst->msg[n] = '\0';
 }
 
 unsigned

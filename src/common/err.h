@@ -51,6 +51,13 @@ int zerr_set(struct zerr *e, enum zerr_kind kind, const char *fmt, ...)
 /* Resets to "no error". */
 void zerr_clear(struct zerr *e);
 
+/*
+ * *dst = *src, copying the message up to its end only (a merged read
+ * copies its leader's error into every read that joined it: 512 bytes
+ * each where the message is usually empty).
+ */
+void zerr_copy(struct zerr *dst, const struct zerr *src);
+
 /* HTTP status for a kind (200 for ZERR_NONE). */
 unsigned zerr_http_status(enum zerr_kind kind);
 

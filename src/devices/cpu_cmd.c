@@ -141,7 +141,7 @@ cpu_cmd_share(struct work *w, const struct work *from, int rc)
 	c->cpu = f->cpu;
 	c->dram = f->dram;
 	c->rc = rc;
-	c->err = f->err;
+	zerr_copy(&c->err, &f->err);
 }
 
 void

@@ -125,7 +125,7 @@ gpu_cmd_share(struct work *w, const struct work *from, int rc)
 
 	c->out = f->out;
 	c->rc = rc;
-	c->err = f->err;
+	zerr_copy(&c->err, &f->err);
 }
 
 void

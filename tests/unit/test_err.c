@@ -74,6 +74,29 @@ test_cut_ascii_and_bytes(void **state)
 	assert_int_equal(strlen(err.msg), ZERR_MSG_MAX - 1);
 }
 
+/* zerr_copy: kind and message as they were, the longest message too. */
+static void
+test_copy(void **state)
+{
+	struct zerr a, b;
+
+	(void)state;
+	memset(&b, 'x', sizeof(b));
+	zerr_clear(&a);
+	zerr_copy(&b, &a);
+	assert_int_equal(b.kind, ZERR_NONE);
+	assert_string_equal(b.msg, "");
+	zerr_set(&a, ZERR_UNAVAILABLE, "GPU %d is lost", 3);
+	zerr_copy(&b, &a);
+	assert_int_equal(b.kind, ZERR_UNAVAILABLE);
+	assert_string_equal(b.msg, "GPU 3 is lost");
+	set_padded(&a, ZERR_MSG_MAX + 8, "");
+	memset(&b, 'x', sizeof(b));
+	zerr_copy(&b, &a);
+	assert_int_equal(strlen(b.msg), ZERR_MSG_MAX - 1);
+	assert_string_equal(b.msg, a.msg);
+}
+
 int
 main(void)
 {
@@ -81,6 +104,7 @@ main(void)
 		cmocka_unit_test(test_fits),
 		cmocka_unit_test(test_cut_at_character),
 		cmocka_unit_test(test_cut_ascii_and_bytes),
+		cmocka_unit_test(test_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
