@@ -557,12 +557,19 @@ def test_reads_not_starved_by_write_backlog(qstart):
         status, _, body = q.req("GET", path)
         took = (time.monotonic_ns() - t_issue) / 1e9
         assert status == 200, body
-        # From the call log: no write began between the request and its
-        # driver call, i.e. it waited for at most the write running.
+        # From the call log: it waited for at most the write running when
+        # it was queued. t_issue is taken before the request is sent, and
+        # the write running then may end and the next begin while the
+        # request is on its way (a loaded machine shows that window): so
+        # at most one write began between t_issue and the read's driver
+        # call, and only in that first moment; a read queued behind the
+        # backlog would see the writes after it begin too.
         read = [c for c in q.log.calls(fn, 0) if c.start_ns >= t_issue][0]
         began = [c for c in q.log.calls(SET_LIMIT, 0)
                  if t_issue < c.start_ns < read.start_ns]
-        assert began == [], (path, began)
+        assert len(began) <= 1, (path, began)
+        assert all(c.start_ns - t_issue < 0.5 * D * 1e9 for c in began), \
+            (path, t_issue, began)
         assert took < D + max(0.5 * D, 20 * base), (path, took)
         return took
 
