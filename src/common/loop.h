@@ -8,8 +8,9 @@
  * process's server (http/server.c) is its driver (libmicrohttpd in external
  * epoll mode: the driver says how long the loop may wait, and takes a turn
  * after every wait), and the shared readers and the GPU writers
- * (node/remote_read.c, remote_write.c) watch their device channels on it. Callbacks run on the loop's thread, one at a
- * time; a callback must not block.
+ * (node/remote_read.c, remote_write.c) watch their device channels on it.
+ * Callbacks run on the loop's thread, one at a time; a callback must not
+ * block.
  *
  * Set-up (loop_watch) happens before loop_start, from one thread; after it,
  * only loop_nudge, loop_ask, loop_running and loop_on_loop may be called

@@ -37,8 +37,8 @@ struct remote_writer {
 };
 
 struct remote_writes {
-	unsigned n;
-	struct remote_writer w[];
+	unsigned ngpu;
+	struct remote_writer w[];	/* [ngpu] */
 };
 
 /* worker_async's start: the batch as one message, not waited for */
@@ -82,21 +82,17 @@ remote_write_ready(void *ctx)
 	struct remote_writer *r = ctx;
 	/* 33 KiB on the loop's stack, as pschan_call_writes has it */
 	struct psmsg_writes_reply rep;
+	struct zerr *errs[WORKER_BATCH_MAX];
 	int rc[WORKER_BATCH_MAX];
 
 	if (pschan_async_recv_writes(&r->ch, &rep) != 0)
 		return;
-	psgpu_note_writes(&r->node->gpu, r->gpu,
-	    zclock_now_ns() - r->sent_ns, r->n);
-	for (unsigned i = 0; i < r->n; i++) {
-		struct gpu_cmd *cmd = (struct gpu_cmd *)r->items[i];
-		const struct psmsg_write_result *w = &rep.r[i];
-
-		rc[i] = gpu_cmd_set_result(cmd, w->rc == 0 ? 0 :
-		    zerr_set(&cmd->err, (enum zerr_kind)w->err_kind, "%s",
-		    w->err_msg));
-	}
-	psgpu_set_lost(&r->node->gpu, r->gpu, rep.r[r->n - 1].lost != 0);
+	/* rep.n == r->n: the reply was checked against what was sent */
+	for (unsigned i = 0; i < r->n; i++)
+		errs[i] = &((struct gpu_cmd *)r->items[i])->err;
+	psgpu_writes_done(&r->node->gpu, r->gpu, &rep, r->sent_ns, rc, errs);
+	for (unsigned i = 0; i < r->n; i++)
+		rc[i] = gpu_cmd_set_result((struct gpu_cmd *)r->items[i], rc[i]);
 	worker_async_done(r->wk, rc);
 }
 
@@ -119,7 +115,8 @@ remote_write_attach(struct node *node, bool leases, struct loop *loop,
 	if (rw == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	*out = rw;		/* freed after node_close, even on failure */
-	for (unsigned i = 0; i < node->ngpu; i++) {
+	rw->ngpu = node->ngpu;
+	for (unsigned i = 0; i < rw->ngpu; i++) {
 		struct remote_writer *r = &rw->w[i];
 		struct worker_async a = {
 			.start = remote_write_start,
@@ -133,7 +130,6 @@ remote_write_attach(struct node *node, bool leases, struct loop *loop,
 		    loop_watch(loop, r->ch.fd, remote_write_ready, r,
 		    err) != 0)
 			return -1;
-		rw->n++;
 		worker_set_async(r->wk, &a);
 	}
 	return 0;

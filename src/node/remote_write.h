@@ -20,13 +20,13 @@
 #ifndef ZEUS_REMOTE_WRITE_H
 #define ZEUS_REMOTE_WRITE_H
 
+#include <stdbool.h>
+
 #include "common/err.h"
 
 struct node;
 struct loop;
 struct remote_writes;
-
-#include <stdbool.h>
 
 /*
  * The device channels remote_write_attach takes for `node` (a channel per
@@ -39,9 +39,8 @@ unsigned remote_write_channels(const struct node *node, bool leases);
 /*
  * For a node over the device process (node->pool set; otherwise a no-op
  * that sets *out to NULL) without `leases`: takes a channel per GPU
- * worker from the pool,
- * has `loop` watch it and makes the worker asynchronous (worker.h,
- * worker_set_async). After node_open_remote, before the loop starts.
+ * worker from the pool, has `loop` watch it and makes the worker
+ * asynchronous (worker.h, worker_set_async). After node_open_remote, before the loop starts.
  * `*out` is set even on failure, and freed with remote_write_free after
  * node_close (which stops the workers that point at it).
  */

@@ -240,14 +240,20 @@ pschan_call_big(struct pschan_pool *p, struct psmsg_request *h,
 	pschan_give(p, fd);
 }
 
-void
-pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
-    struct psmsg_writes_reply *out)
+/*
+ * Receives the reply to the writes request (id, nwrites) on `fd` into
+ * *out, checked; returns -1 when `flags` has MSG_DONTWAIT and none is
+ * there yet. Does not return when the channel failed or the reply does
+ * not check out.
+ */
+static int
+pschan_recv_writes(int fd, uint64_t id, uint32_t nwrites,
+    struct psmsg_writes_reply *out, int flags)
 {
 	/*
 	 * One byte more than a reply: a longer datagram shows as truncated.
-	 * On the caller's stack (a GPU worker's), not _Thread_local: that
-	 * would put 33 KiB in every thread's TLS block.
+	 * On the caller's stack (a GPU worker's, the loop's), not
+	 * _Thread_local: that would put 33 KiB in every thread's TLS block.
 	 */
 	union {
 		struct psmsg_writes_reply rep;
@@ -255,16 +261,28 @@ pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
 	} in;
 	char why[128];
 	ssize_t n;
-	int fd = pschan_send_big(p, &w->h, w, sizeof(*w));
 
 	do
-		n = recv(fd, in.raw, sizeof(in.raw), MSG_TRUNC);
+		n = recv(fd, in.raw, sizeof(in.raw), MSG_TRUNC | flags);
 	while (n < 0 && errno == EINTR);
+	if (n < 0 && (flags & MSG_DONTWAIT) != 0 && (errno == EAGAIN ||
+	    errno == EWOULDBLOCK))
+		return -1;
 	if (n <= 0)
 		pschan_fatal("receive", n < 0 ? errno : 0);
-	if (psmsg_writes_reply_check(in.raw, (size_t)n, w->h.id, w->n, out,
+	if (psmsg_writes_reply_check(in.raw, (size_t)n, id, nwrites, out,
 	    why, sizeof(why)) != 0)
 		pschan_bad_reply(why);
+	return 0;
+}
+
+void
+pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
+    struct psmsg_writes_reply *out)
+{
+	int fd = pschan_send_big(p, &w->h, w, sizeof(*w));
+
+	(void)pschan_recv_writes(fd, w->h.id, w->n, out, 0);
 	pschan_give(p, fd);
 }
 
@@ -365,13 +383,7 @@ int
 pschan_async_recv_writes(struct pschan_async *a,
     struct psmsg_writes_reply *out)
 {
-	union {
-		struct psmsg_writes_reply rep;
-		char raw[sizeof(struct psmsg_writes_reply) + 1];
-	} in;
 	struct psmsg_reply one;
-	char why[128];
-	ssize_t n;
 
 	if (!pschan_async_out(a))
 		return -1;
@@ -388,19 +400,9 @@ pschan_async_recv_writes(struct pschan_async *a,
 		out->r[0].err_kind = one.err_kind;
 		out->r[0].lost = one.lost;
 		memcpy(out->r[0].err_msg, one.err_msg, sizeof(one.err_msg));
-	} else {
-		do
-			n = recv(a->fd, in.raw, sizeof(in.raw),
-			    MSG_TRUNC | MSG_DONTWAIT);
-		while (n < 0 && errno == EINTR);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return -1;
-		if (n <= 0)
-			pschan_fatal("receive", n < 0 ? errno : 0);
-		if (psmsg_writes_reply_check(in.raw, (size_t)n, a->req.id,
-		    a->nwrites, out, why, sizeof(why)) != 0)
-			pschan_bad_reply(why);
-	}
+	} else if (pschan_recv_writes(a->fd, a->req.id, a->nwrites, out,
+	    MSG_DONTWAIT) != 0)
+		return -1;
 	atomic_store_explicit(&a->out, false, memory_order_relaxed);
 	return 0;
 }

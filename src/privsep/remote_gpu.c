@@ -272,13 +272,6 @@ psgpu_note_write_time(struct psgpu *g, unsigned gpu, uint64_t ns, unsigned n)
 	    old - (old - one) / 4, memory_order_relaxed);
 }
 
-void
-psgpu_note_writes(struct gpu_backend *b, unsigned gpu, uint64_t ns,
-    unsigned n)
-{
-	psgpu_note_write_time(psgpu_of(b), gpu, ns, n);
-}
-
 static unsigned
 psgpu_write_batch(struct gpu_backend *b, unsigned gpu)
 {
@@ -336,14 +329,25 @@ psgpu_write_many(struct gpu_backend *b, unsigned gpu,
 		psgpu_write_fields(&req.w[i], w[i]);
 	t0 = zclock_now_ns();
 	pschan_call_writes(g->pool, &req, &rep);
-	psgpu_note_write_time(g, gpu, zclock_now_ns() - t0, n);
-	for (unsigned i = 0; i < n; i++) {
-		const struct psmsg_write_result *r = &rep.r[i];
+	psgpu_writes_done(b, gpu, &rep, t0, rc, errs);
+}
+
+void
+psgpu_writes_done(struct gpu_backend *b, unsigned gpu,
+    const struct psmsg_writes_reply *rep, uint64_t sent_ns, int *rc,
+    struct zerr *const *errs)
+{
+	struct psgpu *g = psgpu_of(b);
+
+	psgpu_note_write_time(g, gpu, zclock_now_ns() - sent_ns, rep->n);
+	for (unsigned i = 0; i < rep->n; i++) {
+		const struct psmsg_write_result *r = &rep->r[i];
 
 		rc[i] = r->rc == 0 ? 0 : zerr_set(errs[i],
 		    (enum zerr_kind)r->err_kind, "%s", r->err_msg);
 	}
-	atomic_store(&g->lost[gpu], rep.r[n - 1].lost != 0);
+	if (gpu < g->ngpu)
+		atomic_store(&g->lost[gpu], rep->r[rep->n - 1].lost != 0);
 }
 
 static const char *

@@ -46,12 +46,16 @@ void psgpu_note_sample(struct gpu_backend *b, const struct psmsg_reply *rep);
 void psgpu_set_lost(struct gpu_backend *b, unsigned gpu, bool lost);
 
 /*
- * n writes of `gpu` sent together took `ns` from send to reply: the next
- * batches' size follows what one write costs. For writes sent past this
- * backend's own calls (node/remote_write.h).
+ * The reply to rep->n (1..PSMSG_WRITES_MAX) writes of `gpu` sent together
+ * at `sent_ns` (zclock_now_ns), now in: rc[i], and *errs[i] for a failure,
+ * per write; the GPU's lost flag as of the last; and the batch's time,
+ * which sizes the next batches (one write's share of 1 ms). For the
+ * backend's own write_many, and for writes sent past its calls
+ * (node/remote_write.h).
  */
-void psgpu_note_writes(struct gpu_backend *b, unsigned gpu, uint64_t ns,
-    unsigned n);
+void psgpu_writes_done(struct gpu_backend *b, unsigned gpu,
+    const struct psmsg_writes_reply *rep, uint64_t sent_ns, int *rc,
+    struct zerr *const *errs);
 
 /*
  * A write's fields in a request (PSMSG_GPU_WRITE, or the header of a
