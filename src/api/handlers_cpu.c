@@ -120,6 +120,7 @@ cpu_handle(struct request *req, enum cpu_cmd_op op)
 		if (batch_add_cpu(&bt, &b->cmds[i]) != 0)
 			return;
 	}
+	request_finish_answers_only(req);
 	batch_run(&bt, cpu_finish);
 }
 

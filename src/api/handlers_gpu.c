@@ -82,7 +82,8 @@ gpu_done_request(struct gpu_cmd *cmd, void *arg)
 	const struct peer *p = request_peer(req);
 
 	/* before the next command on this GPU runs: see lease.c */
-	if (cmd->op == GPU_CMD_WRITE && p != NULL)
+	if (cmd->op == GPU_CMD_WRITE && request_leases(req) != NULL &&
+	    p != NULL)
 		leases_note(request_leases(req), p->kind == PEER_UNIX, p->uid,
 		    cmd);
 	request_complete_one(req);
@@ -216,6 +217,12 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 		if (batch_add_gpu(&bt, &b->cmds[i]) != 0)
 			return;
 	}
+	/*
+	 * A read's finish only answers; a write's too unless it audits here
+	 * (one process), and its commands read the peer only with leases.
+	 */
+	if (w == NULL || (!gpu_audit_here(req) && request_leases(req) == NULL))
+		request_finish_answers_only(req);
 	batch_run(&bt, finish);
 }
 

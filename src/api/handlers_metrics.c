@@ -487,6 +487,16 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    "request before them from the same merged reads.");
 	fprintf(out, "zeusd_answers_shared_total %lu\n",
 	    atomic_load(&srv->ctx.answers_shared));
+	metrics_head(out, "zeusd_requests_waited_unsuspended_total",
+	    "counter", "Device requests that waited for their commands "
+	    "unsuspended, many requests waiting at once.");
+	fprintf(out, "zeusd_requests_waited_unsuspended_total %lu\n",
+	    atomic_load(&srv->ctx.waited_on_loop));
+	metrics_head(out, "zeusd_requests_orphaned_total", "counter",
+	    "Device requests whose client left while they waited "
+	    "unsuspended; their commands ran, their answer was dropped.");
+	fprintf(out, "zeusd_requests_orphaned_total %lu\n",
+	    atomic_load(&srv->ctx.orphaned));
 	stats_write(&srv->stats, out);
 }
 

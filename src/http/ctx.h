@@ -28,6 +28,7 @@ struct server;
 struct tokens;
 struct reply_share;
 struct MHD_Response;
+struct request;
 
 struct http_ctx {
 	const struct zeusd_config *cfg;
@@ -62,7 +63,14 @@ struct http_ctx {
 	 * apply to connections already open).
 	 */
 	atomic_uint identity_gen;
-	atomic_uint deferred;		/* suspended, waiting for devices */
+	atomic_uint deferred;		/* waiting for devices */
+	/*
+	 * Waiting without suspending (request.c, "Waiting on the loop"): the
+	 * requests whose client left while they waited, for the loop to free.
+	 */
+	struct request *_Atomic orphans;
+	atomic_ulong waited_on_loop;	/* began waiting unsuspended */
+	atomic_ulong orphaned;		/* client gone while waiting so */
 	atomic_ulong requests_refused;	/* smuggling-shaped headers */
 	/*
 	 * The answer requests from the same merged reads share

@@ -249,31 +249,138 @@ request_reply_kept(struct request *req, unsigned status,
 
 /* ---- Deferring ----------------------------------------------------------- */
 
+/*
+ * Waiting on the loop. libmicrohttpd takes a suspended connection out of
+ * its epoll set and puts it back on resume (two epoll_ctl calls and a read
+ * that finds nothing: a fifth of the loop's time at 50 connections,
+ * docs/performance.md). A connection whose handler returned without an
+ * answer stays in the set, and libmicrohttpd calls the access handler
+ * again at each turn instead (its timeout is 0 meanwhile). So a deferred
+ * request that may (request_finish_answers_only) first waits that way,
+ * while at least REQUEST_WAIT_MIN requests wait for devices (many clients
+ * at once: each turn serves them all), and for at most REQUEST_WAIT_TURNS
+ * turns; then it is suspended, as every deferred request was before. One
+ * client, or a few, never makes the loop spin: its request is suspended
+ * at once, and the loop waits in epoll as ever; a slow device
+ * costs a busy node eight turns per request, not a busy loop.
+ *
+ * `park` settles who does what, since the last completion may come from
+ * another thread at any time: it moves from REQ_WAITING once, to
+ * REQ_SUSPENDED (the loop suspended it; the last completion resumes it),
+ * REQ_DONE (the last completion came first; the loop's next turn
+ * finishes it) or REQ_ORPHANED (libmicrohttpd closed the connection, its
+ * client gone; the last completion hands req to the loop to free, since
+ * a completion's caller may still be in its loop over the batch).
+ */
+#define REQUEST_WAIT_TURNS 8
+#define REQUEST_WAIT_MIN 4
+
+void
+request_finish_answers_only(struct request *req)
+{
+	req->answer_only = true;
+}
+
 void
 request_defer(struct request *req, unsigned n,
     void (*finish)(struct request *req))
 {
+	bool may_wait;
+
 	assert(req->phase == REQ_NEW && n >= 1 && finish != NULL);
 	req->finish = finish;
 	req->phase = REQ_DEFERRED;
 	atomic_store(&req->pending, n);
 	atomic_fetch_add(&req->ctx->deferred, 1);
+	may_wait = req->answer_only;
+	req->answer_only = false;	/* it was said of this finish only */
+	if (may_wait && loop_on_loop() &&
+	    atomic_load(&req->ctx->deferred) >= REQUEST_WAIT_MIN) {
+		atomic_fetch_add(&req->ctx->waited_on_loop, 1);
+		req->waits = 0;
+		atomic_store(&req->park, REQ_WAITING);
+		return;
+	}
+	atomic_store(&req->park, REQ_SUSPENDED);
 	MHD_suspend_connection(req->conn);
+}
+
+bool
+request_wait_turn(struct request *req)
+{
+	unsigned expect = REQ_WAITING;
+
+	if (req->phase != REQ_DEFERRED ||
+	    atomic_load(&req->park) != REQ_WAITING)
+		return false;	/* not waiting, or its commands are done */
+	if (atomic_load(&req->ctx->deferred) >= REQUEST_WAIT_MIN &&
+	    ++req->waits < REQUEST_WAIT_TURNS)
+		return true;
+	MHD_suspend_connection(req->conn);
+	if (!atomic_compare_exchange_strong(&req->park, &expect,
+	    REQ_SUSPENDED))
+		/* REQ_DONE since the load: the next turn finishes it */
+		MHD_resume_connection(req->conn);
+	return true;
+}
+
+static void
+request_orphan_push(struct request *req)
+{
+	struct http_ctx *ctx = req->ctx;
+	struct request *head = atomic_load(&ctx->orphans);
+
+	do
+		req->orphan_next = head;
+	while (!atomic_compare_exchange_weak(&ctx->orphans, &head, req));
+}
+
+bool
+request_closing(struct request *req)
+{
+	unsigned expect = REQ_WAITING;
+
+	if (req->phase == REQ_DEFERRED && atomic_compare_exchange_strong(
+	    &req->park, &expect, REQ_ORPHANED)) {
+		atomic_fetch_add(&req->ctx->orphaned, 1);
+		return false;
+	}
+	/* no command can still point at req */
+	assert(atomic_load(&req->pending) == 0);
+	return true;
+}
+
+void
+request_free_orphans(struct http_ctx *ctx)
+{
+	struct request *req = atomic_exchange(&ctx->orphans, NULL), *next;
+
+	for (; req != NULL; req = next) {
+		next = req->orphan_next;
+		request_free(req);
+	}
 }
 
 void
 request_complete_one(struct request *req)
 {
 	struct http_ctx *ctx = req->ctx;
+	struct MHD_Connection *conn = req->conn;
 	unsigned left = atomic_fetch_sub(&req->pending, 1);
+	unsigned park = REQ_WAITING;
 
 	assert(left >= 1);	/* no more completions than request_defer's n */
-	if (left == 1) {
-		MHD_resume_connection(req->conn);
-		/* req may be gone from here on */
-		loop_nudge(ctx->loop);
-		atomic_fetch_sub(&ctx->deferred, 1);
-	}
+	if (left != 1)
+		return;
+	if (atomic_compare_exchange_strong(&req->park, &park, REQ_DONE))
+		;	/* the loop's next turn finishes it */
+	else if (park == REQ_SUSPENDED)
+		MHD_resume_connection(conn);
+	else
+		request_orphan_push(req);	/* REQ_ORPHANED */
+	/* req may be gone from here on */
+	loop_nudge(ctx->loop);
+	atomic_fetch_sub(&ctx->deferred, 1);
 }
 
 int

@@ -3,10 +3,11 @@
  * request.h - one HTTP request as the handlers see it, and the ways to answer.
  *
  * Handlers run on the event-loop thread. A handler either answers at once
- * (request_reply_*), or defers: it suspends the connection, queues device
- * commands, and each command's completion calls request_complete_one() from
- * its worker thread; the last one resumes the connection, and the loop then
- * calls the `finish` function the handler registered, which answers.
+ * (request_reply_*), or defers: it queues device commands, and each
+ * command's completion calls request_complete_one() from its worker thread
+ * or the loop; after the last one the loop calls the `finish` function the
+ * handler registered, which answers. A deferred connection is suspended
+ * meanwhile, or waits unsuspended while the loop is busy (request.c).
  *
  * request.c implements all of it; server.c (libmicrohttpd glue) creates the
  * request, runs it and frees it with the life-cycle functions at the end.
@@ -40,9 +41,16 @@ struct zeusd_config;
 
 #define REQUEST_PATH_MAX 256
 
+enum request_park {
+	REQ_WAITING,
+	REQ_SUSPENDED,
+	REQ_DONE,
+	REQ_ORPHANED,
+};
+
 enum request_phase {
 	REQ_NEW,		/* headers seen, body (if any) not yet */
-	REQ_DEFERRED,		/* suspended, waiting for device commands */
+	REQ_DEFERRED,		/* waiting for device commands */
 	REQ_ANSWERED,		/* a response is queued */
 };
 
@@ -62,6 +70,17 @@ struct request {
 	const struct auth_claims *claims;	/* NULL when auth is off */
 	struct conn *cstate;		/* the connection's state (conn.h) */
 	atomic_uint pending;
+	/*
+	 * While deferred: REQ_WAITING (not suspended: libmicrohttpd calls
+	 * the access handler again at each turn), REQ_SUSPENDED, REQ_DONE
+	 * (the last completion came while waiting) or REQ_ORPHANED (the
+	 * client left while waiting; the last completion hands req to the
+	 * loop to free). request.c, "Waiting on the loop".
+	 */
+	atomic_uint park;
+	bool answer_only;		/* request_finish_answers_only() */
+	unsigned waits;			/* turns waited unsuspended */
+	struct request *orphan_next;
 	void (*finish)(struct request *req);
 	void *hctx;			/* handler state while deferred */
 	void (*hctx_free)(void *hctx);
@@ -112,11 +131,40 @@ struct MHD_Response *request_json_response(struct request *req,
     json_t *body);
 
 /*
- * Suspends the connection until `n` completions arrive (n >= 1), then calls
- * `finish` on the loop thread. Call before queueing the commands.
+ * Waits for `n` completions (n >= 1), then calls `finish` on the loop
+ * thread. Call before queueing the commands. The connection is suspended,
+ * or, for a request whose finish only answers, on a busy loop, first
+ * left waiting unsuspended (request.c, "Waiting on the loop").
  */
 void request_defer(struct request *req, unsigned n,
     void (*finish)(struct request *req));
+
+/*
+ * Says that the finish function of the request's next request_defer only
+ * answers (it logs, audits and records nothing of its own), and that the
+ * commands' completions read nothing of the connection (request_peer's
+ * contents): such a request may wait without suspending its connection,
+ * and if its client leaves meanwhile, the answer is all that is dropped.
+ */
+void request_finish_answers_only(struct request *req);
+
+/*
+ * For server.c's access callback, before request_run: true while a
+ * deferred request waits for its commands, unsuspended (libmicrohttpd
+ * calls again at its next turn) or suspended now (fewer than 4 requests
+ * wait for devices, or it has waited 8 turns); false when it is to run.
+ */
+bool request_wait_turn(struct request *req);
+
+/*
+ * For server.c's completion callback: false when a request whose client
+ * left while it waited unsuspended is now the last completion's to hand
+ * to the loop (request_free_orphans), true when it is to be freed now.
+ */
+bool request_closing(struct request *req);
+
+/* Frees the requests orphaned as request_closing says (loop thread). */
+void request_free_orphans(struct http_ctx *ctx);
 
 /* The server's devices, configuration and GPU leases (NULL: no
  * --gpu-leases); whether auth (a signing key) and a node policy are on. */

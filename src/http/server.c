@@ -3,8 +3,9 @@
  * server.c - libmicrohttpd glue: the daemon, connections, dispatch.
  *
  * Threading: one thread runs every callback below. Nothing here blocks on
- * hardware: handlers that need a device suspend the connection and queue
- * commands to the device's worker; the worker's completion resumes it.
+ * hardware: handlers that need a device queue commands to the device's
+ * worker and suspend the connection (or, on a busy loop, leave it waiting
+ * unsuspended: request.c); the worker's completion resumes it.
  *
  * Which thread: with descriptors watched on the wiring's loop (ctx.loop,
  * common/loop.h: a split daemon's network process, whose shared readers'
@@ -25,6 +26,7 @@
  *                      close keep-alive connections)
  *   access, body       discard and count (all parameters are in the query)
  *   access, last call  route, authorise, run the handler (phase REQ_NEW)
+ *   access, waiting    return at once, or suspend (request_wait_turn)
  *   access, resumed    run the handler's finish() (phase REQ_DEFERRED)
  *   completed callback log one line, free
  *
@@ -383,10 +385,13 @@ server_access(void *cls, struct MHD_Connection *conn, const char *url,
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	/* a new request is whole now: its deadline is met */
-	if (req->phase == REQ_NEW)
+	if (request_wait_turn(req))
+		return MHD_YES;	/* still waiting for its device commands */
+	if (req->phase == REQ_NEW) {
+		/* a new request is whole now: its deadline is met */
 		deadline_disarm(((struct server *)cls)->deadlines,
 		    &req->cstate->deadline);
+	}
 	request_run(req, server_dispatch);
 	return MHD_YES;
 }
@@ -404,17 +409,18 @@ server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		deadline_arm(srv->deadlines, &c->deadline);
 	if (req == NULL)
 		return;
-	/*
-	 * A suspended connection is never completed, so no device command
-	 * can still point at req (a client gone while its request was
-	 * deferred is noticed after the resume).
-	 */
-	assert(atomic_load(&req->pending) == 0);
 	if (req->status != 0)
 		stats_record(&srv->stats, req->route, req->status);
 	request_log(req, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	gate_release(req);
-	request_free(req);
+	/*
+	 * A suspended connection is never completed (a client gone while
+	 * its request was suspended is noticed after the resume), but one
+	 * waiting unsuspended is, when its client leaves: its commands may
+	 * still point at req, and the last of them hands it to the loop.
+	 */
+	if (request_closing(req))
+		request_free(req);
 	*req_cls = NULL;
 	atomic_fetch_sub(&srv->active, 1);
 }
@@ -487,6 +493,7 @@ server_loop_turn(void *ctx)
 	struct server *srv = ctx;
 
 	MHD_run(srv->mhd);
+	request_free_orphans(&srv->ctx);
 }
 
 /* Runs what other threads asked of the loop. */
@@ -682,6 +689,8 @@ server_stop(struct server *srv, unsigned grace_ms, unsigned stuck_ms)
 	}
 	MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;
+	/* deferred was 0: every orphan's last completion has run */
+	request_free_orphans(&srv->ctx);
 	/* every connection is closed (and forgotten) by now */
 	server_start_undo(srv);
 	return 0;

@@ -61,6 +61,8 @@ TYPES = {
     "zeusd_request_deadline_expired_total": "counter",
     "zeusd_requests_malformed_total": "counter",
     "zeusd_answers_shared_total": "counter",
+    "zeusd_requests_waited_unsuspended_total": "counter",
+    "zeusd_requests_orphaned_total": "counter",
     "zeusd_audit_write_failures_total": "counter",
     "zeusd_audit_writable": "gauge",
     "zeusd_audit_required_refusals_total": "counter",

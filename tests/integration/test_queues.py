@@ -923,3 +923,134 @@ def test_concurrent_cpu_power_reads_merge(qstart):
     merged -= merged0
     assert commands + merged == n
     assert merged >= 1
+
+
+# ---- Waiting on the loop (src/http/request.c; docs/design.md) ---------------
+
+def counter(q, name):
+    status, _, body = q.req("GET", "/metrics")
+    assert status == 200
+    m = re.search(rf"^{name} (\d+)$", body.decode(), re.M)
+    assert m, name
+    return int(m.group(1))
+
+
+WAITED = "zeusd_requests_waited_unsuspended_total"
+ORPHANED = "zeusd_requests_orphaned_total"
+
+
+def network_cpu_s(q):
+    """utime + stime of the network process (the device process's child
+    that is not the janitor), in seconds."""
+    pid = q.d.proc.pid
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        kids = [int(k) for k in f.read().split()]
+    for k in kids:
+        with open(f"/proc/{k}/comm") as f:
+            if f.read().strip() == "zeusd-janitor":
+                continue
+        with open(f"/proc/{k}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    raise AssertionError(f"no network process among {kids}")
+
+
+def hammer_until(q, conns, name, above, target="/gpu/get_power"):
+    """`conns` keep-alive clients GET `target` back to back until the
+    counter `name` exceeds `above` (a watcher reads /metrics on its own
+    connection every 0.2 s) or 60 s pass; -> the answers other than 200
+    (none expected)."""
+    deadline = time.monotonic() + 60
+    stop = threading.Event()
+    bad = []
+
+    def watcher():
+        c = Q(q.d, q.log, q.ctl)
+        while not stop.is_set() and time.monotonic() < deadline:
+            if counter(c, name) > above:
+                break
+            time.sleep(0.2)
+        c.conn.close()
+        stop.set()
+
+    def client():
+        c = RawConn(q.d)
+        while not stop.is_set():
+            status, _, body = c.request("GET", target)
+            if status != 200:
+                bad.append((status, body))
+        c.close()
+    w = threading.Thread(target=watcher)
+    w.start()
+    threads, _ = run_threads([client] * conns)
+    for t in threads + [w]:
+        t.join(90)
+    return bad
+
+
+def test_one_client_never_waits_unsuspended(qstart):
+    """A lone client's device request is suspended at once, as before
+    (the loop sleeps in epoll until the device answers): only when many
+    requests wait does the loop keep them unsuspended. With 8 clients at
+    once the counter then rises."""
+    q = qstart()
+    w0 = counter(q, WAITED)
+    for _ in range(200):
+        assert q.get_json("/gpu/get_power")["power_mw"]
+    assert counter(q, WAITED) == w0
+    assert hammer_until(q, 8, WAITED, w0) == []
+    assert counter(q, WAITED) > w0
+
+
+def test_clients_gone_while_waiting_unsuspended(qstart):
+    """The attack on the unsuspended wait: clients send a read and hang up
+    while it waits, so libmicrohttpd closes their connection with the
+    read's commands still out. The request must outlive the connection
+    until its last command completes (then the loop frees it): under ASan
+    a use after free or a leak fails the daemon's exit. Runs until zeusd
+    has counted such a request (the moment is the scheduler's), then
+    checks that every other client was answered and the daemon still is."""
+    q = qstart()
+    o0 = counter(q, ORPHANED)
+    done = threading.Event()
+    sent = [0]
+
+    def leaver():
+        rng = random.Random()
+        while not done.is_set():
+            s = q.d.raw_socket(10)
+            s.sendall(b"GET /gpu/get_power HTTP/1.1\r\nHost: z\r\n\r\n")
+            pause = rng.random() * 0.0004
+            if pause > 0.00005:
+                time.sleep(pause)
+            s.close()
+            sent[0] += 1
+    leavers = [threading.Thread(target=leaver) for _ in range(3)]
+    for t in leavers:
+        t.start()
+    try:
+        bad = hammer_until(q, 6, ORPHANED, o0)
+    finally:
+        done.set()
+        for t in leavers:
+            t.join(30)
+    assert bad == []
+    assert counter(q, ORPHANED) > o0, (sent[0], q.d.logs()[-2000:])
+    assert q.get_json("/gpu/get_power")["power_mw"]
+
+
+def test_slow_device_does_not_spin_the_loop(qstart):
+    """Eight clients read a GPU whose power read takes D = 1 s: their
+    requests wait unsuspended for a few turns at most, then are suspended,
+    so the network process sleeps through the read instead of spinning
+    (a spinning loop would use about one CPU second per second). Its CPU
+    time over the read must stay under a fifth of the time the read
+    took."""
+    q = qstart(rules=("delay nvmlDeviceGetFieldValues 0 1000",))
+    cpu0, t0 = network_cpu_s(q), time.monotonic()
+    bodies = get_at_once(q, 8, "/gpu/get_power?gpu_ids=0")
+    cpu, wall = network_cpu_s(q) - cpu0, time.monotonic() - t0
+    assert wall >= 1.0
+    for b in bodies:
+        assert list(json.loads(b)["power_mw"]) == ["0"]
+    assert cpu < wall / 5, (cpu, wall)
