@@ -262,7 +262,9 @@ request_reply_kept(struct request *req, unsigned status,
  * turns; then it is suspended, as every deferred request was before. One
  * client, or a few, never makes the loop spin: its request is suspended
  * at once, and the loop waits in epoll as ever; a slow device
- * costs a busy node eight turns per request, not a busy loop.
+ * costs a busy node 32 turns per request, not a busy loop. 32: at 50
+ * connections 8 left a quarter of the requests to be suspended, 16 an
+ * eighth, 32 and more a twentieth (bench/ab_bench.sh; docs/performance.md).
  *
  * `park` settles who does what, since the last completion may come from
  * another thread at any time: it moves from REQ_WAITING once, to
@@ -272,7 +274,7 @@ request_reply_kept(struct request *req, unsigned status,
  * client gone; the last completion hands req to the loop to free, since
  * a completion's caller may still be in its loop over the batch).
  */
-#define REQUEST_WAIT_TURNS 8
+#define REQUEST_WAIT_TURNS 32
 #define REQUEST_WAIT_MIN 4
 
 void

@@ -152,7 +152,7 @@ void request_finish_answers_only(struct request *req);
  * For server.c's access callback, before request_run: true while a
  * deferred request waits for its commands, unsuspended (libmicrohttpd
  * calls again at its next turn) or suspended now (fewer than 4 requests
- * wait for devices, or it has waited 8 turns); false when it is to run.
+ * wait for devices, or it has waited 32 turns); false when it is to run.
  */
 bool request_wait_turn(struct request *req);
 
