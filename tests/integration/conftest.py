@@ -63,6 +63,10 @@ LINUX_ONLY = {
                "or a console close, and has no reload",
     "one-process": "the device process's /metrics series of privilege "
                    "separation; zeusd.exe is one process",
+    "split-loop": "requests waiting unsuspended on the network process's "
+                  "loop (docs/design.md, \"Waiting on the loop\"); "
+                  "zeusd.exe is one process whose libmicrohttpd runs its "
+                  "own thread, where every deferred request is suspended",
     "proc": "it holds the process_* series against /proc of the serving "
             "process; zeusd.exe reports Windows figures (working set, "
             "handles)",

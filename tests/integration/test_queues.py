@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ZEUSD, run_zeusd
+from conftest import ZEUSD, linux_only, run_zeusd
 from simutil import SimLog, write_control
 
 NGPU = 4
@@ -988,6 +988,7 @@ def hammer_until(q, conns, name, above, target="/gpu/get_power"):
     return bad
 
 
+@linux_only("split-loop")
 def test_one_client_never_waits_unsuspended(qstart):
     """A lone client's device request is suspended at once, as before
     (the loop sleeps in epoll until the device answers): only when many
@@ -1002,6 +1003,7 @@ def test_one_client_never_waits_unsuspended(qstart):
     assert counter(q, WAITED) > w0
 
 
+@linux_only("split-loop")
 def test_clients_gone_while_waiting_unsuspended(qstart):
     """The attack on the unsuspended wait: clients send a read and hang up
     while it waits, so libmicrohttpd closes their connection with the
@@ -1039,6 +1041,7 @@ def test_clients_gone_while_waiting_unsuspended(qstart):
     assert q.get_json("/gpu/get_power")["power_mw"]
 
 
+@linux_only("split-loop")
 def test_slow_device_does_not_spin_the_loop(qstart):
     """Eight clients read a GPU whose power read takes D = 1 s: their
     requests wait unsuspended for a few turns at most, then are suspended,
