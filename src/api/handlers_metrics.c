@@ -88,6 +88,15 @@ metrics_head(FILE *out, const char *name, const char *type, const char *help)
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A series of one unlabelled sample: its head and its value. */
+static void
+metrics_one(FILE *out, const char *name, const char *type, const char *help,
+    unsigned long long v)
+{
+	metrics_head(out, name, type, help);
+	fprintf(out, "%s %llu\n", name, v);
+}
+
 enum metrics_gpu_field {
 	MF_POWER, MF_ENERGY, MF_LIMIT, MF_LIMIT_MIN, MF_LIMIT_MAX, MF_PERSISTENCE
 };
@@ -437,9 +446,8 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    (double)(now.tv_sec - srv->started.tv_sec) +
 	    (now.tv_nsec - srv->started.tv_nsec) / 1e9);
 	metrics_processes(out, srv->ctx.node, m);
-	metrics_head(out, "zeusd_streams_open", "gauge",
-	    "Open power streams (SSE subscribers).");
-	fprintf(out, "zeusd_streams_open %u\n",
+	metrics_one(out, "zeusd_streams_open", "gauge",
+	    "Open power streams (SSE subscribers).",
 	    srv->ctx.streams ? streams_subscribers(srv->ctx.streams) : 0);
 	metrics_head(out, "zeusd_stream_events_skipped_total", "counter",
 	    "Stream events skipped because their reader did not keep up "
@@ -449,53 +457,43 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    (unsigned long long)streams_skipped_total(srv->ctx.streams, STREAMS_GPU),
 	    (unsigned long long)streams_skipped_total(srv->ctx.streams,
 	    STREAMS_CPU));
-	metrics_head(out, "zeusd_connections_refused_total", "counter",
+	metrics_one(out, "zeusd_connections_refused_total", "counter",
 	    "Connections refused at accept time: the peer held its "
-	    "ZEUSD_MAX_CONNS_PER_PEER connections, or 16384 were open.");
-	fprintf(out, "zeusd_connections_refused_total %lu\n",
+	    "ZEUSD_MAX_CONNS_PER_PEER connections, or 16384 were open.",
 	    atomic_load(&srv->conns_refused));
-	metrics_head(out, "zeusd_audit_write_failures_total", "counter",
-	    "Audit log lines (--audit-log) that could not be written.");
 	/* a split daemon's device process writes the lines of what it runs */
-	fprintf(out, "zeusd_audit_write_failures_total %llu\n",
+	metrics_one(out, "zeusd_audit_write_failures_total", "counter",
+	    "Audit log lines (--audit-log) that could not be written.",
 	    (unsigned long long)audit_failures() + (m->dev_audit.ok ?
 	    m->dev_audit.failures : 0));
-	metrics_head(out, "zeusd_audit_writable", "gauge",
+	metrics_one(out, "zeusd_audit_writable", "gauge",
 	    "1 while audit lines can be written (or there is no audit "
-	    "log), 0 since a line or its reserved room could not be.");
-	fprintf(out, "zeusd_audit_writable %d\n", audit_down_now() ||
-	    (m->dev_audit.ok && m->dev_audit.down) ? 0 : 1);
-	metrics_head(out, "zeusd_audit_required_refusals_total", "counter",
+	    "log), 0 since a line or its reserved room could not be.",
+	    audit_down_now() || (m->dev_audit.ok && m->dev_audit.down) ? 0 : 1);
+	metrics_one(out, "zeusd_audit_required_refusals_total", "counter",
 	    "GPU writes refused (503) by --audit-required because the "
-	    "audit log could not be written.");
-	fprintf(out, "zeusd_audit_required_refusals_total %llu\n",
+	    "audit log could not be written.",
 	    (unsigned long long)audit_refused_writes() + (m->dev_audit.ok ?
 	    m->dev_audit.refused : 0));
-	metrics_head(out, "zeusd_request_deadline_expired_total", "counter",
+	metrics_one(out, "zeusd_request_deadline_expired_total", "counter",
 	    "Connections closed because no whole request arrived within "
-	    "ZEUSD_REQUEST_TIMEOUT_S.");
-	fprintf(out, "zeusd_request_deadline_expired_total %llu\n",
-	    (unsigned long long)(srv->deadlines != NULL ?
-	    deadline_expired_total(srv->deadlines) : 0));
-	metrics_head(out, "zeusd_requests_malformed_total", "counter",
+	    "ZEUSD_REQUEST_TIMEOUT_S.", srv->deadlines != NULL ?
+	    deadline_expired_total(srv->deadlines) : 0);
+	metrics_one(out, "zeusd_requests_malformed_total", "counter",
 	    "Requests refused for ambiguous framing (duplicate or conflicting "
-	    "Content-Length/Transfer-Encoding, several Authorization headers).");
-	fprintf(out, "zeusd_requests_malformed_total %lu\n",
+	    "Content-Length/Transfer-Encoding, several Authorization headers).",
 	    atomic_load(&srv->ctx.requests_refused));
-	metrics_head(out, "zeusd_answers_shared_total", "counter",
+	metrics_one(out, "zeusd_answers_shared_total", "counter",
 	    "Requests answered with the response (the same body) of the "
-	    "request before them from the same merged reads.");
-	fprintf(out, "zeusd_answers_shared_total %lu\n",
+	    "request before them from the same merged reads.",
 	    atomic_load(&srv->ctx.answers_shared));
-	metrics_head(out, "zeusd_requests_waited_unsuspended_total",
-	    "counter", "Device requests that waited for their commands "
-	    "unsuspended, many requests waiting at once.");
-	fprintf(out, "zeusd_requests_waited_unsuspended_total %lu\n",
+	metrics_one(out, "zeusd_requests_waited_unsuspended_total", "counter",
+	    "Device requests that waited for their commands unsuspended, "
+	    "many requests waiting at once.",
 	    atomic_load(&srv->ctx.waited_on_loop));
-	metrics_head(out, "zeusd_requests_orphaned_total", "counter",
+	metrics_one(out, "zeusd_requests_orphaned_total", "counter",
 	    "Device requests whose client left while they waited "
-	    "unsuspended; their commands ran, their answer was dropped.");
-	fprintf(out, "zeusd_requests_orphaned_total %lu\n",
+	    "unsuspended; their commands ran, their answer was dropped.",
 	    atomic_load(&srv->ctx.orphaned));
 	stats_write(&srv->stats, out);
 }
