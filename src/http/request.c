@@ -277,6 +277,13 @@ request_reply_kept(struct request *req, unsigned status,
 #define REQUEST_WAIT_TURNS 32
 #define REQUEST_WAIT_MIN 4
 
+/* Enough requests wait for devices for a turn of the loop to pay. */
+static bool
+request_many_wait(const struct http_ctx *ctx)
+{
+	return atomic_load(&ctx->deferred) >= REQUEST_WAIT_MIN;
+}
+
 void
 request_finish_answers_only(struct request *req)
 {
@@ -296,8 +303,7 @@ request_defer(struct request *req, unsigned n,
 	atomic_fetch_add(&req->ctx->deferred, 1);
 	may_wait = req->answer_only;
 	req->answer_only = false;	/* it was said of this finish only */
-	if (may_wait && loop_on_loop() &&
-	    atomic_load(&req->ctx->deferred) >= REQUEST_WAIT_MIN) {
+	if (may_wait && loop_on_loop() && request_many_wait(req->ctx)) {
 		atomic_fetch_add(&req->ctx->waited_on_loop, 1);
 		req->waits = 0;
 		atomic_store(&req->park, REQ_WAITING);
@@ -315,8 +321,7 @@ request_wait_turn(struct request *req)
 	if (req->phase != REQ_DEFERRED ||
 	    atomic_load(&req->park) != REQ_WAITING)
 		return false;	/* not waiting, or its commands are done */
-	if (atomic_load(&req->ctx->deferred) >= REQUEST_WAIT_MIN &&
-	    ++req->waits < REQUEST_WAIT_TURNS)
+	if (request_many_wait(req->ctx) && ++req->waits < REQUEST_WAIT_TURNS)
 		return true;
 	MHD_suspend_connection(req->conn);
 	if (!atomic_compare_exchange_strong(&req->park, &expect,
@@ -374,12 +379,13 @@ request_complete_one(struct request *req)
 	assert(left >= 1);	/* no more completions than request_defer's n */
 	if (left != 1)
 		return;
-	if (atomic_compare_exchange_strong(&req->park, &park, REQ_DONE))
-		;	/* the loop's next turn finishes it */
-	else if (park == REQ_SUSPENDED)
-		MHD_resume_connection(conn);
-	else
-		request_orphan_push(req);	/* REQ_ORPHANED */
+	/* REQ_WAITING becomes REQ_DONE: the loop's next turn finishes it */
+	if (!atomic_compare_exchange_strong(&req->park, &park, REQ_DONE)) {
+		if (park == REQ_SUSPENDED)
+			MHD_resume_connection(conn);
+		else
+			request_orphan_push(req);	/* REQ_ORPHANED */
+	}
 	/* req may be gone from here on */
 	loop_nudge(ctx->loop);
 	atomic_fetch_sub(&ctx->deferred, 1);

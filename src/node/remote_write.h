@@ -40,7 +40,8 @@ unsigned remote_write_channels(const struct node *node, bool leases);
  * For a node over the device process (node->pool set; otherwise a no-op
  * that sets *out to NULL) without `leases`: takes a channel per GPU
  * worker from the pool, has `loop` watch it and makes the worker
- * asynchronous (worker.h, worker_set_async). After node_open_remote, before the loop starts.
+ * asynchronous (worker.h, worker_set_async). After node_open_remote,
+ * before the loop starts.
  * `*out` is set even on failure, and freed with remote_write_free after
  * node_close (which stops the workers that point at it).
  */

@@ -346,8 +346,7 @@ psgpu_writes_done(struct gpu_backend *b, unsigned gpu,
 		rc[i] = r->rc == 0 ? 0 : zerr_set(errs[i],
 		    (enum zerr_kind)r->err_kind, "%s", r->err_msg);
 	}
-	if (gpu < g->ngpu)
-		atomic_store(&g->lost[gpu], rep->r[rep->n - 1].lost != 0);
+	psgpu_set_lost(b, gpu, rep->r[rep->n - 1].lost != 0);
 }
 
 static const char *

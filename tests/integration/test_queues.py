@@ -27,6 +27,7 @@ import pytest
 
 from conftest import ZEUSD, linux_only, run_zeusd
 from simutil import SimLog, write_control
+from test_privsep import network_pid
 
 NGPU = 4
 HELPERS = Path(__file__).resolve().parent / "helpers"
@@ -792,12 +793,17 @@ def get_at_once(q, n, target):
     return [r[2] for r in out]
 
 
-def answers_shared(q):
+def counter(q, name):
+    """An unlabelled counter of /metrics."""
     status, _, body = q.req("GET", "/metrics")
     assert status == 200
-    m = re.search(r"^zeusd_answers_shared_total (\d+)$", body.decode(), re.M)
-    assert m, "zeusd_answers_shared_total"
+    m = re.search(rf"^{name} (\d+)$", body.decode(), re.M)
+    assert m, name
     return int(m.group(1))
+
+
+def answers_shared(q):
+    return counter(q, "zeusd_answers_shared_total")
 
 
 @pytest.mark.parametrize("split", [[], ["--no-privsep"]],
@@ -927,32 +933,15 @@ def test_concurrent_cpu_power_reads_merge(qstart):
 
 # ---- Waiting on the loop (src/http/request.c; docs/design.md) ---------------
 
-def counter(q, name):
-    status, _, body = q.req("GET", "/metrics")
-    assert status == 200
-    m = re.search(rf"^{name} (\d+)$", body.decode(), re.M)
-    assert m, name
-    return int(m.group(1))
-
-
 WAITED = "zeusd_requests_waited_unsuspended_total"
 ORPHANED = "zeusd_requests_orphaned_total"
 
 
 def network_cpu_s(q):
-    """utime + stime of the network process (the device process's child
-    that is not the janitor), in seconds."""
-    pid = q.d.proc.pid
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        kids = [int(k) for k in f.read().split()]
-    for k in kids:
-        with open(f"/proc/{k}/comm") as f:
-            if f.read().strip() == "zeusd-janitor":
-                continue
-        with open(f"/proc/{k}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    raise AssertionError(f"no network process among {kids}")
+    """utime + stime of the network process, in seconds."""
+    with open(f"/proc/{network_pid(q.d)}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def hammer_until(q, conns, name, above, target="/gpu/get_power"):
