@@ -10,8 +10,9 @@
  * power request's sleep. Both queues are bounded (node.h): when one is full
  * the request is answered 503 with Retry-After and nothing is queued.
  */
-#include <stdio.h>
 #include <stdlib.h>
+
+#include "common/jsonw.h"
 
 #include "devices/cpu_cmd.h"
 #include "api/batch.h"
@@ -35,10 +36,15 @@ struct cpu_batch {
 	struct cpu_cmd cmds[];
 };
 
-static json_t *
-cpu_value(bool want, bool have, uint64_t v)
+/* A package's value: the number, or null when not asked for or absent. */
+static void
+cpu_value(struct jsonw *w, const char *key, bool want, bool have, uint64_t v)
 {
-	return want && have ? json_integer((json_int_t)v) : json_null();
+	jsonw_key(w, key);
+	if (want && have)
+		jsonw_int(w, (int64_t)v);
+	else
+		jsonw_null(w);
 }
 
 static void
@@ -46,12 +52,13 @@ cpu_finish(struct request *req)
 {
 	const struct cpu_batch *b = req->hctx;
 	const struct node *node = request_node(req);
+	const bool energy = b->op == CPU_CMD_GET_ENERGY;
 	struct reply_key rk;
-	json_t *map;
+	struct jsonw w;
 
 	if (batch_cpu_errors(req, b->cmds, b->n))
 		return;
-	if (b->op == CPU_CMD_GET_ENERGY) {
+	if (energy) {
 		/* every input of the body (reply_share.h) */
 		reply_key_init(&rk, REPLY_CPU_ENERGY);
 		reply_key_add(&rk, b->want_cpu);
@@ -68,29 +75,38 @@ cpu_finish(struct request *req)
 		if (reply_share_try(req, &rk))
 			return;
 	}
-	map = json_object();
+	/* written, not built as a tree (common/jsonw.h) */
+	jsonw_init(&w);
+	jsonw_open(&w);
+	if (!energy) {
+		jsonw_key_int(&w, "timestamp_ms",
+		    (int64_t)handlers_now_ms());
+		jsonw_key(&w, "power_mw");
+		jsonw_open(&w);
+	}
 	for (unsigned i = 0; i < b->n; i++) {
 		const struct cpu_cmd *c = &b->cmds[i];
-		char key[16];
 
-		snprintf(key, sizeof(key), "%u",
-		    rapl_package_id(node->rapl, c->pkg));
-		if (c->op == CPU_CMD_GET_ENERGY)
-			json_object_set_new(map, key, json_pack("{s:o,s:o}",
-			    "cpu_energy_uj", cpu_value(b->want_cpu, true, c->cpu),
-			    "dram_energy_uj", cpu_value(b->want_dram,
-			    c->has_dram, c->dram)));
-		else
-			json_object_set_new(map, key, json_pack("{s:o,s:o}",
-			    "cpu_mw", cpu_value(true, true, c->cpu), "dram_mw",
-			    cpu_value(true, c->has_dram, c->dram)));
+		jsonw_key_u(&w, rapl_package_id(node->rapl, c->pkg));
+		jsonw_open(&w);
+		if (energy) {
+			cpu_value(&w, "cpu_energy_uj", b->want_cpu, true,
+			    c->cpu);
+			cpu_value(&w, "dram_energy_uj", b->want_dram,
+			    c->has_dram, c->dram);
+		} else {
+			cpu_value(&w, "cpu_mw", true, true, c->cpu);
+			cpu_value(&w, "dram_mw", true, c->has_dram, c->dram);
+		}
+		jsonw_close(&w);
 	}
-	if (b->op == CPU_CMD_GET_POWER)
-		request_reply_json(req, 200, json_pack("{s:I,s:o}",
-		    "timestamp_ms", (json_int_t)handlers_now_ms(), "power_mw",
-		    map));
-	else
-		reply_share_keep(req, &rk, map);
+	jsonw_close(&w);
+	if (energy) {
+		reply_share_keep(req, &rk, &w);
+	} else {
+		jsonw_close(&w);
+		request_reply_jsonw(req, 200, &w);
+	}
 }
 
 static void

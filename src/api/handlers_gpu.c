@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonw.h"
 #include "common/lease_label.h"
 #include "common/log.h"
 #include "devices/gpu_cmd.h"
@@ -290,19 +291,55 @@ gpu_write_finish(struct request *req)
 		request_reply_empty(req, 200);
 }
 
+/* One GPU's answer to a read, as its member's value. */
+static void
+gpu_read_value(struct jsonw *w, const struct gpu_cmd *c)
+{
+	switch (c->op) {
+	case GPU_CMD_GET_POWER:
+		jsonw_int(w, c->out.power_mw);
+		return;
+	case GPU_CMD_GET_ENERGY:
+		jsonw_open(w);
+		jsonw_key_int(w, "energy_mj", (int64_t)c->out.energy_mj);
+		break;
+	case GPU_CMD_GET_POWER_LIMIT:
+		jsonw_open(w);
+		jsonw_key_int(w, "power_limit_mw", c->out.limit_mw);
+		break;
+	case GPU_CMD_GET_CONSTRAINTS:
+		jsonw_open(w);
+		jsonw_key_int(w, "min_power_limit_mw",
+		    c->out.constraints.min_mw);
+		jsonw_key_int(w, "max_power_limit_mw",
+		    c->out.constraints.max_mw);
+		break;
+	case GPU_CMD_GET_PERSISTENCE:
+		jsonw_open(w);
+		jsonw_key(w, "enabled");
+		jsonw_bool(w, c->out.persistence);
+		break;
+	case GPU_CMD_WRITE:
+	case GPU_CMD_SNAPSHOT:
+		jsonw_null(w);
+		return;
+	}
+	jsonw_close(w);
+}
+
 static void
 gpu_read_finish(struct request *req)
 {
 	const struct gpu_batch *b = req->hctx;
-	json_t *map, *body;
 	struct reply_key rk;
-	json_int_t now_ms = 0;
+	struct jsonw w;
+	int64_t now_ms = 0;
 
 	if (batch_gpu_errors(req, b->cmds, b->n) != 0)
 		return;
 	if (b->op == GPU_CMD_GET_POWER) {
 		/* every input of the body: the time, then each GPU's reading */
-		now_ms = (json_int_t)handlers_now_ms();
+		now_ms = (int64_t)handlers_now_ms();
 		reply_key_init(&rk, REPLY_GPU_POWER);
 		reply_key_add(&rk, (uint64_t)now_ms);
 		for (unsigned i = 0; i < b->n; i++) {
@@ -312,46 +349,24 @@ gpu_read_finish(struct request *req)
 		if (reply_share_try(req, &rk))
 			return;
 	}
-	map = json_object();
-	for (unsigned i = 0; i < b->n; i++) {
-		const struct gpu_cmd *c = &b->cmds[i];
-		char key[16];
-		json_t *v = NULL;
-
-		snprintf(key, sizeof(key), "%u", c->gpu);
-		switch (c->op) {
-		case GPU_CMD_GET_POWER:
-			v = json_integer(c->out.power_mw);
-			break;
-		case GPU_CMD_GET_ENERGY:
-			v = json_pack("{s:I}", "energy_mj",
-			    (json_int_t)c->out.energy_mj);
-			break;
-		case GPU_CMD_GET_POWER_LIMIT:
-			v = json_pack("{s:I}", "power_limit_mw",
-			    (json_int_t)c->out.limit_mw);
-			break;
-		case GPU_CMD_GET_CONSTRAINTS:
-			v = json_pack("{s:I,s:I}", "min_power_limit_mw",
-			    (json_int_t)c->out.constraints.min_mw,
-			    "max_power_limit_mw",
-			    (json_int_t)c->out.constraints.max_mw);
-			break;
-		case GPU_CMD_GET_PERSISTENCE:
-			v = json_pack("{s:b}", "enabled", c->out.persistence);
-			break;
-		case GPU_CMD_WRITE:
-		case GPU_CMD_SNAPSHOT:
-			break;
-		}
-		json_object_set_new(map, key, v ? v : json_null());
-	}
+	/* written, not built as a tree (common/jsonw.h) */
+	jsonw_init(&w);
+	jsonw_open(&w);
 	if (b->op == GPU_CMD_GET_POWER) {
-		body = json_pack("{s:I,s:o}", "timestamp_ms", now_ms,
-		    "power_mw", map);
-		reply_share_keep(req, &rk, body);
+		jsonw_key_int(&w, "timestamp_ms", now_ms);
+		jsonw_key(&w, "power_mw");
+		jsonw_open(&w);
+	}
+	for (unsigned i = 0; i < b->n; i++) {
+		jsonw_key_u(&w, b->cmds[i].gpu);
+		gpu_read_value(&w, &b->cmds[i]);
+	}
+	jsonw_close(&w);
+	if (b->op == GPU_CMD_GET_POWER) {
+		jsonw_close(&w);
+		reply_share_keep(req, &rk, &w);
 	} else {
-		request_reply_json(req, 200, map);
+		request_reply_jsonw(req, 200, &w);
 	}
 }
 

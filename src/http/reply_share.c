@@ -51,7 +51,7 @@ reply_share_try(struct request *req, const struct reply_key *k)
 
 void
 reply_share_keep(struct request *req, const struct reply_key *k,
-    json_t *body)
+    struct jsonw *w)
 {
 	struct http_ctx *ctx = req->ctx;
 	struct reply_share *s = ctx->share;
@@ -59,10 +59,10 @@ reply_share_keep(struct request *req, const struct reply_key *k,
 
 	if (k->over || (s == NULL &&
 	    (s = ctx->share = calloc(1, sizeof(*s))) == NULL)) {
-		request_reply_json(req, 200, body);
+		request_reply_jsonw(req, 200, w);
 		return;
 	}
-	if ((resp = request_json_response(req, body)) == NULL)
+	if ((resp = request_jsonw_response(req, w)) == NULL)
 		return;		/* answered 500 */
 	if (s->resp != NULL)
 		MHD_destroy_response(s->resp);

@@ -24,8 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
+struct jsonw;
 struct request;
 
 /* Room for 31 GPUs' power readings; a longer key shares nothing. */
@@ -53,9 +52,12 @@ void reply_key_add(struct reply_key *k, uint64_t v);
  */
 bool reply_share_try(struct request *req, const struct reply_key *k);
 
-/* Answers 200 with `body` (stolen) and keeps the response for `k`. */
+/*
+ * Answers 200 with the body written in `w` (common/jsonw.h; finished here)
+ * and keeps the response for `k`.
+ */
 void reply_share_keep(struct request *req, const struct reply_key *k,
-    json_t *body);
+    struct jsonw *w);
 
 struct reply_share;
 

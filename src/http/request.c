@@ -29,6 +29,7 @@
 
 #include "access/auth.h"
 #include "access/peer.h"
+#include "common/jsonw.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "http/conn.h"
@@ -116,13 +117,12 @@ request_reply_text(struct request *req, unsigned status,
 	request_queue_typed(req, status, resp, content_type);
 }
 
-struct MHD_Response *
-request_json_response(struct request *req, json_t *body)
+/* An encoded JSON body (taken over; NULL: encoding failed) as a response. */
+static struct MHD_Response *
+request_text_response(struct request *req, char *text, size_t len)
 {
 	struct MHD_Response *resp;
-	char *text = json_dumps(body, JSON_COMPACT);
 
-	json_decref(body);
 	if (text == NULL) {
 		struct zerr e;
 
@@ -130,7 +130,7 @@ request_json_response(struct request *req, json_t *body)
 		request_reply_error(req, &e);
 		return NULL;
 	}
-	resp = MHD_create_response_from_buffer(strlen(text), text,
+	resp = MHD_create_response_from_buffer(len, text,
 	    MHD_RESPMEM_MUST_FREE);
 	if (resp == NULL) {
 		free(text);
@@ -141,6 +141,33 @@ request_json_response(struct request *req, json_t *body)
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 	    "application/json");
 	return resp;
+}
+
+struct MHD_Response *
+request_json_response(struct request *req, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+
+	json_decref(body);
+	return request_text_response(req, text, text ? strlen(text) : 0);
+}
+
+struct MHD_Response *
+request_jsonw_response(struct request *req, struct jsonw *w)
+{
+	size_t len = 0;
+	char *text = jsonw_finish(w, &len);
+
+	return request_text_response(req, text, len);
+}
+
+void
+request_reply_jsonw(struct request *req, unsigned status, struct jsonw *w)
+{
+	struct MHD_Response *resp = request_jsonw_response(req, w);
+
+	if (resp != NULL)
+		request_queue(req, status, resp);
 }
 
 /*

@@ -31,6 +31,7 @@
 struct MHD_Connection;
 struct MHD_Response;
 struct http_ctx;
+struct jsonw;
 struct route;
 struct auth_claims;
 struct conn;
@@ -129,6 +130,15 @@ void request_reply_kept(struct request *req, unsigned status,
  */
 struct MHD_Response *request_json_response(struct request *req,
     json_t *body);
+
+/*
+ * The same for a body written with common/jsonw.h (finished here: the
+ * writer is empty afterwards), and the answer with it.
+ */
+struct MHD_Response *request_jsonw_response(struct request *req,
+    struct jsonw *w);
+void request_reply_jsonw(struct request *req, unsigned status,
+    struct jsonw *w);
 
 /*
  * Waits for `n` completions (n >= 1), then calls `finish` on the loop
