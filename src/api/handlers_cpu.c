@@ -13,7 +13,6 @@
 #include <stdlib.h>
 
 #include "common/jsonw.h"
-
 #include "devices/cpu_cmd.h"
 #include "api/batch.h"
 #include "http/handlers.h"

@@ -143,7 +143,8 @@ request_text_response(struct request *req, char *text, size_t len)
 	return resp;
 }
 
-struct MHD_Response *
+/* `body` (stolen) encoded as a response; NULL as request_text_response. */
+static struct MHD_Response *
 request_json_response(struct request *req, json_t *body)
 {
 	char *text = json_dumps(body, JSON_COMPACT);

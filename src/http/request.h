@@ -124,16 +124,10 @@ void request_reply_kept(struct request *req, unsigned status,
     struct MHD_Response *resp);
 
 /*
- * `body` (stolen) encoded as a response with its Content-Type, for
- * request_reply_kept; NULL: the request was answered 500 (the body could
- * not be encoded) or could not be given a response.
- */
-struct MHD_Response *request_json_response(struct request *req,
-    json_t *body);
-
-/*
- * The same for a body written with common/jsonw.h (finished here: the
- * writer is empty afterwards), and the answer with it.
+ * The body written in `w` (common/jsonw.h; finished here, so the writer is
+ * empty afterwards) as a response with its Content-Type, for
+ * request_reply_kept; NULL: the request was answered 500 (the writer
+ * failed) or could not be given a response. And the answer with it.
  */
 struct MHD_Response *request_jsonw_response(struct request *req,
     struct jsonw *w);
