@@ -6,9 +6,10 @@
  *
  * Those bodies are small fixed shapes ({"0":{"cpu_energy_uj":N,...},...})
  * filled with numbers, and they are answered for every read. Building
- * them as a jansson tree and dumping it cost 2.8-4.9 µs a body on the CI
- * machine (docs/performance.md, "Bodies without a tree"), writing them here
- * 0.35-0.6 µs; a one-connection GET /time takes 17-22 µs. The output is the
+ * them as a jansson tree and dumping it cost 2.8-5.2 µs a body on the CI
+ * machine, writing them here 0.23-0.48 µs (bench/json_body.c;
+ * docs/performance.md, "Bodies without a tree"); a one-connection GET /time
+ * takes 17-22 µs. The output is the
  * bytes json_dumps(..., JSON_COMPACT) gives for the same tree (members in
  * the order written), which tests/unit/test_jsonw.c checks against jansson
  * itself.
