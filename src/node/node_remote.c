@@ -166,7 +166,8 @@ node_sample_remote(struct node *node, const unsigned *gpus, unsigned ngpus,
 		    node_fetch_remote, f, raw, rs, rc, &out->cpu_err);
 	else
 		(void)node_fetch_remote(f, NULL);
-	psgpu_note_sample(&node->gpu, &f->rep);
+	if (node->gpu.ops != NULL)	/* none on a node without GPUs */
+		psgpu_note_sample(&node->gpu, &f->rep);
 	for (unsigned k = 0; k < f->ngpus; k++) {
 		unsigned i = f->gpus[k];
 

@@ -481,6 +481,8 @@ psgpu_note_sample(struct gpu_backend *b, const struct psmsg_reply *rep)
 {
 	struct psgpu *g = psgpu_of(b);
 
+	if (g == NULL)		/* no GPU backend: nothing to note */
+		return;
 	for (unsigned i = 0; i < g->ngpu; i++)
 		if (rep->gpu_ok & (1ull << i))
 			atomic_store(&g->lost[i], false);
