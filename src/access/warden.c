@@ -8,6 +8,15 @@
  * WARDEN_CLOSED_GRACE_S (a non-blocking write it queued may still come)
  * in a FIFO, and is reused after that, or sooner when the table is full.
  *
+ * A peer holds no descriptor: under --gpu-leases a non-root peer's process
+ * is kept as its pid and start time (read while a pidfd, taken from the
+ * socket for that moment, showed it alive), and a pidfd is opened only
+ * when one of its writes runs, checked against that start time: a lease
+ * then keeps it (at most WARDEN_MAX_PIDS a GPU). So no number of
+ * connections, open or closed, costs this process a descriptor beyond the
+ * moment each is looked at (issue 42, 4a: one pidfd per connection for 120
+ * s let any local user fill the table and stop zeusd).
+ *
  * GPUs: one mutex each, held across the decision and the write it allows,
  * so no other write on that GPU lands between them (the hardware is
  * serial anyway; the network process's worker sends one write per GPU at
@@ -27,6 +36,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +50,7 @@
 #include "access/policy.h"
 #include "common/identity.h"
 #include "common/log.h"
+#include "common/procstat.h"
 #include "devices/gpu.h"
 #include "devices/gpu_cmd.h"
 #include "privsep/exec.h"
@@ -56,7 +67,13 @@ struct wpeer {
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
-	int pidfd;			/* -1: none (root, exited, pid 0) */
+	/*
+	 * The process, under --gpu-leases for a non-root peer: its start
+	 * time (procstat_start_ticks); false when it could not be watched
+	 * (exited before it was looked at, or pid 0: another namespace).
+	 */
+	bool proc_known;
+	uint64_t start;
 	struct identity id;
 	struct policy_peer pp;
 };
@@ -65,7 +82,10 @@ struct wpeer {
 struct wwho {
 	uid_t uid;
 	pid_t pid;
-	int pidfd;			/* a dup, closed by the caller */
+	bool proc_known;
+	uint64_t start;
+	int pidfd;			/* proc_watch's, closed by the caller */
+	bool gone;			/* proc_watch found it exited */
 	struct identity id;
 	struct policy_peer pp;
 };
@@ -188,11 +208,8 @@ warden_destroy(struct warden *w)
 {
 	if (w == NULL)
 		return;
-	for (uint32_t i = 0; i < w->nused; i++) {
-		if (w->slot[i] != NULL && w->slot[i]->pidfd >= 0)
-			close(w->slot[i]->pidfd);
+	for (uint32_t i = 0; i < w->nused; i++)
 		free(w->slot[i]);
-	}
 	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
 		wgpu_forget_pids(&w->gpu[i]);
 		pthread_mutex_destroy(&w->gpu[i].lock);
@@ -245,12 +262,7 @@ slot_of(struct warden *w, uint64_t handle)
 static void
 slot_free(struct warden *w, uint32_t idx)
 {
-	struct wpeer *p = w->slot[idx];
-
-	if (p->pidfd >= 0)
-		close(p->pidfd);
-	memset(p, 0, sizeof(*p));
-	p->pidfd = -1;
+	memset(w->slot[idx], 0, sizeof(*w->slot[idx]));
 	w->freed[w->nfreed++] = idx;
 }
 
@@ -288,7 +300,6 @@ slot_take(struct warden *w)
 		return NO_SLOT;
 	if ((w->slot[w->nused] = calloc(1, sizeof(struct wpeer))) == NULL)
 		return NO_SLOT;
-	w->slot[w->nused]->pidfd = -1;
 	return w->nused++;
 }
 
@@ -322,6 +333,69 @@ peer_socket_check(const struct warden *w, int fd, struct zerr *err)
 	return 0;
 }
 
+static bool
+out_of_fds(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOMEM;
+}
+
+/*
+ * The start time of the process that connected `fd` (p: its credentials),
+ * read while a pidfd from the socket showed it alive, so a process that
+ * took its number since is never the one recorded; the pidfd is closed
+ * again. 1 with *start, 0 when it cannot be watched (exited, another PID
+ * namespace), -1 with err when this process is out of descriptors.
+ */
+static int
+proc_look(int fd, struct peer *p, uint64_t *start, struct zerr *err)
+{
+	int known = 0;
+
+	if (p->pid <= 0)
+		return 0;
+	if (peer_take_pidfd(fd, p) != 0)
+		return out_of_fds(errno) ? zerr_set(err, ZERR_BUSY,
+		    "zeusd's device process has no descriptor free to look at "
+		    "the connecting process; retry later") : 0;
+	if (procstat_start_ticks(p->pid, start) == 0 &&
+	    !pidfd_exited(p->pidfd))
+		known = 1;
+	peer_release(p);
+	return known;
+}
+
+/*
+ * A pidfd of the peer's process for a lease to keep (pidfd_open on its
+ * number, then its start time checked: a reused number names another
+ * process, which is taken for gone). 0 with who->pidfd, or with who->gone
+ * when it exited; -1 with err when this process is out of descriptors.
+ */
+static int
+proc_watch(struct wwho *who, struct zerr *err)
+{
+	uint64_t start;
+	int fd;
+
+	who->pidfd = -1;
+	who->gone = false;
+	if ((fd = (int)syscall(SYS_pidfd_open, who->pid, 0)) < 0) {
+		if (out_of_fds(errno))
+			return zerr_set(err, ZERR_BUSY, "zeusd's device process "
+			    "has no descriptor free to watch the process that "
+			    "asked; retry later");
+		who->gone = true;
+		return 0;
+	}
+	if (procstat_start_ticks(who->pid, &start) != 0 ||
+	    start != who->start || pidfd_exited(fd)) {
+		close(fd);
+		who->gone = true;
+		return 0;
+	}
+	who->pidfd = fd;
+	return 0;
+}
+
 int
 warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
     uint64_t *handle, struct zerr *err)
@@ -329,6 +403,8 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 	struct peer p;
 	struct wpeer *s;
 	uint32_t idx;
+	uint64_t start = 0;
+	int known = 0;
 
 	*handle = 0;
 	if (peer_socket_check(w, fd, err) != 0)
@@ -342,8 +418,9 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 	/* the slow part (NSS), out of the lock */
 	identity_lookup(p.uid, p.gid, p.pid, id);
 	(void)peer_own_groups(fd, p.gid, id);
-	if (p.uid != 0 && p.pid > 0)
-		(void)peer_take_pidfd(fd, &p);	/* -1: it already exited */
+	if (w->cfg.leases && p.uid != 0 &&
+	    (known = proc_look(fd, &p, &start, err)) < 0)
+		return -1;
 
 	pthread_mutex_lock(&w->lock);
 	s = refresh != 0 ? slot_of(w, refresh) : NULL;
@@ -353,12 +430,10 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 		policy_peer_init(&s->pp, s->uid, &s->id);
 		*handle = refresh;
 		pthread_mutex_unlock(&w->lock);
-		peer_release(&p);
 		return 0;
 	}
 	if ((idx = slot_take(w)) == NO_SLOT) {
 		pthread_mutex_unlock(&w->lock);
-		peer_release(&p);
 		return zerr_set(err, ZERR_BUSY, "too many connected peers");
 	}
 	s = w->slot[idx];
@@ -369,7 +444,8 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 	s->uid = p.uid;
 	s->gid = p.gid;
 	s->pid = p.pid;
-	s->pidfd = p.pidfd;		/* taken over */
+	s->proc_known = known > 0;
+	s->start = start;
 	s->id = *id;
 	policy_peer_init(&s->pp, s->uid, &s->id);
 	*handle = handle_of(idx, s->gen);
@@ -398,7 +474,7 @@ warden_peer_end(struct warden *w, uint64_t handle)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* A copy of the peer `handle` names, with its own pidfd; -1 if none. */
+/* A copy of the peer `handle` names (no pidfd yet); -1 if none. */
 static int
 peer_copy(struct warden *w, uint64_t handle, struct wwho *out)
 {
@@ -415,8 +491,8 @@ peer_copy(struct warden *w, uint64_t handle, struct wwho *out)
 	out->pid = s->pid;
 	out->id = s->id;
 	out->pp = s->pp;
-	if (s->pidfd >= 0)
-		out->pidfd = fcntl(s->pidfd, F_DUPFD_CLOEXEC, 0);
+	out->proc_known = s->proc_known;
+	out->start = s->start;
 	pthread_mutex_unlock(&w->lock);
 	return 0;
 }
@@ -655,9 +731,12 @@ wgpu_held(struct wgpu *g)
 	return g->held;
 }
 
-/* After a successful write of a non-root Unix peer: its lease. */
+/*
+ * After a successful write of a non-root Unix peer: its lease, which takes
+ * over p's pidfd when it watches a process not yet among the holders.
+ */
 static void
-wgpu_take(struct wgpu *g, const struct wwho *p, const struct gpu_write *wr,
+wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
     bool got_limit, uint32_t limit_mw, bool got_persist, bool persist)
 {
 	unsigned t = gpu_write_touches(wr->op);
@@ -676,12 +755,9 @@ wgpu_take(struct wgpu *g, const struct wwho *p, const struct gpu_write *wr,
 	for (unsigned i = 0; i < g->npid; i++)
 		known |= g->pid[i] == p->pid;
 	if (!known && p->pidfd >= 0 && g->npid < WARDEN_MAX_PIDS) {
-		int fd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0);
-
-		if (fd >= 0) {
-			g->pidfd[g->npid] = fd;
-			g->pid[g->npid++] = p->pid;
-		}
+		g->pidfd[g->npid] = p->pidfd;
+		g->pid[g->npid++] = p->pid;
+		p->pidfd = -1;
 	}
 	if ((t & GPU_SETTING_POWER_LIMIT) && !g->has_limit && got_limit) {
 		g->has_limit = true;
@@ -857,7 +933,7 @@ lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
 	 * through, as leases.c lets its queued writes run: the lease then
 	 * has no live holder and its restore follows.
 	 */
-	if (p != NULL && p->pidfd < 0)
+	if (p != NULL && !p->proc_known)
 		return zerr_set(err, ZERR_CONFLICT, "the process that asked "
 		    "cannot be watched (it exited before its connection was "
 		    "looked at, or runs in another PID namespace): with GPU "
@@ -954,7 +1030,8 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	}
 
 	pthread_mutex_lock(&g->lock);
-	if (w->cfg.leases && lease_check(w, g, p, gpu, err) != 0) {
+	if (w->cfg.leases && (lease_check(w, g, p, gpu, err) != 0 ||
+	    (p != NULL && p->uid != 0 && proc_watch(p, err) != 0))) {
 		pthread_mutex_unlock(&g->lock);
 		goto refused;
 	}

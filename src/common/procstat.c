@@ -60,22 +60,16 @@ procstat_parse_ull(const char *s, size_t len, unsigned long long *out)
  * after the last ')'.
  */
 static int
-procstat_stat(struct procstat_raw *p)
+procstat_stat_of(int fd, struct procstat_raw *p)
 {
 	/* ~52 fields of at most 20 digits plus a 16-byte name fit in 2 KiB */
 	char buf[2048];
 	const char *s, *tok;
 	ssize_t n;
-	int fd, field, got = 0;
+	int field, got = 0;
 
-	fd = kept_stat >= 0 ? kept_stat :
-	    open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
 	/* a seq file: each read from offset 0 is a fresh snapshot */
 	n = fileio_pread_all(fd, buf, sizeof(buf) - 1);
-	if (fd != kept_stat)
-		close(fd);
 	if (n <= 0 || (size_t)n == sizeof(buf) - 1)
 		return -1;
 	buf[n] = '\0';
@@ -115,6 +109,40 @@ procstat_stat(struct procstat_raw *p)
 		got++;
 	}
 	return got == 5 ? 0 : -1;
+}
+
+static int
+procstat_stat(struct procstat_raw *p)
+{
+	int fd = kept_stat >= 0 ? kept_stat :
+	    open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	rc = procstat_stat_of(fd, p);
+	if (fd != kept_stat)
+		close(fd);
+	return rc;
+}
+
+int
+procstat_start_ticks(pid_t pid, uint64_t *out)
+{
+	struct procstat_raw p;
+	char path[32];
+	int fd, rc;
+
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	rc = procstat_stat_of(fd, &p);
+	close(fd);
+	if (rc == 0)
+		*out = p.starttime;
+	return rc;
 }
 
 /* Entries of a directory opened for this count; -1 on failure. */

@@ -266,6 +266,7 @@ gate_conn_who(struct request *req)
 {
 	struct conn *c = req->cstate;
 	unsigned gen;
+	struct zerr err;
 
 	if (c == NULL || c->peer.kind != PEER_UNIX)
 		return NULL;
@@ -277,9 +278,10 @@ gate_conn_who(struct request *req)
 			return &gate_nobody;
 		c->who->handle = 0;
 	}
-	node_peer(req->ctx->node, request_socket(req), c->who->handle,
+	if (node_peer(req->ctx->node, request_socket(req), c->who->handle,
 	    c->peer.uid, c->peer.gid, c->peer.pid, &c->who->id,
-	    &c->who->handle);
+	    &c->who->handle, &err) != 0)
+		return &gate_nobody;	/* asked again next time */
 	(void)peer_own_groups(request_socket(req), c->peer.gid, &c->who->id);
 	policy_peer_init(&c->who->pp, c->peer.uid, &c->who->id);
 	c->who->gen = gen;
@@ -566,6 +568,8 @@ struct conn_lookup {
 	uint64_t refresh;		/* the handle it had, or 0 */
 	uint64_t handle;		/* the device process's answer */
 	bool failed;			/* the pool's queue was full */
+	bool busy;			/* the device process was: err */
+	struct zerr err;
 	bool own_groups;		/* `own` holds the kernel's groups */
 	struct identity own;		/* of the socket, read on the loop */
 	struct identity id;
@@ -585,13 +589,13 @@ gate_lookup_run(struct pool_job *job)
 {
 	struct conn_lookup *l = (struct conn_lookup *)job;
 
-	node_peer(l->node, l->sock, l->refresh, l->uid, l->gid, l->pid,
-	    &l->id, &l->handle);
+	l->busy = node_peer(l->node, l->sock, l->refresh, l->uid, l->gid,
+	    l->pid, &l->id, &l->handle, &l->err) != 0;
 	if (l->sock >= 0)
 		close(l->sock);
 	l->sock = -1;
 	/* a new handle (another process after a reload): the old one ends */
-	if (l->refresh != 0 && l->handle != l->refresh)
+	if (!l->busy && l->refresh != 0 && l->handle != l->refresh)
 		node_peer_end(l->node, l->refresh);
 	if (l->own_groups)
 		gate_use_own_groups(&l->id, &l->own);
@@ -698,6 +702,13 @@ gate_decide(struct request *req, const struct route *r,
 			c->lookup = NULL;
 			zerr_set(&err, ZERR_BUSY, "Too many identity look-ups "
 			    "in progress; retry later");
+			request_reply_busy(req, &err);
+			return -1;
+		}
+		if (c->lookup->busy) {	/* nothing installed: asked anew */
+			err = c->lookup->err;
+			free(c->lookup);
+			c->lookup = NULL;
 			request_reply_busy(req, &err);
 			return -1;
 		}

@@ -268,18 +268,19 @@ node_procstat(struct node *node, struct procstat *out, struct procstat *net,
 	procstat_self(out);
 }
 
-void
+int
 node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
-    gid_t gid, pid_t pid, struct identity *out, uint64_t *handle)
+    gid_t gid, pid_t pid, struct identity *out, uint64_t *handle,
+    struct zerr *err)
 {
 	*handle = 0;
-	if (node->remote != NULL) {
-		node->remote->peer(node, sock, refresh, out, handle);
-		return;
-	}
+	if (node->remote != NULL)
+		return node->remote->peer(node, sock, refresh, out, handle,
+		    err);
 	(void)sock;
 	(void)refresh;
 	identity_lookup(uid, gid, pid, out);
+	return 0;
 }
 
 void

@@ -60,8 +60,8 @@ struct node_remote_ops {
 	void (*procstat)(struct node *node, struct procstat *out,
 	    struct procstat *net, struct node_audit *audit);
 	/* node_peer and node_peer_end: the device process's look-up */
-	void (*peer)(struct node *node, int sock, uint64_t refresh,
-	    struct identity *out, uint64_t *handle);
+	int (*peer)(struct node *node, int sock, uint64_t refresh,
+	    struct identity *out, uint64_t *handle, struct zerr *err);
 	void (*peer_end)(struct node *node, uint64_t handle);
 	int (*token)(struct node *node, const char *token, size_t len,
 	    struct node_claims *out, struct zerr *err);
@@ -205,11 +205,15 @@ void node_procstat(struct node *node, struct procstat *out,
  * peer's writes (*handle; `refresh`: the one it had, or 0); a socket the
  * device process refuses (closed meanwhile) gives handle 0 and a zeroed
  * identity, and the device process refuses writes for it. In one process
- * uid, gid and pid are looked up and the handle is 0. Blocking.
+ * uid, gid and pid are looked up and the handle is 0. Blocking. Returns
+ * 0, or -1 with err (ZERR_BUSY) when the device process had no room to
+ * look (out of descriptors): the request is answered 503, and the next
+ * one asks again.
  */
 struct identity;
-void node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
-    gid_t gid, pid_t pid, struct identity *out, uint64_t *handle);
+int node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
+    gid_t gid, pid_t pid, struct identity *out, uint64_t *handle,
+    struct zerr *err);
 
 /* The peer of a handle from node_peer closed its connection. Blocking. */
 void node_peer_end(struct node *node, uint64_t handle);

@@ -27,8 +27,8 @@ static void node_sample_remote(struct node *node, const unsigned *gpus,
     struct node_sample *out);
 static void node_procstat_remote(struct node *node, struct procstat *out,
     struct procstat *net, struct node_audit *audit);
-static void node_peer_remote(struct node *node, int sock, uint64_t refresh,
-    struct identity *out, uint64_t *handle);
+static int node_peer_remote(struct node *node, int sock, uint64_t refresh,
+    struct identity *out, uint64_t *handle, struct zerr *err);
 static void node_peer_end_remote(struct node *node, uint64_t handle);
 static int node_token_remote(struct node *node, const char *token,
     size_t len, struct node_claims *out, struct zerr *err);
@@ -213,9 +213,9 @@ node_procstat_remote(struct node *node, struct procstat *out,
  * The peer's connected socket goes with the request: the device process
  * reads who it is from the socket itself (access/warden.h).
  */
-static void
+static int
 node_peer_remote(struct node *node, int sock, uint64_t refresh,
-    struct identity *out, uint64_t *handle)
+    struct identity *out, uint64_t *handle, struct zerr *err)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
@@ -225,6 +225,9 @@ node_peer_remote(struct node *node, int sock, uint64_t refresh,
 	pschan_call_fd(node->pool, &req, sock, &rep);
 	psmsg_get_identity(&rep, out);
 	*handle = rep.rc == 0 ? rep.v : 0;
+	if (rep.rc != 0 && rep.err_kind == ZERR_BUSY)
+		return zerr_set(err, ZERR_BUSY, "%s", rep.err_msg);
+	return 0;
 }
 
 static void

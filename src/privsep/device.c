@@ -55,8 +55,11 @@ psdev_refuse(struct psdev *d, const char *why)
 /*
  * One request and the descriptors that came with it: *fd is the one
  * descriptor a PSMSG_PEER carries, -1 for none. More than one, or a
- * truncated control message, closes them all and sets *bad. Returns the
- * datagram's length as recv does (MSG_TRUNC: its real length).
+ * truncated control message that brought one, closes them all and sets
+ * *bad. A truncated one that brought none is this process's own lack
+ * (recvmsg could not install the descriptor: EMFILE), not a hostile
+ * message: *fd is PSEXEC_FD_LOST and the request is answered busy.
+ * Returns the datagram's length as recv does (MSG_TRUNC: its real length).
  */
 static ssize_t
 psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
@@ -98,11 +101,13 @@ psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
 				close(got);
 		}
 	}
-	if (nfds > 1 || (mh.msg_flags & MSG_CTRUNC) != 0) {
+	if (nfds > 1 || (nfds == 1 && (mh.msg_flags & MSG_CTRUNC) != 0)) {
 		*bad = true;
 		if (*fd >= 0)
 			close(*fd);
 		*fd = -1;
+	} else if (nfds == 0 && (mh.msg_flags & MSG_CTRUNC) != 0) {
+		*fd = PSEXEC_FD_LOST;
 	}
 	return n;
 }
@@ -152,9 +157,9 @@ psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
 	if (why[0] == '\0' && bad)
 		snprintf(why, whysz, "more than one descriptor, or not "
 		    "SCM_RIGHTS");
-	else if (why[0] == '\0' && !big && req.op == PSMSG_PEER && fd < 0)
+	else if (why[0] == '\0' && !big && req.op == PSMSG_PEER && fd == -1)
 		snprintf(why, whysz, "a peer request without its socket");
-	else if (why[0] == '\0' && fd >= 0 && (big || req.op != PSMSG_PEER))
+	else if (why[0] == '\0' && fd != -1 && (big || req.op != PSMSG_PEER))
 		snprintf(why, whysz, "a descriptor with a request that takes "
 		    "none");
 	if (why[0] != '\0')

@@ -98,6 +98,12 @@ run_peer(const struct psexec *x, const struct psmsg_request *req, int fd,
 	struct zerr err;
 
 	zerr_clear(&err);
+	if (fd == PSEXEC_FD_LOST) {
+		zerr_set(&err, ZERR_BUSY, "zeusd's device process has no "
+		    "descriptor free to take the connection; retry later");
+		fail(rep, &err);
+		return;
+	}
 	if (x->guard != NULL) {
 		if (x->guard->peer(x->guard->ctx, fd, req->auth, &id, &handle,
 		    &err) != 0) {

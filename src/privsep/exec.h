@@ -105,13 +105,15 @@ struct psexec {
  * mono_ns[i] per package.
  *
  * `fd` is the descriptor that came with the request (PSMSG_PEER's socket),
- * -1 for none; the caller closes it.
+ * -1 for none; the caller closes it. PSEXEC_FD_LOST: one was sent but
+ * this process could not take it (out of descriptors), answered busy.
  *
  * A request that slipped past the check anyway (an index out of range, a
  * missing backend) is answered with ZERR_INTERNAL without calling anything.
  */
 void psexec_run(const struct psexec *x, const struct psmsg_request *req,
     int fd, struct psmsg_reply *rep);
+#define PSEXEC_FD_LOST (-2)
 
 /*
  * A checked PSMSG_GPU_WRITES (psmsg_writes_check): each write run by

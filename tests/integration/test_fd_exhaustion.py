@@ -1,0 +1,184 @@
+"""No local user can stop zeusd by making it run out of descriptors (issue
+42, 4a).
+
+The device process kept one pidfd per connection of a non-root peer, while
+the connection was open and 120 s after it closed: a few clients opening
+one-shot connections (a malformed write is enough: every Unix-socket write
+asks who the peer is) filled its descriptor table, the next socket handed
+over arrived without its descriptor, and the device process took its own
+exhaustion for a hostile message and exited 1.
+
+Now a peer costs the device process no descriptor beyond the moment it is
+looked at (a lease opens one when a write runs), and a socket it could not
+take is answered 503 for that request alone.
+"""
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Zeusd, linux_only
+
+HERE = Path(__file__).resolve().parent
+NOBODY = 65534
+DAEMON = 1              # another ordinary user (Debian's `daemon`)
+
+# One client: `count` one-shot connections, each a malformed write; prints
+# how many got an answer. Standard library only: it runs as another user.
+CHURN = """
+import socket, sys
+path, count = sys.argv[1], int(sys.argv[2])
+answered = 0
+for _ in range(count):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        s.sendall(b"POST /gpu/set_power_limit?gpu_ids=0&block=true"
+                  b"&power_limit_mw=abc HTTP/1.1\\r\\nHost: z\\r\\n"
+                  b"Content-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")
+        if s.recv(64).startswith(b"HTTP/1.1 "):
+            answered += 1
+    except OSError:
+        pass
+    finally:
+        s.close()
+print(answered)
+"""
+
+# One write as this user: prints its status and body.
+WRITE = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"POST /gpu/set_power_limit?gpu_ids=0&block=true"
+          b"&power_limit_mw=" + sys.argv[2].encode() + b" HTTP/1.1\\r\\n"
+          b"Host: z\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+head, _, body = data.partition(b"\\r\\n\\r\\n")
+print(head.split(b" ")[1].decode(), body.decode())
+"""
+
+
+def as_user(uid, script, *args, timeout=60):
+    out = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}",
+                          "--clear-groups", sys.executable, "-c", script,
+                          *map(str, args)],
+                         capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def write_as(uid, d, mw):
+    status, _, body = as_user(uid, WRITE, d.sock, mw).partition(" ")
+    return int(status), body
+
+
+def device_pid(d):
+    m = re.search(r"event=device_process pid=(\d+)", d.logs())
+    assert m, d.logs()
+    return int(m.group(1))
+
+
+def open_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def lowest_free_fd(pid):
+    used = {int(f) for f in os.listdir(f"/proc/{pid}/fd")}
+    return min(set(range(len(used) + 1)) - used)
+
+
+@pytest.fixture
+def public():
+    """A 0755 directory for a socket other users can reach, and the
+    daemons started in it (stopped, and their status checked, at the
+    end)."""
+    base = Path(tempfile.mkdtemp(prefix="zeusd-fds-"))
+    os.chmod(base, 0o755)
+    daemons = []
+
+    def _start(args, nofile=None):
+        def limit():
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        d = Zeusd(base, "uds", args, preexec=limit)
+        daemons.append(d)
+        return d.wait_ready()
+
+    yield _start
+    try:
+        for d in daemons:
+            rc = d.stop()
+            assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
+    finally:
+        shutil.rmtree(base)
+
+
+@linux_only("unix-socket")
+def test_connection_churn_under_a_low_fd_limit(public):
+    """Four users' worth of clients churn 1,600 one-shot connections at a
+    zeusd whose descriptor limit is 256: before, the device process held a
+    pidfd for each for 120 s and zeusd exited 1 after about 250; now it
+    stays up, its descriptors do not grow with the connections, and
+    another user's write is served (and takes its lease)."""
+    d = public(["--gpu-leases"], nofile=256)
+    dev = device_pid(d)
+    before = open_fds(dev)
+    churners = [subprocess.Popen(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+         "--clear-groups", sys.executable, "-c", CHURN, d.sock, "400"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)]
+    answered = 0
+    for p in churners:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        answered += int(out)
+    assert d.proc.poll() is None, d.logs()
+    assert answered == 1600, d.logs()
+    # the peers closed: nothing of theirs stays open in the device process
+    # (a few descriptors may come and go with its threads' work)
+    assert open_fds(dev) <= before + 8, (before, open_fds(dev))
+    status, body = write_as(DAEMON, d, 250000)
+    assert status == 200, body
+    assert "event=gpu_lease_taken gpu=0 uid=1" in d.logs()
+    assert "network_process_died" not in d.logs()
+    assert "privsep_message_refused" not in d.logs()
+
+
+@linux_only("unix-socket")
+def test_device_process_out_of_descriptors_answers_busy(public):
+    """The device process's descriptor limit lowered under it (prlimit on
+    the running process) to what it has open: a new connection's socket
+    cannot reach it. That request gets 503 and zeusd keeps running
+    (before: `privsep_message_refused reason="more than one descriptor,
+    or not SCM_RIGHTS"` and exit 1); once descriptors are free again the
+    same user's write is served."""
+    d = public(["--gpu-leases"])
+    dev = device_pid(d)
+    soft, hard = resource.prlimit(dev, resource.RLIMIT_NOFILE)
+    resource.prlimit(dev, resource.RLIMIT_NOFILE,
+                     (lowest_free_fd(dev), hard))
+    try:
+        status, body = write_as(NOBODY, d, 250000)
+    finally:
+        resource.prlimit(dev, resource.RLIMIT_NOFILE, (soft, hard))
+    assert status == 503, body
+    assert "no descriptor free" in body, body
+    assert d.proc.poll() is None, d.logs()
+    status, body = write_as(NOBODY, d, 250000)
+    assert status == 200, body
+    assert "event=gpu_lease_taken gpu=0 uid=65534" in d.logs()
+    assert "privsep_message_refused" not in d.logs()
