@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host.c - the Host check on TCP against DNS rebinding (see host.h).
- * Pure functions of the header, the connection's local address and the
- * configured list: no state, no allocation.
+ * Pure functions of the header, the connection's local address, whether
+ * auth is on and the configured list: no state, no allocation.
  */
 #include "http/host.h"
 
@@ -108,6 +108,22 @@ host_local_loopback(const struct sockaddr *local)
 	if (host_local_v4(local, &v4))
 		return (ntohl(v4.s_addr) >> 24) == 127;
 	return local->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(
+	    &((const struct sockaddr_in6 *)(const void *)local)->sin6_addr);
+}
+
+bool
+host_check_applies(const struct sockaddr *local, bool auth)
+{
+	struct in_addr v4;
+
+	if (auth)
+		return false;
+	if (local == NULL || host_local_loopback(local))
+		return true;
+	/* 0.0.0.0 and :: reach loopback: checked, should one ever show up */
+	if (host_local_v4(local, &v4))
+		return v4.s_addr == htonl(INADDR_ANY);
+	return local->sa_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(
 	    &((const struct sockaddr_in6 *)(const void *)local)->sin6_addr);
 }
 

@@ -257,8 +257,10 @@ static void server_decide(struct request *req);
 
 /*
  * TCP: the Host header against the address the connection came to and
- * --tcp-allowed-hosts (host.h: DNS rebinding). The Unix socket is out of
- * a browser's reach and its Host means nothing.
+ * --tcp-allowed-hosts (host.h: DNS rebinding), without auth and on a
+ * loopback address only: with a key a page has no token to present, and a
+ * routable address the operator opened to the network anyway. The Unix
+ * socket is out of a browser's reach and its Host means nothing.
  */
 static bool
 server_host_ok(struct request *req)
@@ -268,13 +270,15 @@ server_host_ok(struct request *req)
 	socklen_t len = sizeof(ss);
 
 	if (req->cstate == NULL || (req->cstate->peer.kind != PEER_INET4 &&
-	    req->cstate->peer.kind != PEER_INET6))
-		return true;
+	    req->cstate->peer.kind != PEER_INET6) || req->ctx->auth)
+		return true;	/* with auth, on any address: no check */
 	ci = MHD_get_connection_info(req->conn,
 	    MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci == NULL || getsockname(ci->connect_fd, (struct sockaddr *)&ss,
 	    &len) != 0)
 		return false;
+	if (!host_check_applies((const struct sockaddr *)&ss, req->ctx->auth))
+		return true;
 	return host_allowed(request_header(req, MHD_HTTP_HEADER_HOST),
 	    (const struct sockaddr *)&ss, req->ctx->cfg->tcp_allowed_hosts);
 }
@@ -308,14 +312,16 @@ server_dispatch(struct request *req)
 	if (!server_host_ok(req)) {
 		char q[200];
 
-		zlog(ZLOG_INFO, "host_refused", "host=%s msg=\"not the "
-		    "address the connection came to, localhost on loopback, "
-		    "nor in --tcp-allowed-hosts\"", zlog_quote(q, sizeof(q),
+		zlog(ZLOG_INFO, "host_refused", "host=%s msg=\"on loopback "
+		    "without --signing-key-path: not the address the "
+		    "connection came to, localhost, this node's name nor in "
+		    "--tcp-allowed-hosts\"", zlog_quote(q, sizeof(q),
 		    request_header(req, MHD_HTTP_HEADER_HOST)));
 		request_reply_json(req, 421, json_pack("{s:s}", "error",
-		    "Misdirected request: the Host header names neither this "
-		    "server's address nor a name in --tcp-allowed-hosts "
-		    "(refused against DNS rebinding)"));
+		    "Misdirected request: on loopback without a signing key, "
+		    "the Host header must name this server's address, "
+		    "localhost, this node's name or a name in "
+		    "--tcp-allowed-hosts (refused against DNS rebinding)"));
 		return;
 	}
 	r = router_lookup(req->path);

@@ -1,12 +1,21 @@
-"""The Host check on TCP against DNS rebinding (issue 30, item 8b):
-black-box, the real binary on a TCP port. A page on a name the attacker
-points at 127.0.0.1 makes the browser talk to zeusd as to its own origin,
-sending that name in Host: such requests get 421 Misdirected Request.
-Served: an IP literal equal to the address the connection came to,
-`localhost` on a loopback address, or a name of --tcp-allowed-hosts.
+"""The Host check on TCP against DNS rebinding (issue 30, item 8b; its
+scope, issue 42, item 2): black-box, the real binary on a TCP port. A page
+on a name the attacker points at 127.0.0.1 makes the browser talk to zeusd
+as to its own origin, sending that name in Host: such requests get 421
+Misdirected Request. Served: an IP literal equal to the address the
+connection came to, `localhost` on a loopback address, or a name of
+--tcp-allowed-hosts. The check applies only where rebinding can reach
+zeusd unauthenticated: without --signing-key-path, on a connection that
+came in over loopback. With a key, or on a routable address, any Host is
+served, as by the upstream daemon.
 """
+import ctypes
+import os
+import shutil
 import socket
+import subprocess
 
+import jwt
 import pytest
 
 from conftest import Zeusd, raw_request, run_zeusd
@@ -22,8 +31,8 @@ def ask(d, host, target="/discover", method="GET"):
     return status, body.decode(errors="replace")
 
 
-def tcp(tmp_path, host="127.0.0.1", allowed=None, env=None):
-    args = ["--tcp-allowed-hosts", allowed] if allowed else []
+def tcp(tmp_path, host="127.0.0.1", allowed=None, env=None, args=()):
+    args = (["--tcp-allowed-hosts", allowed] if allowed else []) + list(args)
     return Zeusd(tmp_path, "tcp", args, env=env, tcp_host=host,
                  allowed_hosts=None).wait_ready()
 
@@ -125,3 +134,142 @@ def test_this_nodes_own_name_is_served(tmp_path):
     finally:
         d.stop()
 
+
+
+# Names a real client may use for a zeusd it reaches over the network (a
+# DNS alias, a container's name for its host, an SSH tunnel's local end),
+# none of them this node's name, an address of it or --tcp-allowed-hosts.
+FOREIGN = ["gpu.example.org", "gpu-7.cluster.example.", "host.docker.internal",
+           "zeusd-svc", "localhost:9999", "attacker.example:4938"]
+
+
+def test_with_a_key_any_host_is_served(tmp_path):
+    """With --signing-key-path a rebinding page has no token to present,
+    so the Host check is off, even on loopback: a foreign Host is served,
+    with the token check as for any other request."""
+    key = tmp_path / "key"
+    key.write_bytes(b"host check key\n")
+    tok = jwt.encode({"sub": "alice", "scopes": ["gpu-read"]},
+                     key.read_bytes(), algorithm="HS256")
+    d = tcp(tmp_path, args=["--signing-key-path", str(key)])
+    try:
+        for host in FOREIGN + [f"127.0.0.2:{d.port}"]:
+            st, body = ask(d, host, "/gpu/get_power")
+            assert st == 401, (host, st, body)
+            status, _, body = raw_request(
+                d, "/gpu/get_power", timeout=10, host=host,
+                headers=(f"Authorization: Bearer {tok}",))
+            assert status == 200, (host, status, body)
+            assert ask(d, host, "/discover")[0] == 200, host
+    finally:
+        assert d.stop() == 0, d.logs()
+    # read once stopped: the network process's lines are relayed
+    # (logrelay.c) and may come after the reply
+    assert "event=host_refused" not in d.logs()
+    assert "event=tcp_host_check check=off" in d.logs()
+
+
+CLONE_NEWNET = 0x40000000
+NS_V4 = "10.200.0.1"        # on the namespace's own lo: nothing leaves it
+NS_V6 = "fd00:200::1"
+IP = shutil.which("ip")
+UNSHARE = shutil.which("unshare")
+
+
+def _setns(fd):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def can_make_netns():
+    if os.geteuid() != 0 or IP is None or UNSHARE is None:
+        return False
+    return subprocess.run([UNSHARE, "--net", IP, "link", "set", "lo", "up"],
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+class NetnsZeusd(Zeusd):
+    """zeusd in a network namespace of its own (unshare --net: it goes when
+    zeusd and its children have exited), whose lo is up and carries NS_V4
+    or NS_V6 (the family of `to`) besides the loopback addresses. The
+    test's sockets are made in that namespace and connect to `self.to`;
+    nothing is ever sent from the test's own namespace."""
+
+    def __init__(self, tmp, bind, to, args=()):
+        add = f"-6 addr add {NS_V6}/128" if ":" in to else \
+            f"addr add {NS_V4}/32"
+        setup = (f"{IP} link set lo up && {IP} {add} dev lo && "
+                 "exec \"$@\"")
+        super().__init__(tmp, "tcp", args, tcp_host=bind, allowed_hosts=None,
+                         wrapper=[UNSHARE, "--net", "sh", "-c", setup, "sh"])
+        self.to = to
+
+    def raw_socket(self, timeout=None):
+        mine = os.open("/proc/self/ns/net", os.O_RDONLY)
+        try:
+            theirs = os.open(f"/proc/{self.proc.pid}/ns/net", os.O_RDONLY)
+        except OSError:
+            os.close(mine)
+            raise
+        try:
+            # before unshare has run, the pid is still in the test's own
+            # namespace, where NS_V4 would be routed off the machine
+            if os.fstat(theirs).st_ino == os.fstat(mine).st_ino:
+                raise ConnectionRefusedError("zeusd not in its namespace yet")
+            _setns(theirs)
+            try:
+                s = socket.socket(socket.AF_INET6 if ":" in self.to
+                                  else socket.AF_INET)
+            finally:
+                _setns(mine)
+        finally:
+            os.close(theirs)
+            os.close(mine)
+        s.settimeout(timeout)
+        try:
+            s.connect((self.to, self.port))
+        except OSError:
+            s.close()
+            raise
+        return s
+
+
+@pytest.mark.skipif(not can_make_netns(),
+                    reason="needs root, ip and unshare --net")
+@pytest.mark.parametrize("bind,loopback,routable", [
+    ("0.0.0.0", "127.0.0.1", NS_V4),
+    pytest.param("::", "::1", NS_V6, marks=pytest.mark.skipif(
+        not has_ipv6_loopback(), reason="no IPv6 loopback"))])
+def test_no_key_host_checked_on_loopback_only(tmp_path, bind, loopback,
+                                              routable):
+    """Without a key, on one zeusd bound to the wildcard address of its own
+    network namespace: over loopback a foreign Host is 421 (a browser on
+    the node, DNS rebinding), over an address that is not loopback it is
+    served, as it is to a client reaching zeusd by an alias or a tunnel."""
+    d = NetnsZeusd(tmp_path, bind, routable).wait_ready()
+    try:
+        p = d.port
+        lit = f"[{routable}]" if ":" in routable else routable
+        for host in FOREIGN + [f"{lit}:{p}", "127.0.0.2"]:
+            st, body = ask(d, host)
+            assert st == 200, (routable, host, st, body)
+        st, body = ask(d, FOREIGN[0], "/gpu/get_power")
+        assert st == 200, body
+        d.to = loopback
+        lit = f"[{loopback}]" if ":" in loopback else loopback
+        for host in [f"{lit}:{p}", f"localhost:{p}"]:
+            assert ask(d, host)[0] == 200, (loopback, host)
+        refused = [h for h in FOREIGN if not h.startswith("localhost")] + \
+            [lit.replace(loopback, routable)]
+        for host in refused:
+            st, body = ask(d, host)
+            assert st == 421, (loopback, host, st, body)
+    finally:
+        assert d.stop() == 0, d.logs()
+    # read once stopped: the network process's lines are relayed
+    # (logrelay.c) and may come after the reply; only the loopback
+    # requests were refused
+    assert d.logs().count("event=host_refused") == len(refused), d.logs()
+    assert "event=tcp_host_check check=loopback" in d.logs()

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_host.c - the TCP Host check (host.h): which Host values a
- * connection to a given local address may carry, and which
- * --tcp-allowed-hosts values start-up takes.
+ * test_host.c - the TCP Host check (host.h): which connections it
+ * applies to, which Host values a connection to a given local address may
+ * carry, and which --tcp-allowed-hosts values start-up takes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,6 +85,49 @@ test_other_addresses(void **state)
 	OK("[fe80::1]:1", &lan, "[fe80::1]");
 }
 
+#define CHECKED(l, auth) assert_true(host_check_applies( \
+	(const struct sockaddr *)(l), (auth)))
+#define UNCHECKED(l, auth) assert_false(host_check_applies( \
+	(const struct sockaddr *)(l), (auth)))
+
+static void
+test_check_applies(void **state)
+{
+	struct sockaddr_in lo = v4("127.0.0.1"), lo9 = v4("127.9.8.7"),
+	    any = v4("0.0.0.0"), lan = v4("10.200.0.1"), pub = v4("8.8.4.4"),
+	    lo_next = v4("128.0.0.1"), lo_prev = v4("126.255.255.255");
+	struct sockaddr_in6 lo6 = v6("::1"), any6 = v6("::"),
+	    m_lo = v6("::ffff:127.0.0.1"), m_lo9 = v6("::ffff:127.255.0.3"),
+	    m_lan = v6("::ffff:10.200.0.1"), ula = v6("fd00:200::1"),
+	    ll = v6("fe80::1"), compat = v6("::127.0.0.1");
+
+	(void)state;
+	/* without auth: loopback only (and the unspecified or unknown) */
+	CHECKED(&lo, false);
+	CHECKED(&lo9, false);
+	CHECKED(&lo6, false);
+	CHECKED(&m_lo, false);
+	CHECKED(&m_lo9, false);
+	CHECKED(&any, false);
+	CHECKED(&any6, false);
+	CHECKED(NULL, false);
+	UNCHECKED(&lan, false);
+	UNCHECKED(&pub, false);
+	UNCHECKED(&lo_next, false);
+	UNCHECKED(&lo_prev, false);
+	UNCHECKED(&m_lan, false);
+	UNCHECKED(&ula, false);
+	UNCHECKED(&ll, false);
+	UNCHECKED(&compat, false);	/* not a mapped address */
+	/* with auth: nowhere */
+	UNCHECKED(&lo, true);
+	UNCHECKED(&lo6, true);
+	UNCHECKED(&m_lo, true);
+	UNCHECKED(&any, true);
+	UNCHECKED(NULL, true);
+	UNCHECKED(&lan, true);
+}
+
 static void
 test_list_check(void **state)
 {
@@ -108,6 +151,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loopback_v4),
 		cmocka_unit_test(test_other_addresses),
+		cmocka_unit_test(test_check_applies),
 		cmocka_unit_test(test_list_check),
 	};
 
