@@ -459,7 +459,8 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    STREAMS_CPU));
 	metrics_one(out, "zeusd_connections_refused_total", "counter",
 	    "Connections refused at accept time: the peer held its "
-	    "ZEUSD_MAX_CONNS_PER_PEER connections, or 16384 were open.",
+	    "ZEUSD_MAX_CONNS_PER_PEER connections, or the connection limit "
+	    "(16384, less under a low descriptor limit) was reached.",
 	    atomic_load(&srv->conns_refused));
 	/* a split daemon's device process writes the lines of what it runs */
 	metrics_one(out, "zeusd_audit_write_failures_total", "counter",

@@ -73,6 +73,15 @@
 #define SERVER_MEMORY_LIMIT (12 * 1024)
 #define SERVER_CONNECTION_LIMIT 16384
 /*
+ * Descriptors kept for everything but connections (channels, the loop,
+ * the pools, logs, look-ups in flight), and what a connection costs: its
+ * socket, and a pidfd of its peer under --gpu-leases (server_conn_started).
+ * A descriptor limit below what SERVER_CONNECTION_LIMIT needs lowers the
+ * limit instead of letting accept(2) and pidfd_open(2) fail on the way.
+ */
+#define SERVER_FD_RESERVE 256
+#define SERVER_CONNECTION_FLOOR 16
+/*
  * libmicrohttpd's own limit is this much higher: room that only root on the
  * Unix socket and the watchdog's probe (server_loop_alive) may use, so that
  * a table full of other peers' connections locks neither out.
@@ -123,7 +132,7 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 	if (all)
 		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
 		    "connections (limit %u); retry later\"}",
-		    (unsigned)SERVER_CONNECTION_LIMIT);
+		    srv->conn_limit);
 	else if (peer_is_loopback(p))
 		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
 		    "connections from loopback, which counts as one peer "
@@ -143,7 +152,7 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 	if (server_log_allowed())
 		zlog(ZLOG_WARN, "connection_refused", "%s reason=%s limit=%u%s",
 		    peer_format(p, who, sizeof(who)), all ? "connection_limit" :
-		    "per_peer_limit", all ? (unsigned)SERVER_CONNECTION_LIMIT :
+		    "per_peer_limit", all ? srv->conn_limit :
 		    srv->max_per_peer, !all && peer_is_loopback(p) ?
 		    " peer=loopback" : "");
 }
@@ -180,7 +189,7 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 	    srv->hooks.peer(srv->hooks.peer_ctx, fd, &c->peer) != 0)
 		(void)peer_identify(fd, NULL, 0, &c->peer);
 	if (!server_conn_privileged(&c->peer)) {
-		if (atomic_load(&srv->conns) >= SERVER_CONNECTION_LIMIT) {
+		if (atomic_load(&srv->conns) >= srv->conn_limit) {
 			server_refuse_conn(srv, fd, &c->peer, true);
 			free(c);
 			return;
@@ -461,6 +470,25 @@ server_mhd_log(void *cls, const char *fmt, va_list ap)
 	zlog(ZLOG_DEBUG, "http_library", "msg=%s", zlog_quote(q, sizeof(q), msg));
 }
 
+/* SERVER_CONNECTION_LIMIT, or what the descriptor limit leaves room for. */
+static unsigned
+server_conn_limit(const struct server *srv)
+{
+	unsigned long max = server_os_fd_limit(), per = 1, fit;
+
+	if (max == 0)
+		return SERVER_CONNECTION_LIMIT;
+	if (srv->ctx.leases != NULL)
+		per = 2;
+	fit = max > SERVER_FD_RESERVE ? (max - SERVER_FD_RESERVE) / per : 0;
+	fit = fit > SERVER_RESERVED_CONNECTIONS ? fit -
+	    SERVER_RESERVED_CONNECTIONS : 0;
+	if (fit < SERVER_CONNECTION_FLOOR)
+		fit = SERVER_CONNECTION_FLOOR;
+	return fit < SERVER_CONNECTION_LIMIT ? (unsigned)fit :
+	    SERVER_CONNECTION_LIMIT;
+}
+
 int
 server_configure(struct server *srv, struct zerr *err)
 {
@@ -584,6 +612,14 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 
 	if (!srv->configured && server_configure(srv, err) != 0)
 		return -1;
+	/* here: after the wiring raised the limit and set ctx.leases */
+	srv->conn_limit = server_conn_limit(srv);
+	if (srv->conn_limit < SERVER_CONNECTION_LIMIT)
+		zlog(ZLOG_WARN, "connection_limit_lowered", "limit=%u "
+		    "fd_limit=%lu msg=\"the descriptor limit (RLIMIT_NOFILE, "
+		    "LimitNOFILE= in systemd) leaves room for this many "
+		    "connections at once, not %u\"", srv->conn_limit,
+		    server_os_fd_limit(), (unsigned)SERVER_CONNECTION_LIMIT);
 	if (srv->max_per_peer > 0 &&
 	    peer_limit_create(srv->max_per_peer, &srv->peers, err) != 0)
 		return -1;
@@ -609,7 +645,7 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 	    MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, srv,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
 	    MHD_OPTION_CONNECTION_LIMIT,
-	    (unsigned)(SERVER_CONNECTION_LIMIT + SERVER_RESERVED_CONNECTIONS),
+	    srv->conn_limit + SERVER_RESERVED_CONNECTIONS,
 	    MHD_OPTION_CONNECTION_TIMEOUT, srv->idle_s,
 	    /* last: without a listening socket the list ends here */
 	    listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_END,

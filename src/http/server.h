@@ -65,6 +65,12 @@ struct server {
 	struct peer_limit *peers;	/* NULL: no per-peer cap */
 	struct deadlines *deadlines;	/* whole-request deadline */
 	unsigned max_per_peer;		/* 0: no cap */
+	/*
+	 * Connections at once (root's and the probe's aside): 16384, or
+	 * fewer where the descriptor limit would run out first
+	 * (server_start: docs/configuration.md).
+	 */
+	unsigned conn_limit;
 	unsigned idle_s, request_s;	/* timeouts, docs/configuration.md */
 	bool configured;		/* server_configure ran */
 	bool own_loop;			/* driving ctx.loop (server_start) */
@@ -127,5 +133,11 @@ bool server_loop_alive(struct server *srv, unsigned timeout_ms);
  * polling flags, driven by our loop (own_loop) or by its own thread.
  */
 unsigned server_os_mhd_flags(bool own_loop);
+
+/*
+ * The most descriptors this process may hold (RLIMIT_NOFILE's soft limit;
+ * 0: no such limit, as on Windows, whose sockets are not counted so).
+ */
+unsigned long server_os_fd_limit(void);
 
 #endif

@@ -8,11 +8,22 @@
 #include "http/server.h"
 
 #include <microhttpd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "common/loop.h"
+
+unsigned long
+server_os_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	return (unsigned long)rl.rlim_cur;
+}
 
 bool
 server_loop_alive(struct server *srv, unsigned timeout_ms)

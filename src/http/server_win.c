@@ -9,6 +9,12 @@
 
 #include <microhttpd.h>
 
+unsigned long
+server_os_fd_limit(void)
+{
+	return 0;		/* no descriptor table to size from */
+}
+
 unsigned
 server_os_mhd_flags(bool own_loop)
 {

@@ -129,11 +129,13 @@ def public():
 @linux_only("unix-socket")
 def test_connection_churn_under_a_low_fd_limit(public):
     """Four users' worth of clients churn 1,600 one-shot connections at a
-    zeusd whose descriptor limit is 256: before, the device process held a
-    pidfd for each for 120 s and zeusd exited 1 after about 250; now it
+    zeusd whose descriptor limit is 512: before, the device process held a
+    pidfd for each for 120 s and zeusd exited 1 after about 500; now it
     stays up, its descriptors do not grow with the connections, and
-    another user's write is served (and takes its lease)."""
-    d = public(["--gpu-leases"], nofile=256)
+    another user's write is served (and takes its lease). The network
+    process sizes its connection limit from that descriptor limit (a
+    socket and a pidfd each under --gpu-leases) and says so."""
+    d = public(["--gpu-leases"], nofile=512)
     dev = device_pid(d)
     before = open_fds(dev)
     churners = [subprocess.Popen(
@@ -156,6 +158,9 @@ def test_connection_churn_under_a_low_fd_limit(public):
     assert "event=gpu_lease_taken gpu=0 uid=1" in d.logs()
     assert "network_process_died" not in d.logs()
     assert "privsep_message_refused" not in d.logs()
+    # (512 - 256 kept) / 2 a connection, less libmicrohttpd's 64 reserved
+    assert "event=connection_limit_lowered limit=64 fd_limit=512" \
+        in d.logs()
 
 
 @linux_only("unix-socket")
