@@ -2,7 +2,10 @@
 /*
  * cli.c - `zeusd serve` flags (docs/configuration.md's table, with
  * --nvml-library, --rapl-dir and --simulate), validated here so that a bad
- * value is one clear line and exit code 2 before anything is opened.
+ * value is one clear line and exit code 2 before anything is opened. Each
+ * platform prints and accepts only its own flags (cli_serve_help, and
+ * cli_os for the transport's): a Linux-only feature's flag on Windows is
+ * such a usage error too.
  */
 #include "zeusd/cli.h"
 
@@ -69,12 +72,12 @@ cli_main(int argc, char **argv, int (*serve)(int argc, char **argv))
 void
 cli_print_usage(FILE *out)
 {
-	fputs("Usage: zeusd <command> [options]\n"
+	fprintf(out, "Usage: zeusd <command> [options]\n"
 	    "\n"
 	    "zeusd is a small privileged daemon that lets unprivileged jobs\n"
-	    "read and control GPU and CPU energy settings over HTTP.\n"
-	    "\n"
-	    "Commands:\n"
+	    "read and control %s energy settings over HTTP.\n"
+	    "\n", cli_os_this & CLI_OS_LINUX ? "GPU and CPU" : "GPU");
+	fputs("Commands:\n"
 	    "  serve          run the daemon (zeusd serve --help)\n"
 	    "  token issue    print a signed JWT (zeusd token issue --help)\n"
 	    "  token verify   check a JWT read from stdin and print its claims\n"
@@ -83,64 +86,6 @@ cli_print_usage(FILE *out)
 	    "Options:\n"
 	    "  -h, --help     show this help\n"
 	    "  -V, --version  show the version\n", out);
-}
-
-void
-cli_print_serve_usage(FILE *out)
-{
-	fputs("Usage: zeusd serve [options]\n"
-	    "\n"
-	    "Transport:\n", out);
-	cli_os_print_transport(out);
-	fputs("  --tcp-bind-address HOST:PORT   TCP address (default " ZEUSD_DEFAULT_TCP ";\n"
-	    "                                 IPv6 as [::1]:4938)\n"
-	    "  --tcp-allowed-hosts NAME,...   names clients may send in Host\n"
-	    "                                 on TCP besides the bound address\n"
-	    "                                 (and localhost on loopback)\n"
-	    "  --num-workers N                accepted for compatibility; zeusd\n"
-	    "                                 serves HTTP from one event loop\n"
-	    "\n"
-	    "Devices:\n"
-	    "  --gpu-backend auto|nvml|amdsmi GPU backend (default auto)\n"
-	    "  --nvml-library PATH            load this NVML-compatible library\n"
-	    "                                 instead of the driver's\n"
-	    "  --rapl-dir PATH                RAPL powercap root (default: detect)\n"
-	    "  --simulate                     use simulated GPUs and CPUs (no\n"
-	    "                                 hardware, no root needed)\n"
-	    "  --gpu-power-poll-hz N          GPU stream sampling rate (default 20)\n"
-	    "  --cpu-power-poll-hz N          CPU sampling rate (default 10)\n"
-	    "  --gpu-command-overrides FILE   TOML file of commands replacing\n"
-	    "                                 GPU writes\n"
-	    "\n"
-	    "API and security:\n"
-	    "  --enable LIST                  API groups (default\n"
-	    "                                 ", out);
-	fputs(cli_os_enable_default, out);
-	fputs(")\n"
-	    "  --signing-key-path FILE        require HS256 JWTs signed with\n"
-	    "                                 this key\n"
-	    "  --policy-file FILE             per-user scopes and GPUs on the\n"
-	    "                                 Unix socket (shared nodes)\n"
-	    "  --audit-log FILE               append one JSON line per GPU\n"
-	    "                                 setting change\n"
-	    "  --audit-required               refuse GPU writes (503) while\n"
-	    "                                 the audit log cannot be written\n"
-	    "  --gpu-leases                   a user's GPU changes hold off\n"
-	    "                                 other users and are restored\n"
-	    "                                 when its processes exit\n"
-	    "  --restore-on-shutdown          restore leased GPUs on SIGTERM\n"
-	    "  --user NAME                    user of the network process\n"
-	    "                                 (default: zeusd if it exists,\n"
-	    "                                 else nobody)\n"
-	    "  --no-privsep                   one process, all of it root\n"
-	    "                                 (debugging and benchmarks only)\n"
-	    "  -h, --help                     show this help\n"
-	    "\n"
-	    "Environment: ZEUSD_LOG=debug|info|warn|error sets the log level;\n"
-	    "ZEUSD_IDLE_TIMEOUT_S, ZEUSD_REQUEST_TIMEOUT_S, ZEUSD_MAX_CONNS_PER_PEER,\n"
-	    "ZEUSD_DEVICE_QUEUE_MAX and ZEUSD_SSE_KEEPALIVE_MS tune limits\n"
-	    "(docs/configuration.md).\n",
-	    out);
 }
 
 int
@@ -227,6 +172,149 @@ static const struct option cli_serve_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * `zeusd serve --help` after its "Transport:" lines (cli_os_print_transport),
+ * in the order printed: an entry per flag, or per platform where a flag's
+ * text differs, each with the platforms it is printed on (CLI_OS_*). A flag
+ * whose entries all leave this platform out does not exist here: it is not
+ * printed, and given it is a usage error (cli_platform_flag). The transport
+ * flags, which have no entry, are cli_os's.
+ */
+static const struct cli_help {
+	int opt;		/* its OPT_*, 'h', or 0 for a heading or prose */
+	unsigned os;		/* CLI_OS_* */
+	const char *text;
+} cli_serve_help[] = {
+	{ OPT_TCP_BIND, CLI_OS_ALL,
+	    "  --tcp-bind-address HOST:PORT   TCP address (default "
+	    ZEUSD_DEFAULT_TCP ";\n"
+	    "                                 IPv6 as [::1]:4938)\n" },
+	{ OPT_TCP_ALLOWED_HOSTS, CLI_OS_ALL,
+	    "  --tcp-allowed-hosts NAME,...   names clients may send in Host\n"
+	    "                                 over loopback besides its address,\n"
+	    "                                 localhost and the node's name\n"
+	    "                                 (checked only without a signing\n"
+	    "                                 key; other addresses take any)\n" },
+	{ OPT_NUM_WORKERS, CLI_OS_ALL,
+	    "  --num-workers N                accepted for compatibility; zeusd\n"
+	    "                                 serves HTTP from one event loop\n" },
+	{ 0, CLI_OS_ALL, "\nDevices:\n" },
+	{ OPT_GPU_BACKEND, CLI_OS_LINUX,
+	    "  --gpu-backend auto|nvml|amdsmi GPU backend (default auto)\n" },
+	{ OPT_GPU_BACKEND, CLI_OS_WINDOWS,	/* AMD SMI is Linux-only */
+	    "  --gpu-backend auto|nvml        GPU backend (default auto)\n" },
+	{ OPT_NVML_LIBRARY, CLI_OS_ALL,
+	    "  --nvml-library PATH            load this NVML-compatible library\n"
+	    "                                 instead of the driver's\n" },
+	{ OPT_RAPL_DIR, CLI_OS_LINUX,
+	    "  --rapl-dir PATH                RAPL powercap root (default: detect)\n" },
+	{ OPT_SIMULATE, CLI_OS_LINUX,
+	    "  --simulate                     use simulated GPUs and CPUs (no\n"
+	    "                                 hardware, no root needed)\n" },
+	{ OPT_SIMULATE, CLI_OS_WINDOWS,
+	    "  --simulate                     use simulated GPUs (nvml-sim.dll\n"
+	    "                                 beside zeusd.exe; no hardware, no\n"
+	    "                                 administrator needed)\n" },
+	{ OPT_GPU_HZ, CLI_OS_ALL,
+	    "  --gpu-power-poll-hz N          GPU stream sampling rate (default 20)\n" },
+	{ OPT_CPU_HZ, CLI_OS_ALL,
+	    "  --cpu-power-poll-hz N          CPU sampling rate (default 10)\n" },
+	{ OPT_OVERRIDES, CLI_OS_ALL,
+	    "  --gpu-command-overrides FILE   TOML file of commands replacing\n"
+	    "                                 GPU writes\n" },
+	{ 0, CLI_OS_ALL, "\nAPI and security:\n" },
+	/* cli_print_serve_usage follows it with the platform's default */
+	{ OPT_ENABLE, CLI_OS_ALL,
+	    "  --enable LIST                  API groups (default\n"
+	    "                                 " },
+	{ OPT_SIGNING_KEY, CLI_OS_ALL,
+	    "  --signing-key-path FILE        require HS256 JWTs signed with\n"
+	    "                                 this key\n" },
+	{ OPT_POLICY, CLI_OS_LINUX,
+	    "  --policy-file FILE             per-user scopes and GPUs on the\n"
+	    "                                 Unix socket (shared nodes)\n" },
+	{ OPT_AUDIT_LOG, CLI_OS_LINUX,
+	    "  --audit-log FILE               append one JSON line per GPU\n"
+	    "                                 setting change\n" },
+	{ OPT_AUDIT_REQUIRED, CLI_OS_LINUX,
+	    "  --audit-required               refuse GPU writes (503) while\n"
+	    "                                 the audit log cannot be written\n" },
+	{ OPT_GPU_LEASES, CLI_OS_LINUX,
+	    "  --gpu-leases                   a user's GPU changes hold off\n"
+	    "                                 other users and are restored\n"
+	    "                                 when its processes exit\n" },
+	{ OPT_RESTORE_ON_SHUTDOWN, CLI_OS_LINUX,
+	    "  --restore-on-shutdown          restore leased GPUs on SIGTERM\n" },
+	{ OPT_USER, CLI_OS_LINUX,
+	    "  --user NAME                    user of the network process\n"
+	    "                                 (default: zeusd if it exists,\n"
+	    "                                 else nobody)\n" },
+	/* Windows zeusd is always one process (main_win.c) */
+	{ OPT_NO_PRIVSEP, CLI_OS_LINUX,
+	    "  --no-privsep                   one process, all of it root\n"
+	    "                                 (debugging and benchmarks only)\n" },
+	{ 'h', CLI_OS_ALL,
+	    "  -h, --help                     show this help\n" },
+	{ 0, CLI_OS_ALL,
+	    "\n"
+	    "Environment: ZEUSD_LOG=debug|info|warn|error sets the log level;\n"
+	    "ZEUSD_IDLE_TIMEOUT_S, ZEUSD_REQUEST_TIMEOUT_S, ZEUSD_MAX_CONNS_PER_PEER,\n"
+	    "ZEUSD_DEVICE_QUEUE_MAX and ZEUSD_SSE_KEEPALIVE_MS tune limits\n"
+	    "(docs/configuration.md).\n" },
+};
+
+void
+cli_print_serve_usage(FILE *out)
+{
+	fputs("Usage: zeusd serve [options]\n"
+	    "\n"
+	    "Transport:\n", out);
+	cli_os_print_transport(out);
+	for (size_t i = 0; i < sizeof(cli_serve_help) /
+	    sizeof(cli_serve_help[0]); i++) {
+		const struct cli_help *h = &cli_serve_help[i];
+
+		if (!(h->os & cli_os_this))
+			continue;
+		fputs(h->text, out);
+		if (h->opt == OPT_ENABLE)
+			fprintf(out, "%s)\n", cli_os_enable_default);
+	}
+}
+
+/* "--NAME" of an option of cli_serve_options, into flag. */
+static void
+cli_flag_name(int opt, char *flag, size_t size)
+{
+	snprintf(flag, size, "?");
+	for (const struct option *o = cli_serve_options; o->name; o++)
+		if (o->val == opt)
+			snprintf(flag, size, "--%s", o->name);
+}
+
+/*
+ * A flag whose help entries all leave this platform out (a Linux-only
+ * feature's, on Windows): -1 with a usage error. 0 for the others, and for
+ * the transport's, which cli_transport_flag asks cli_os about.
+ */
+static int
+cli_platform_flag(int opt, struct zerr *err)
+{
+	unsigned os = 0;
+	char flag[32];
+
+	for (size_t i = 0; i < sizeof(cli_serve_help) /
+	    sizeof(cli_serve_help[0]); i++)
+		if (cli_serve_help[i].opt == opt)
+			os |= cli_serve_help[i].os;
+	if (os == 0 || (os & cli_os_this))
+		return 0;
+	cli_flag_name(opt, flag, sizeof(flag));
+	return zerr_set(err, ZERR_INVALID, "%s is only supported on %s "
+	    "(docs/windows.md)", flag, os & CLI_OS_LINUX ? "Linux" :
+	    "Windows");
+}
+
 /* Poll rates above this are refused: sampling faster than the driver
  * updates only burns CPU. */
 #define CLI_MAX_POLL_HZ 1000
@@ -235,15 +323,13 @@ static const struct option cli_serve_options[] = {
 static int
 cli_transport_flag(int opt, struct zerr *err)
 {
-	char flag[32] = "";
+	char flag[32];
 	bool pipe = opt == OPT_PIPE_NAME || opt == OPT_PIPE_SDDL;
 
 	if (!pipe && opt != OPT_SOCKET_PATH && opt != OPT_SOCKET_PERMS &&
 	    opt != OPT_SOCKET_UID && opt != OPT_SOCKET_GID)
 		return 0;
-	for (const struct option *o = cli_serve_options; o->name; o++)
-		if (o->val == opt)
-			snprintf(flag, sizeof(flag), "--%s", o->name);
+	cli_flag_name(opt, flag, sizeof(flag));
 	return pipe ? cli_os_pipe_flag(flag, err) :
 	    cli_os_socket_flag(flag, err);
 }
@@ -277,7 +363,8 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 	uint64_t v;
 	char bad[80];
 
-	if (cli_transport_flag(opt, err) != 0)
+	if (cli_transport_flag(opt, err) != 0 ||
+	    cli_platform_flag(opt, err) != 0)
 		return -1;
 	switch (opt) {
 	case OPT_MODE:
@@ -474,9 +561,19 @@ cli_log_host_names(const struct zeusd_config *cfg)
 
 	if (cfg->mode != MODE_TCP)
 		return;
-	zlog(ZLOG_INFO, "tcp_host_check", "names=%s msg=\"clients must send "
-	    "as Host the address they connect to or one of these names (this "
-	    "node's, and --tcp-allowed-hosts); other names are refused (421, "
-	    "DNS rebinding)\"", zlog_quote(q, sizeof(q),
+	if (cfg->signing_key_path != NULL) {
+		zlog(ZLOG_INFO, "tcp_host_check", "check=off names=%s "
+		    "msg=\"--signing-key-path is set: any Host is served (a DNS "
+		    "rebinding page has no token to present)\"",
+		    zlog_quote(q, sizeof(q), cfg->tcp_allowed_hosts != NULL ?
+		    cfg->tcp_allowed_hosts : ""));
+		return;
+	}
+	zlog(ZLOG_INFO, "tcp_host_check", "check=loopback names=%s msg=\"on "
+	    "a loopback address clients must send as Host the address they "
+	    "connect to, localhost or one of these names (this node's, and "
+	    "--tcp-allowed-hosts); other names are refused (421, DNS "
+	    "rebinding); on other addresses any Host is served\"",
+	    zlog_quote(q, sizeof(q),
 	    cfg->tcp_allowed_hosts != NULL ? cfg->tcp_allowed_hosts : ""));
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli_os.h - what the command line of `zeusd serve` has per platform
- * (cli.c calls these): the transports `--mode` names and its default, the
- * Unix-socket flags, the default `--enable`, and owner names. Linux:
+ * (cli.c calls these): which platform this is (the flags of cli.c's help
+ * table that exist here), the transports `--mode` names and its default,
+ * the Unix-socket flags, the default `--enable`, and owner names. Linux:
  * cli_os_posix.c (uds|tcp, socket files owned by a user or group name);
  * Windows: cli_os_win.c (named-pipe|tcp as upstream, no socket files, no
  * cpu-read by default). meson picks one.
@@ -16,6 +17,16 @@
 
 #include "common/err.h"
 #include "node/config.h"
+
+/*
+ * The platforms a flag of `zeusd serve` exists on (cli.c's help table), and
+ * this build's, CLI_OS_LINUX or CLI_OS_WINDOWS: a flag is printed in the
+ * help and accepted where its bit is set in cli_os_this.
+ */
+#define CLI_OS_LINUX	0x1u
+#define CLI_OS_WINDOWS	0x2u
+#define CLI_OS_ALL	(CLI_OS_LINUX | CLI_OS_WINDOWS)
+extern const unsigned cli_os_this;
 
 /* The platform's defaults, after config_defaults' common ones. */
 void cli_os_defaults(struct zeusd_config *cfg);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+const unsigned cli_os_this = CLI_OS_LINUX;
+
 const char cli_os_enable_default[] = "gpu-control,gpu-read,cpu-read,\n"
     "                                 metrics";
 

@@ -3,13 +3,17 @@
  * cli_os_win.c - the command line's Windows part (cli_os.h), as upstream
  * zeusd has it there: `--mode` is named-pipe (the default) or tcp, the
  * Unix-socket flags do not exist (a clear usage error, exit 2), and the
- * default `--enable` leaves out cpu-read (RAPL is Linux-only). The pipe
+ * default `--enable` leaves out cpu-read (RAPL is Linux-only). The flags of
+ * the Linux-only features are cli.c's (CLI_OS_LINUX in its help table):
+ * neither printed nor accepted here. The pipe
  * itself is served by http/pipe_win.c.
  */
 #include "zeusd/cli_os.h"
 
 #include <string.h>
 #include <windows.h>
+
+const unsigned cli_os_this = CLI_OS_WINDOWS;
 
 const char cli_os_enable_default[] = "gpu-control,gpu-read,metrics";
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main_win.c - zeusd's entry point on Windows (main.c on Linux): the same
- * subcommands, the same flags (cli.c, with cli_os_win.c's transports), and
- * the one-process wiring of the same modules: devices and their workers
- * (node/), the HTTP server (http/), handlers and streams (api/).
+ * subcommands, the same flags less the Linux-only features' (cli.c, with
+ * cli_os_win.c's transports), and the one-process wiring of the same
+ * modules: devices and their workers (node/), the HTTP server (http/),
+ * handlers and streams (api/).
  *
  * Why one process: Linux zeusd splits into a root device process and an
  * unprivileged, sandboxed network process (privsep/, seccomp, chroot, a
@@ -18,9 +19,9 @@
  * (listen_win.c), both served by the same HTTP server.
  *
  * Startup refuses (one line, non-zero exit) what this build does not do:
- * cpu-read (RAPL is Linux-only), and the
- * Linux-only features whose flags exist on Linux only (node policy, GPU
- * leases, audit log, privilege separation's --user, --rapl-dir). There is
+ * cpu-read (RAPL is Linux-only) here, exit 1; the flags of the Linux-only
+ * features (node policy, GPU leases, audit log, privilege separation,
+ * --rapl-dir) are cli.c's usage errors, exit 2, and not in the help. There is
  * no administrator check at startup, as upstream: a write the driver
  * refuses answers 403 naming the account.
  *
@@ -60,22 +61,6 @@
 					 * leaves about 5 s in all */
 #define LOOKUP_THREADS 2	/* the server's look-up pool (no NSS here) */
 #define LOOKUP_QUEUE 256
-
-/* Flags that exist only on Linux: refused as a usage error (exit 2). */
-static int
-serve_refuse_linux_only(const struct zeusd_config *cfg, struct zerr *err)
-{
-	const char *flag = cfg->policy_file != NULL ? "--policy-file" :
-	    cfg->audit_log != NULL ? "--audit-log" :
-	    cfg->gpu_leases ? "--gpu-leases" :
-	    cfg->user != NULL ? "--user" :
-	    cfg->rapl_dir != NULL ? "--rapl-dir" : NULL;
-
-	if (flag == NULL)
-		return 0;
-	return zerr_set(err, ZERR_INVALID, "%s is only supported on Linux "
-	    "(docs/windows.md)", flag);
-}
 
 /* What this build cannot serve: one line, exit 1. */
 static int
@@ -198,7 +183,7 @@ serve_main(int argc, char **argv)
 	rc = cli_parse_serve(argc, argv, &cfg, stdout, &err);
 	if (rc == 1)
 		return 0;
-	if (rc != 0 || serve_refuse_linux_only(&cfg, &err) != 0) {
+	if (rc != 0) {
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 2;
 	}

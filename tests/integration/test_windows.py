@@ -24,8 +24,10 @@ What runs:
   zeusd.exe       the daemon's one-process Windows wiring (main_win.c)
                   with --simulate on nvml-sim.dll, over TCP: reads,
                   writes, a stream, /metrics, tokens, persistence mode
-                  as on Windows, the startup refusals, and a clean stop
-                  on Ctrl-C (wine turns SIGINT into CTRL_C_EVENT)
+                  as on Windows, the startup refusals, a help that
+                  lists only the flags Windows has (the Linux-only ones
+                  usage errors), and a clean stop on Ctrl-C (wine turns
+                  SIGINT into CTRL_C_EVENT)
   zeus.exe        the zeus tool on libzeus (libcurl with Schannel): help,
                   zeus measure over NVML directly (nvml-sim.dll) running a
                   command whose argv must survive Windows quoting, and zeus
@@ -33,6 +35,7 @@ What runs:
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -790,6 +793,69 @@ def test_zeusd_exe_help_names_the_windows_flags(wine_env):
     assert "--socket-path" not in p.stdout
     assert "gpu-control,gpu-read,metrics" in p.stdout
     assert run_zeusd_exe(wine_env, "--version").stdout.startswith("zeusd ")
+
+
+# The flags of the Linux-only features (node policy, GPU leases, the audit
+# log, privilege separation, RAPL), with a value where one is needed:
+# zeusd.exe neither lists nor takes them. The Unix socket's flags are
+# Linux-only too, with their own message (test_zeusd_exe_refuses_at_startup).
+LINUX_ONLY_FLAGS = {
+    "--policy-file": "p.toml", "--audit-log": "audit.log",
+    "--audit-required": None, "--gpu-leases": None,
+    "--restore-on-shutdown": None, "--user": "zeusd", "--no-privsep": None,
+    "--rapl-dir": "rapl",
+}
+SOCKET_FLAGS = {"--socket-path", "--socket-permissions", "--socket-uid",
+                "--socket-gid"}
+PIPE_FLAGS = {"--pipe-name", "--pipe-sddl"}
+
+
+def help_flags(text):
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text))
+
+
+@needs_zeusd
+def test_zeusd_exe_help_lists_only_the_windows_flags(wine_env):
+    from conftest import ZEUSD
+    if not ZEUSD.exists():
+        pytest.skip(f"no Linux zeusd at {ZEUSD} (ZEUSD_BUILD)")
+    linux = subprocess.run([str(ZEUSD), "serve", "--help"], timeout=10,
+                           capture_output=True, text=True, check=True).stdout
+    p = run_zeusd_exe(wine_env, "serve", "--help")
+    assert p.returncode == 0, p.stderr
+    # Linux lists them, so this test sees what a listing of them looks like
+    assert set(LINUX_ONLY_FLAGS) | SOCKET_FLAGS <= help_flags(linux)
+    assert help_flags(p.stdout) == \
+        help_flags(linux) - set(LINUX_ONLY_FLAGS) - SOCKET_FLAGS | PIPE_FLAGS
+    # and nothing in the lines of the flags both have names what Windows
+    # lacks: CPUs to simulate, AMD GPUs
+    assert "simulated GPUs and CPUs" in linux and "amdsmi" in linux
+    assert "use simulated GPUs (" in p.stdout
+    assert "CPUs" not in p.stdout and "amdsmi" not in p.stdout
+    top = run_zeusd_exe(wine_env, "--help")
+    assert top.returncode == 0 and "control GPU energy settings" in top.stdout
+
+
+@needs_zeusd
+def test_zeusd_exe_refuses_each_linux_only_flag(wine_env):
+    # one wine process a flag, all at once; --enable cpu-read is refused
+    # at startup (exit 1), after the command line, so a flag taken
+    # fails here at once instead of serving
+    procs = {}
+    for flag, value in LINUX_ONLY_FLAGS.items():
+        procs[flag] = subprocess.Popen(
+            [WINE, str(ZEUSD_EXE), "serve", "--simulate", "--mode", "tcp",
+             "--tcp-bind-address", "127.0.0.1:1", flag,
+             *([value] if value else []), "--enable", "gpu-read,cpu-read"],
+            env=wine_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+    seen = {}
+    for flag, proc in procs.items():
+        out, err = proc.communicate(timeout=60)
+        seen[flag] = (proc.returncode, out, err)
+    want = {flag: (2, "", f"zeusd: {flag} is only supported on Linux "
+                   "(docs/windows.md)\n") for flag in LINUX_ONLY_FLAGS}
+    assert seen == want
 
 
 @needs_zeusd
