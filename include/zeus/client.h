@@ -92,6 +92,23 @@ struct zeus_whoami {
 ZEUS_API int zeus_client_whoami(struct zeus_client *c, struct zeus_whoami *out,
     struct zeus_error *err);
 
+/*
+ * What this caller may use, from GET /auth/whoami: its "devices" for a
+ * Unix-socket peer without a token (the node policy's grants), every
+ * device of each scope for a token. Bit i of gpu_read / gpu_control is
+ * GPU i, bit i of cpu_read CPU package id i (ids of 64 and above are left
+ * out). `known` is false when zeusd did not say (TCP without auth, where
+ * /auth/whoami is 404 and every device is served): then every device may
+ * be tried.
+ * Returns 0, or -1 with err for a transport failure or another HTTP error.
+ */
+struct zeus_access {
+	bool known;
+	uint64_t gpu_read, gpu_control, cpu_read;
+};
+ZEUS_API int zeus_client_access(struct zeus_client *c, struct zeus_access *out,
+    struct zeus_error *err);
+
 /* ---- GPU reads ---------------------------------------------------------- */
 
 /*

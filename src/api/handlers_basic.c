@@ -119,6 +119,39 @@ handle_time(struct request *req)
 	    (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000));
 }
 
+/*
+ * The devices each held scope reaches (docs/api.md): GPUs the node policy
+ * grants for gpu-read and gpu-control, every package for cpu-read, none
+ * for a scope not held or a group not enabled. So a client measuring
+ * "what it may" (zeus measure without --gpus) asks once, not by a 403.
+ */
+static json_t *
+whoami_devices(struct request *req, group_set held)
+{
+	static const enum api_group gpu_groups[] = { GROUP_GPU_READ,
+	    GROUP_GPU_CONTROL };
+	const struct node *node = request_node(req);
+	json_t *out = json_object(), *cpus = json_array();
+
+	for (size_t k = 0; k < sizeof(gpu_groups) / sizeof(gpu_groups[0]);
+	    k++) {
+		enum api_group g = gpu_groups[k];
+		json_t *ids = json_array();
+
+		for (unsigned i = 0; (held & GROUP_BIT(g)) && i < node->ngpu;
+		    i++)
+			if (gate_policy_grants_gpu(req, g, i))
+				json_array_append_new(ids, json_integer(i));
+		json_object_set_new(out, group_name(g), ids);
+	}
+	for (unsigned i = 0; (held & GROUP_BIT(GROUP_CPU_READ)) &&
+	    i < node->ncpu; i++)
+		json_array_append_new(cpus, json_integer(
+		    rapl_package_id(node->rapl, i)));
+	json_object_set_new(out, group_name(GROUP_CPU_READ), cpus);
+	return out;
+}
+
 void
 handle_whoami(struct request *req)
 {
@@ -163,6 +196,8 @@ handle_whoami(struct request *req)
 		json_object_set_new(body, "pid", json_integer(p->pid));
 		json_object_set_new(body, "node_policy",
 		    json_boolean(request_policy_on(req)));
+		json_object_set_new(body, "devices", whoami_devices(req,
+		    held & request_config(req)->enabled));
 	}
 	request_reply_json(req, 200, body);
 }

@@ -369,23 +369,37 @@ gate_check_scope(struct request *req, const struct route *r)
  * the whole list.
  */
 static unsigned
-gate_first_refused(struct request *req, const uint32_t *ids, unsigned n)
+gate_first_refused_in(struct request *req, int group, const uint32_t *ids,
+    unsigned n)
 {
-	const struct route *r = req->route;
 	const struct conn_who *w;
 	const struct policy *pol;
 	unsigned bad = n;
 
-	if (!gate_policy_applies(req) || r == NULL || r->group < 0)
+	if (!gate_policy_applies(req) || group < 0)
 		return n;
 	w = gate_conn_who(req);
 	pol = policy_holder_read(req->ctx->policy);
 	for (unsigned i = 0; i < n && bad == n; i++)
-		if (!policy_allows(pol, &w->pp, (enum api_group)r->group,
-		    ids[i]))
+		if (!policy_allows(pol, &w->pp, (enum api_group)group, ids[i]))
 			bad = i;
 	policy_holder_done(req->ctx->policy);
 	return bad;
+}
+
+static unsigned
+gate_first_refused(struct request *req, const uint32_t *ids, unsigned n)
+{
+	return req->route == NULL ? n :
+	    gate_first_refused_in(req, req->route->group, ids, n);
+}
+
+bool
+gate_policy_grants_gpu(struct request *req, enum api_group g, unsigned gpu)
+{
+	uint32_t id = gpu;
+
+	return gate_first_refused_in(req, (int)g, &id, 1) == 1;
 }
 
 bool

@@ -84,6 +84,13 @@ group_set gate_peer_scopes(struct request *req);
 bool gate_gpu_allowed(struct request *req, unsigned gpu);
 
 /*
+ * Whether the node policy grants scope `g` on GPU `gpu` to the peer
+ * (always when no policy applies); the scope itself is not checked.
+ */
+bool gate_policy_grants_gpu(struct request *req, enum api_group g,
+    unsigned gpu);
+
+/*
  * The node policy's GPU decision for the request's route: 0 when the peer
  * holds the route's scope on every GPU in ids (or no policy applies),
  * otherwise answers 403 naming the first GPU it lacks (and audits the

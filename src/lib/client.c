@@ -902,6 +902,61 @@ zeus_client_whoami(struct zeus_client *c, struct zeus_whoami *out,
 	return rc;
 }
 
+/* The bits of a JSON array of device ids (0..63; others left out). */
+static uint64_t
+client_id_bits(json_t *arr)
+{
+	uint64_t bits = 0;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v) {
+		json_int_t id = json_integer_value(v);
+
+		if (json_is_integer(v) && id >= 0 && id < 64)
+			bits |= UINT64_C(1) << id;
+	}
+	return bits;
+}
+
+int
+zeus_client_access(struct zeus_client *c, struct zeus_access *out,
+    struct zeus_error *err)
+{
+	json_t *j = NULL, *dev;
+	struct zeus_error e;
+
+	memset(out, 0, sizeof(*out));
+	if (client_call(c, "GET", "/auth/whoami", &j, &e) != 0) {
+		if (e.code == ZEUS_ERR_HTTP && e.http_status == 404)
+			return 0;	/* not said: every device */
+		if (err != NULL)
+			*err = e;
+		return -1;
+	}
+	dev = json_object_get(j, "devices");
+	if (!json_is_object(dev) && json_is_array(json_object_get(j,
+	    "scopes"))) {
+		/* a token's answer: its scopes reach every device */
+		unsigned g = client_groups(json_object_get(j, "scopes"));
+
+		out->known = true;
+		out->gpu_read = g & ZEUS_GROUP_GPU_READ ? UINT64_MAX : 0;
+		out->gpu_control = g & ZEUS_GROUP_GPU_CONTROL ? UINT64_MAX : 0;
+		out->cpu_read = g & ZEUS_GROUP_CPU_READ ? UINT64_MAX : 0;
+	} else if (json_is_object(dev)) {
+		out->known = true;
+		out->gpu_read = client_id_bits(json_object_get(dev,
+		    "gpu-read"));
+		out->gpu_control = client_id_bits(json_object_get(dev,
+		    "gpu-control"));
+		out->cpu_read = client_id_bits(json_object_get(dev,
+		    "cpu-read"));
+	}
+	json_decref(j);
+	return 0;
+}
+
 /* ---- streams ---------------------------------------------------------------------- */
 
 struct client_stream {

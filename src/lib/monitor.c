@@ -154,25 +154,68 @@ mon_visible(size_t ngpus, unsigned *vis, size_t *nvis, struct zeus_error *err)
 	return 0;
 }
 
+/* A device the node policy does not let this caller read: zeusd's 403. */
+static int
+mon_denied(struct zeus_error *err, const char *kind, unsigned id,
+    const char *why)
+{
+	lib_err(err, ZEUS_ERR_HTTP, "%s %u: zeusd's node policy does not let "
+	    "this user read it (%s)", kind, id, why);
+	if (err != NULL)
+		err->http_status = 403;
+	return -1;
+}
+
+/* Appends " N" to a list of left-out devices (cut when full). */
+static void
+mon_note_left_out(char *buf, size_t size, unsigned id)
+{
+	size_t len = strnlen(buf, size);
+
+	if (len + 1 < size)
+		snprintf(buf + len, size - len, "%s%u", len ? ", " : "", id);
+}
+
 static int
 mon_pick_gpus(struct zeus_monitor *m, const struct zeus_monitor_options *o,
     const struct mon_inventory *inv, struct zeus_error *err)
 {
-	unsigned vis[ZEUS_MAX_DEVICES];
-	size_t nvis = 0, want;
+	unsigned vis[ZEUS_MAX_DEVICES], pick[ZEUS_MAX_DEVICES];
+	size_t nvis = 0, want = 0;
+	char left[256] = "";
 
 	if (mon_visible(inv->ngpus, vis, &nvis, err) != 0)
 		return -1;
-	want = o->gpu_indices != NULL ? o->gpu_count : nvis;
-	if (want > ZEUS_MAX_DEVICES)
-		return lib_err(err, ZEUS_ERR_INVALID, "too many GPUs");
+	if (o->gpu_indices != NULL) {
+		if (o->gpu_count > ZEUS_MAX_DEVICES)
+			return lib_err(err, ZEUS_ERR_INVALID, "too many GPUs");
+		for (size_t i = 0; i < o->gpu_count; i++)
+			pick[want++] = o->gpu_indices[i];
+	} else {
+		/* every visible GPU this caller may read; the rest said once */
+		for (size_t i = 0; i < nvis; i++) {
+			if (inv->gpu_denied[vis[i]])
+				mon_note_left_out(left, sizeof(left),
+				    (unsigned)i);
+			else
+				pick[want++] = (unsigned)i;
+		}
+		if (left[0] != '\0')
+			lib_log(ZEUS_LOG_WARN, "left out GPU %s: zeusd's node "
+			    "policy does not let this user read %s (measuring "
+			    "the %zu it may)", left, strchr(left, ',') ?
+			    "them" : "it", want);
+	}
 	for (size_t i = 0; i < want; i++) {
-		unsigned idx = o->gpu_indices ? o->gpu_indices[i] : (unsigned)i;
+		unsigned idx = pick[i];
 		struct mon_gpu *g = &m->gpu[i];
 
 		if (idx >= nvis)
 			return lib_err(err, ZEUS_ERR_NOT_FOUND,
 			    "GPU %u does not exist (%zu visible)", idx, nvis);
+		if (inv->gpu_denied[vis[idx]])
+			return mon_denied(err, "GPU", idx, "GET /auth/whoami "
+			    "lists the GPUs it may");
 		for (size_t k = 0; k < i; k++)
 			if (m->gpu[k].index == idx)
 				return lib_err(err, ZEUS_ERR_INVALID,
@@ -194,12 +237,29 @@ static int
 mon_pick_cpus(struct zeus_monitor *m, const struct zeus_monitor_options *o,
     const struct mon_inventory *inv, struct zeus_error *err)
 {
-	size_t want = o->cpu_indices != NULL ? o->cpu_count : inv->ncpus;
+	size_t want = o->cpu_indices != NULL ? o->cpu_count : 0;
+	size_t pick[ZEUS_MAX_DEVICES];
+	char left[256] = "";
 
 	if (want > ZEUS_MAX_DEVICES)
 		return lib_err(err, ZEUS_ERR_INVALID, "too many CPUs");
+	if (o->cpu_indices == NULL) {
+		/* every package this caller may read; the rest said once */
+		for (size_t k = 0; k < inv->ncpus; k++) {
+			if (inv->cpu_denied[k])
+				mon_note_left_out(left, sizeof(left),
+				    inv->cpu_id[k]);
+			else
+				pick[want++] = k;
+		}
+		if (left[0] != '\0')
+			lib_log(ZEUS_LOG_WARN, "left out CPU %s: zeusd's node "
+			    "policy does not let this user read %s (no "
+			    "cpu-read grant)", left, strchr(left, ',') ?
+			    "them" : "it");
+	}
 	for (size_t i = 0; i < want; i++) {
-		size_t k = i;
+		size_t k = o->cpu_indices == NULL ? pick[i] : i;
 
 		if (o->cpu_indices != NULL) {
 			for (k = 0; k < inv->ncpus &&
@@ -209,6 +269,9 @@ mon_pick_cpus(struct zeus_monitor *m, const struct zeus_monitor_options *o,
 				return lib_err(err, ZEUS_ERR_NOT_FOUND,
 				    "CPU package %u does not exist",
 				    o->cpu_indices[i]);
+			if (inv->cpu_denied[k])
+				return mon_denied(err, "CPU",
+				    o->cpu_indices[i], "no cpu-read grant");
 			for (size_t j = 0; j < i; j++)
 				if (m->cpu_id[j] == inv->cpu_id[k])
 					return lib_err(err, ZEUS_ERR_INVALID,

@@ -22,6 +22,13 @@ struct mon_inventory {
 	size_t ncpus;
 	unsigned cpu_id[ZEUS_MAX_DEVICES];
 	bool cpu_dram[ZEUS_MAX_DEVICES];
+	/*
+	 * Devices that exist but that this caller may not read (a zeusd's node
+	 * policy, as /auth/whoami says): left out of "every device", an error
+	 * when named. gpu_denied by id, cpu_denied by inventory index.
+	 */
+	bool gpu_denied[ZEUS_MAX_DEVICES];
+	bool cpu_denied[ZEUS_MAX_DEVICES];
 };
 
 struct mon_source_ops {

@@ -123,6 +123,12 @@ zsrc_inventory(struct zsrc *z, const struct zeus_discovery *d,
     const struct mon_source_want *w, struct mon_inventory *inv,
     struct zeus_error *err)
 {
+	struct zeus_access acc;
+
+	/* what the node lets this caller read, asked once (docs/api.md) */
+	if (((w->gpus && d->gpu_count > 0) || (w->cpus && d->cpu_count > 0)) &&
+	    zeus_client_access(z->client, &acc, err) != 0)
+		return -1;
 	if (w->gpus && d->gpu_count > 0) {
 		if (!(d->enabled_groups & ZEUS_GROUP_GPU_READ)) {
 			if (w->gpus_required)
@@ -135,6 +141,8 @@ zsrc_inventory(struct zsrc *z, const struct zeus_discovery *d,
 					    "zeusd GPU ids are not 0..n-1");
 				inv->gpu_energy[i] =
 				    d->gpus[i].cumulative_energy_available;
+				inv->gpu_denied[i] = acc.known && (i >= 64 ||
+				    !(acc.gpu_read >> i & 1));
 			}
 			inv->ngpus = d->gpu_count;
 		}
@@ -148,6 +156,9 @@ zsrc_inventory(struct zsrc *z, const struct zeus_discovery *d,
 			for (size_t i = 0; i < d->cpu_count; i++) {
 				inv->cpu_id[i] = d->cpus[i].id;
 				inv->cpu_dram[i] = d->cpus[i].dram_available;
+				inv->cpu_denied[i] = acc.known &&
+				    d->cpus[i].id < 64 &&
+				    !(acc.cpu_read >> d->cpus[i].id & 1);
 				z->any_dram |= d->cpus[i].dram_available;
 			}
 			inv->ncpus = d->cpu_count;
