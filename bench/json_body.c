@@ -3,7 +3,7 @@
  * json_body.c - what a device read's JSON body costs to make: as a jansson
  * tree dumped with JSON_COMPACT (as zeusd did before 2026-12-03) and with
  * the writer of src/common/jsonw.c (as it does now), side by side in one
- * run (docs/performance.md, "Bodies without a tree").
+ * run (docs/performance-history.md, "Bodies without a tree").
  *
  *   cc -O2 -std=c17 -Isrc -o json_body bench/json_body.c src/common/jsonw.c -ljansson
  *   ./json_body [ROUNDS]

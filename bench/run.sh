@@ -9,8 +9,9 @@
 # nginx interleaved, and the median is reported: the machine is shared, so
 # the figures that mean something are the ratios measured side by side.
 # Also measures zeusd's RSS (idle and after load), its CPU time while idle,
-# and the cost of info-level request logging. Ends with a markdown table
-# (docs/performance.md explains it), printed by bench/run_report.py.
+# and the cost of info-level request logging. Ends with markdown tables and
+# the verdicts on issue 34's targets (docs/performance.md, "HTTP requests"),
+# printed by bench/run_report.py.
 #
 # zeusd's figures (CPU per request, RSS, idle CPU and wake-ups) are sums
 # over all of its processes: the main pid (the device process) and its

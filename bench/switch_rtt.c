@@ -3,7 +3,7 @@
  * switch_rtt.c - what one round trip between two processes (and between
  * two threads) costs on this machine: the floor under a read that crosses
  * from zeusd's network process to its device process and back
- * (docs/performance.md, "Where a read's time goes").
+ * (docs/performance-history.md, "Where a read's time goes").
  *
  *   cc -O2 -pthread -o switch_rtt bench/switch_rtt.c
  *   taskset -c 0 ./switch_rtt [ROUNDS]     (both ends on one CPU)

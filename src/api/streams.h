@@ -95,7 +95,7 @@ struct streams_grant {
 	/*
 	 * by_policy: the peer's ids. streams_subscribe keeps a copy of its
 	 * own, out of line: 264 bytes a stream would be 2.6 MB over 10,000
-	 * streams that mostly have none (docs/performance.md).
+	 * streams that mostly have none (docs/performance-history.md).
 	 */
 	const struct policy_peer *pp;
 };

@@ -8,8 +8,8 @@
  * filled with numbers, and they are answered for every read. Building
  * them as a jansson tree and dumping it cost 2.8-5.2 µs a body on the CI
  * machine, writing them here 0.23-0.48 µs (bench/json_body.c;
- * docs/performance.md, "Bodies without a tree"); a one-connection GET /time
- * takes 17-22 µs. The output is the
+ * docs/performance-history.md, "Bodies without a tree"); a one-connection
+ * GET /time takes 17-22 µs. The output is the
  * bytes json_dumps(..., JSON_COMPACT) gives for the same tree (members in
  * the order written), which tests/unit/test_jsonw.c checks against jansson
  * itself.

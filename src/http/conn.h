@@ -25,7 +25,7 @@
  * first request that needs them (node_identity), and again at its first
  * after a reload (srv->identity_gen moved past `gen`). Allocated then: a
  * connection that never needs them (TCP, root's streams) does not carry
- * these 620 bytes (10,000 streams: 6 MB; docs/performance.md).
+ * these 620 bytes (10,000 streams: 6 MB; docs/performance-history.md).
  */
 struct conn_who {
 	unsigned gen;

@@ -278,21 +278,21 @@ request_reply_kept(struct request *req, unsigned status,
 /* ---- Deferring ----------------------------------------------------------- */
 
 /*
- * Waiting on the loop. libmicrohttpd takes a suspended connection out of
- * its epoll set and puts it back on resume (two epoll_ctl calls and a read
- * that finds nothing: a fifth of the loop's time at 50 connections,
- * docs/performance.md). A connection whose handler returned without an
- * answer stays in the set, and libmicrohttpd calls the access handler
+ * Waiting on the loop. libmicrohttpd takes a suspended connection out of its
+ * epoll set and puts it back on resume (two epoll_ctl calls and a read that
+ * finds nothing: a fifth of the loop's time at 50 connections,
+ * docs/performance-history.md). A connection whose handler returned without
+ * an answer stays in the set, and libmicrohttpd calls the access handler
  * again at each turn instead (its timeout is 0 meanwhile). So a deferred
- * request that may (request_finish_answers_only) first waits that way,
- * while at least REQUEST_WAIT_MIN requests wait for devices (many clients
- * at once: each turn serves them all), and for at most REQUEST_WAIT_TURNS
- * turns; then it is suspended, as every deferred request was before. One
- * client, or a few, never makes the loop spin: its request is suspended
- * at once, and the loop waits in epoll as ever; a slow device
- * costs a busy node 32 turns per request, not a busy loop. 32: at 50
- * connections 8 left a quarter of the requests to be suspended, 16 an
- * eighth, 32 and more a twentieth (bench/ab_bench.sh; docs/performance.md).
+ * request that may (request_finish_answers_only) first waits that way, while
+ * at least REQUEST_WAIT_MIN requests wait for devices (many clients at once:
+ * each turn serves them all), and for at most REQUEST_WAIT_TURNS turns; then
+ * it is suspended, as every deferred request was before. One client, or a
+ * few, never makes the loop spin: its request is suspended at once, and the
+ * loop waits in epoll as ever; a slow device costs a busy node 32 turns per
+ * request, not a busy loop. 32: at 50 connections 8 left a quarter of the
+ * requests to be suspended, 16 an eighth, 32 and more a twentieth
+ * (bench/ab_bench.sh; docs/performance-history.md).
  *
  * `park` settles who does what, since the last completion may come from
  * another thread at any time: it moves from REQ_WAITING once, to
