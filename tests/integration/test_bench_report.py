@@ -57,6 +57,15 @@ def test_recorded_run_with_zero_cpu(tmp_path):
     # memory figures are the three processes' sums, and say so
     assert "3 for the UDS instance" in p.stdout
     assert "| RSS idle, after startup | 11.7 MiB |" in p.stdout
+    # the current targets (issue 34), judged from the recorded figures;
+    # none of the superseded ones
+    assert rows(p.stdout, "GET /gpu/get_power p50 at 1 conn <= 2.0x "
+                "GET /time's") == [["GET /gpu/get_power p50 at 1 conn <= "
+                                    "2.0x GET /time's",
+                                    "1.78x (27.6 / 15.5 µs)", "met"]]
+    assert rows(p.stdout, "GET /gpu/get_power req/s at 50 conns >= 0.6x "
+                "nginx's")[0][2] == "NOT MET"
+    assert "idle RSS" not in p.stdout and "1.5x nginx" not in p.stdout
 
 
 def test_recorded_run_errors_fail(tmp_path):
