@@ -213,6 +213,8 @@ struct zeus_lease {
 	unsigned gpu;
 	uint32_t uid;
 	char user[64];			/* "": zeusd sent null */
+	/* pid, cgroup and label: zeusd shows them to root and the holder
+	 * only; another user gets 0, "" and "" (docs/api.md) */
 	int64_t pid;			/* the process that took it */
 	char cgroup[256];		/* "": unknown */
 	char label[ZEUS_NAME_MAX];	/* "": none */

@@ -64,7 +64,7 @@ struct lease_gpu {
 	enum lease_state state;
 	uid_t uid;
 	char user[64];
-	pid_t last_pid;		/* for the 409 message */
+	pid_t last_pid;		/* the last writer (a restore's audit line) */
 	struct lease_watch watch[LEASE_MAX_PIDS];
 	unsigned nwatch;
 	/* what to restore: first-change values */
@@ -1100,13 +1100,13 @@ leases_claim(struct leases *l, const struct peer *p,
 		if (g->state == LEASE_RESTORING && g->why[0] != '\0' &&
 		    (!unix_user || g->uid != p->uid))
 			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by "
-			    "user %s%s (uid %u, pid %ld) and being restored, but "
-			    "its restore failed (%s); it stays refused to other "
+			    "user %s%s (uid %u) and being restored, but its "
+			    "restore failed (%s); it stays refused to other "
 			    "users until a retry succeeds (attempts so far: %u; "
 			    "retried at least every %u s)", gpus[i],
 			    g->user[0] ? g->user : "", g->user[0] ? "" : "?",
-			    (unsigned)g->uid, (long)g->last_pid, g->why,
-			    g->attempts, LEASE_RETRY_MAX_MS / 1000);
+			    (unsigned)g->uid, g->why, g->attempts,
+			    LEASE_RETRY_MAX_MS / 1000);
 		else if (g->state == LEASE_RESTORING && g->why[0] != '\0')
 			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u: restoring "
 			    "your previous settings failed (%s); it is retried "
@@ -1115,13 +1115,12 @@ leases_claim(struct leases *l, const struct peer *p,
 		else if (g->state != LEASE_FREE &&
 		    (!unix_user || g->uid != p->uid))
 			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by "
-			    "user %s%s (uid %u, pid %ld)%s; its settings are "
-			    "restored and the lease ends when that user's "
-			    "processes that changed it exit", gpus[i],
+			    "user %s%s (uid %u)%s; its settings are restored "
+			    "and the lease ends when that user's processes "
+			    "that changed it exit", gpus[i],
 			    g->user[0] ? g->user : "", g->user[0] ? "" : "?",
-			    (unsigned)g->uid, (long)g->last_pid,
-			    g->state == LEASE_RESTORING ? " and being "
-			    "restored" : "");
+			    (unsigned)g->uid, g->state == LEASE_RESTORING ?
+			    " and being restored" : "");
 		else if (g->state == LEASE_RESTORING)
 			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u: your "
 			    "previous settings are being restored; retry",
@@ -1294,10 +1293,9 @@ leases_release(struct leases *l, const struct peer *p, uint64_t handle,
 		if (g->state != LEASE_FREE && !root &&
 		    (!unix_peer || g->uid != p->uid)) {
 			zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by user "
-			    "%s%s (uid %u, pid %ld); only that user or root can "
-			    "release it", gpus[i], g->user[0] ? g->user : "",
-			    g->user[0] ? "" : "?", (unsigned)g->uid,
-			    (long)g->holder_pid);
+			    "%s%s (uid %u); only that user or root can release "
+			    "it", gpus[i], g->user[0] ? g->user : "",
+			    g->user[0] ? "" : "?", (unsigned)g->uid);
 			pthread_mutex_unlock(&l->lock);
 			return -1;
 		}

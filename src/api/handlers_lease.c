@@ -9,6 +9,8 @@
  *                               the settings are restored before the
  *                               answer, which carries each lease's record
  *                               (gpu-control)
+ * A record's pid, cgroup and label are shown to root and its holder only
+ * (lease_details_shown).
  * Energy is read only here, at a lease's start and at its end: an idle
  * daemon with leases open reads nothing.
  */
@@ -56,8 +58,27 @@ lease_json_time(const struct timespec *t)
 	return json_real((double)t->tv_sec + (double)t->tv_nsec / 1e9);
 }
 
+/*
+ * Whether `p` sees a record's pid, cgroup and label (docs/api.md, "Who
+ * sees what of a record"): root on the Unix socket and the lease's holder,
+ * a Unix peer of its uid. Anyone else with gpu-read on the GPU sees that it is
+ * leased, by whom, when and with what energy, not the holder's processes
+ * or the name its job gave the lease. A TCP client is no one's holder (a
+ * token's sub is no uid, and no scope makes an administrator): never.
+ */
+static bool
+lease_details_shown(const struct peer *p, const struct lease_record *r)
+{
+	return p != NULL && p->kind == PEER_UNIX && (p->uid == 0 ||
+	    p->uid == r->uid);
+}
+
+/*
+ * A record for the caller `p`; without the details, pid 0 (a number still,
+ * as libzeus before 4d requires), cgroup and label null, details false.
+ */
 static json_t *
-lease_record_json(const struct lease_record *r)
+lease_record_json(const struct lease_record *r, const struct peer *p)
 {
 	static const char *const states[] = { "held", "restoring", "ended" };
 	static const struct { unsigned bit; const char *name; } names[] = {
@@ -67,6 +88,7 @@ lease_record_json(const struct lease_record *r)
 		{ GPU_SETTING_MEM_CLOCKS, "mem_clocks" },
 	};
 	bool started = r->start.tv_sec != 0;
+	bool details = lease_details_shown(p, r);
 	double j = (double)r->energy_mj / 1000;
 	json_t *settings = json_array(), *o;
 
@@ -74,14 +96,16 @@ lease_record_json(const struct lease_record *r)
 		if (r->settings & names[i].bit)
 			json_array_append_new(settings,
 			    json_string(names[i].name));
-	o = json_pack("{s:I,s:I,s:o,s:I,s:o,s:o,s:s,s:o,s:o,s:f,s:o,s:s,s:o,"
-	    "s:o}", "gpu", (json_int_t)r->gpu, "uid", (json_int_t)r->uid,
-	    "user", lease_json_text(r->user), "pid", (json_int_t)r->pid,
-	    "cgroup", lease_json_text(r->cgroup), "label",
-	    lease_json_text(r->label),
-	    "state", states[r->state], "start", lease_json_time(&r->start),
-	    "end", lease_json_time(&r->end), "duration_s", r->duration_s,
-	    "energy_j", r->energy_ok ? json_real(j) : json_null(), "energy",
+	o = json_pack("{s:I,s:I,s:o,s:I,s:o,s:o,s:b,s:s,s:o,s:o,s:f,s:o,s:s,"
+	    "s:o,s:o}", "gpu", (json_int_t)r->gpu, "uid", (json_int_t)r->uid,
+	    "user", lease_json_text(r->user), "pid",
+	    (json_int_t)(details ? r->pid : 0), "cgroup",
+	    details ? lease_json_text(r->cgroup) : json_null(), "label",
+	    details ? lease_json_text(r->label) : json_null(), "details",
+	    (int)details, "state", states[r->state], "start",
+	    lease_json_time(&r->start), "end", lease_json_time(&r->end),
+	    "duration_s", r->duration_s, "energy_j",
+	    r->energy_ok ? json_real(j) : json_null(), "energy",
 	    r->energy_ok ? "ok" : started ? "unavailable" : "pending",
 	    "avg_w", r->energy_ok && r->duration_s > 0 ?
 	    json_real(j / r->duration_s) : json_null(), "settings", settings);
@@ -131,12 +155,14 @@ leases_finish(struct request *req)
 	for (unsigned k = 0; k < s->view.ncur; k++)
 		if (s->shown[s->view.cur[k].gpu])
 			json_array_append_new(cur,
-			    lease_record_json(&s->view.cur[k]));
+			    lease_record_json(&s->view.cur[k],
+			    request_peer(req)));
 	for (unsigned k = 0; k < s->view.nended; k++)
 		if (s->view.ended[k].gpu < s->ngpu &&
 		    s->shown[s->view.ended[k].gpu])
 			json_array_append_new(ended,
-			    lease_record_json(&s->view.ended[k]));
+			    lease_record_json(&s->view.ended[k],
+			    request_peer(req)));
 	for (unsigned i = 0; i < s->ngpu; i++)
 		if (s->shown[i])
 			json_array_append_new(un, json_pack("{s:I,s:o}", "gpu",
@@ -226,7 +252,8 @@ release_finish(struct request *req)
 	released = json_array();
 	nl = json_array();
 	for (int i = 0; i < st->k; i++)
-		json_array_append_new(released, lease_record_json(&st->w[i].rec));
+		json_array_append_new(released, lease_record_json(
+		    &st->w[i].rec, request_peer(req)));
 	for (unsigned i = 0; i < st->nnot; i++)
 		json_array_append_new(nl, json_integer(st->not_leased[i]));
 	request_reply_json(req, 200, json_pack("{s:o,s:o}", "released",

@@ -60,6 +60,29 @@ zlog_detect_journal(void)
 	return zlog_journal;
 }
 
+bool
+zlog_journal_format(void)
+{
+	return zlog_journal;
+}
+
+size_t
+zlog_timestamp(char *buf, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = snprintf(buf, size, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L);
+	if (n < 0 || size == 0)
+		return 0;
+	return (size_t)n < size ? (size_t)n : size - 1;
+}
+
 void
 zlog_set_level(enum zlog_level level)
 {
@@ -83,8 +106,6 @@ zlog(enum zlog_level level, const char *event, const char *fmt, ...)
 {
 	zlog_sink_fn sink = zlog_sink;
 	char line[4096];
-	struct timespec ts;
-	struct tm tm;
 	va_list ap;
 	int n, m;
 
@@ -105,12 +126,9 @@ zlog(enum zlog_level level, const char *event, const char *fmt, ...)
 		n = snprintf(line, sizeof(line), "<%d>level=%s event=%s",
 		    zlog_priorities[level], zlog_names[level], event);
 	} else {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		gmtime_r(&ts.tv_sec, &tm);
-		n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:"
-		    "%02d.%03ldZ level=%s event=%s", tm.tm_year + 1900,
-		    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		    tm.tm_sec, ts.tv_nsec / 1000000L, zlog_names[level], event);
+		n = (int)zlog_timestamp(line, sizeof(line));
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+		    " level=%s event=%s", zlog_names[level], event);
 	}
 	if (n < 0)
 		return;

@@ -33,6 +33,17 @@ void zlog_set_level(enum zlog_level level);
 bool zlog_detect_journal(void);
 bool zlog_enabled(enum zlog_level level);
 
+/* Whether lines are in the journal format (zlog_detect_journal found it). */
+bool zlog_journal_format(void);
+
+/*
+ * The plain format's first field for now, "ts=2026-01-01T00:00:00.000Z"
+ * (CLOCK_REALTIME, UTC), into buf (ZLOG_TS_MAX bytes hold it); returns
+ * its length.
+ */
+#define ZLOG_TS_MAX 32
+size_t zlog_timestamp(char *buf, size_t size);
+
 /* Emits `ts=... level=... event=<event> <fields>` (journal: `<P>level=...`). */
 void zlog(enum zlog_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -106,45 +106,34 @@ psctl_recv(int fd, struct psctl_msg *m, int *fds, unsigned *nfds, char *why,
 	return 1;
 }
 
-static int
-psctl_printable(const char *s, size_t max)
-{
-	size_t i;
-
-	for (i = 0; i < max && s[i] != '\0'; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return 0;
-	return i < max;		/* NUL-terminated inside the array */
-}
-
 int
 psctl_check_from_network(const struct psctl_msg *m, unsigned nfds, char *why,
     size_t whysz)
 {
-	static const char *const allowed[] = { "READY=1", "STATUS=",
-	    "WATCHDOG=1", "STOPPING=1" };
+	static const struct psgpu_lacks zero;
 
 	if (nfds != 0 || m->flags != 0) {
 		snprintf(why, whysz, "control message with fds or flags");
 		return -1;
 	}
-	if (m->type == PSCTL_RELOADED)
-		return 0;
+	if (memcmp(&m->lacks, &zero, sizeof(zero)) != 0) {
+		snprintf(why, whysz, "control message with a lacks table");
+		return -1;
+	}
+	if (m->type == PSCTL_RELOADED) {
+		if (m->value <= PSCTL_RELOADED_MAX)
+			return 0;
+		snprintf(why, whysz, "reload result of %u failed parts",
+		    m->value);
+		return -1;
+	}
 	if (m->type != PSCTL_NOTIFY) {
 		snprintf(why, whysz, "control message of type %u", m->type);
 		return -1;
 	}
-	if (!psctl_printable(m->text, sizeof(m->text))) {
-		snprintf(why, whysz, "notification not printable text");
+	if (m->value < PSCTL_N_READY || m->value > PSCTL_N_STOPPING) {
+		snprintf(why, whysz, "notification of kind %u", m->value);
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
-		size_t n = strlen(allowed[i]);
-
-		if (strncmp(m->text, allowed[i], n) == 0 &&
-		    (allowed[i][n - 1] == '=' || m->text[n] == '\0'))
-			return 0;
-	}
-	snprintf(why, whysz, "notification not allowed");
-	return -1;
+	return 0;
 }

@@ -4,12 +4,16 @@
  * daemon (docs/design.md, "Two processes"): one SOCK_SEQPACKET socketpair
  * next to the device channels, for what is not a device call.
  *
- *   network -> device  PSCTL_NOTIFY    a systemd notification to pass on
- *                                      (READY=1, STATUS=..., WATCHDOG=1,
- *                                      STOPPING=1): systemd takes them
- *                                      from the main process only
- *                      PSCTL_RELOADED  a reload was applied; value = how
- *                                      many parts failed
+ *   network -> device  PSCTL_NOTIFY    a systemd state to pass on, by
+ *                                      kind (value: PSCTL_N_*): systemd
+ *                                      takes notifications from the main
+ *                                      process only, and the device
+ *                                      process writes each datagram
+ *                                      itself, STATUS= texts included
+ *                      PSCTL_RELOADED  the reload the device process sent
+ *                                      was applied; value = how many of
+ *                                      its parts failed (at most
+ *                                      PSCTL_RELOADED_MAX)
  *   device -> network  PSCTL_RELOAD    SIGHUP: the files the network
  *                                      process may not open, as fds
  *                                      (flags say which follow, in bit
@@ -17,9 +21,12 @@
  *                                      GPU operations lack, value = the
  *                                      number of overridden operations
  *
- * Fixed size. The device process checks what comes from the network
- * process as hostile (psctl_check_from_network): a message that does not
- * check out stops the daemon like a bad device request.
+ * Fixed size, and no text: nothing the network process writes reaches
+ * systemd or the log as it wrote it (issue 42, item 4d). The device process
+ * checks what comes from the network process as hostile
+ * (psctl_check_from_network, and device_proc.c for the order: one READY,
+ * a RELOADED only for a reload it sent): a message that does not check
+ * out stops the daemon like a bad device request.
  */
 #ifndef ZEUS_PRIVSEP_CONTROL_H
 #define ZEUS_PRIVSEP_CONTROL_H
@@ -30,13 +37,26 @@
 #include "remote_gpu.h"
 
 #define PSCTL_MAGIC 0x7a706331u		/* "zpc1" */
-#define PSCTL_TEXT_MAX 256
 #define PSCTL_MAX_FDS 3
+/* a RELOADED's count: the parts the device process passes (the fds) */
+#define PSCTL_RELOADED_MAX PSCTL_MAX_FDS
 
 enum psctl_type {
 	PSCTL_NOTIFY = 1,
 	PSCTL_RELOADED,
 	PSCTL_RELOAD,
+};
+
+/*
+ * What a PSCTL_NOTIFY asks the device process to tell systemd. READY:
+ * "READY=1" and the STATUS= line the device process composes from what it
+ * knows itself (the address, the GPU and CPU counts, the groups, auth);
+ * WATCHDOG: "WATCHDOG=1"; STOPPING: "STOPPING=1".
+ */
+enum psctl_notify {
+	PSCTL_N_READY = 1,
+	PSCTL_N_WATCHDOG,
+	PSCTL_N_STOPPING,
 };
 
 enum {
@@ -51,8 +71,7 @@ struct psctl_msg {
 	uint32_t type;
 	uint32_t flags;
 	uint32_t value;
-	char text[PSCTL_TEXT_MAX];	/* NUL-terminated */
-	struct psgpu_lacks lacks;
+	struct psgpu_lacks lacks;	/* PSCTL_RELOAD's; else zero */
 };
 
 /* Sends m with fds[0..nfds-1] attached (SCM_RIGHTS); 0 or -1 (errno). */
@@ -68,9 +87,10 @@ int psctl_recv(int fd, struct psctl_msg *m, int *fds, unsigned *nfds,
     char *why, size_t whysz);
 
 /*
- * What the device process accepts from the network process: NOTIFY with a
- * printable text starting READY=1, STATUS=, WATCHDOG=1 or STOPPING=1, or
- * RELOADED; flags 0, no fds. 0, or -1 with `why`.
+ * What the device process accepts from the network process: NOTIFY of a
+ * kind of enum psctl_notify, or RELOADED with a value of at most
+ * PSCTL_RELOADED_MAX; flags 0, no fds, the lacks table zero. 0, or -1
+ * with `why`.
  */
 int psctl_check_from_network(const struct psctl_msg *m, unsigned nfds,
     char *why, size_t whysz);

@@ -11,7 +11,9 @@
  * over the control channel (device_reload; the files' own re-reading is
  * reload.c's); SIGCHLD from the network process stops the daemon; SIGTERM
  * stops the network process gracefully first. Its control thread passes
- * the network process's systemd notifications on and logs reload results.
+ * the network process's systemd notifications on, as texts of its own
+ * (the network process names a kind, control.h), and logs the results of
+ * the reloads it sent.
  */
 #include "zeusd/device_proc.h"
 
@@ -33,6 +35,7 @@
 #include "access/warden.h"
 #include "common/log.h"
 #include "devices/rapl.h"
+#include "node/groups.h"
 #include "overrides/reaper.h"
 #include "privsep/control.h"
 #include "privsep/device.h"
@@ -56,13 +59,20 @@
 static struct {
 	int ctl;			/* our end of the control channel */
 	pid_t net;			/* the network process */
-	const struct zeusd_config *cfg;	/* for SIGHUP */
+	const struct zeusd_config *cfg;	/* for SIGHUP and STATUS= */
 	int wstatus;			/* the network process's, once reaped */
 	struct warden *warden;		/* decides every write */
 	struct policy_holder *policy;	/* the warden's; NULL: none */
 	struct auth_key *key;		/* the signing key: ours alone */
 	pthread_mutex_t reload_lock;
 	int reload_failed;		/* this side's failures of the last */
+	unsigned reloads_sent;		/* PSCTL_RELOADs not yet answered */
+	/* the control thread's */
+	bool ready;			/* the network process's READY came */
+	/* with cfg: what the STATUS= line at READY says (device_notify) */
+	const struct server *srv;
+	const struct node *node;
+	char where[300];
 } dev = { .ctl = -1, .reload_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* psexec's RAPL read: the device process's own core, which tracks wraps. */
@@ -98,6 +108,92 @@ device_kill_network(const char *why)
 	(void)kill(dev.net, SIGKILL);
 }
 
+/*
+ * The network process's address for STATUS=, as listen_describe has it
+ * ("unix:/run/zeusd/zeusd.sock", "tcp:127.0.0.1:4938").
+ */
+static void
+device_describe_listen(const struct split_ends *ends)
+{
+	const struct sockaddr_un *un = (const void *)ends->listen_name;
+	const char *path = listen_socket_path();
+
+	snprintf(dev.where, sizeof(dev.where), "?");
+	if (ends->listen_name_len <= offsetof(struct sockaddr_un, sun_path))
+		return;
+	if (un->sun_family != AF_UNIX)
+		listen_format_inet(ends->listen_name, dev.where,
+		    sizeof(dev.where));
+	else if (path != NULL)
+		snprintf(dev.where, sizeof(dev.where), "unix:%s", path);
+	else
+		snprintf(dev.where, sizeof(dev.where), "unix:%.*s",
+		    (int)sizeof(un->sun_path), un->sun_path);
+}
+
+/*
+ * A state the network process asked to pass on (control.h): the datagram
+ * and its status line are this process's own texts. 0, or -1 with `why`
+ * for a READY after the first (the network process sends one).
+ */
+static int
+device_notify(enum psctl_notify kind, char *why, size_t whysz)
+{
+	char groups[80];
+
+	switch (kind) {
+	case PSCTL_N_READY:
+		if (dev.ready) {
+			snprintf(why, whysz, "a second READY notification");
+			return -1;
+		}
+		dev.ready = true;
+		group_set_format(dev.cfg->enabled, groups, sizeof(groups));
+		notify_send("READY=1");
+		notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, auth %s",
+		    dev.where, dev.node->ngpu, dev.node->ncpu, groups,
+		    dev.srv->ctx.auth ? "on" : "off");
+		return 0;
+	case PSCTL_N_WATCHDOG:
+		notify_send("WATCHDOG=1");
+		return 0;
+	case PSCTL_N_STOPPING:
+		notify_send("STOPPING=1");
+		return 0;
+	}
+	snprintf(why, whysz, "notification of kind %u", (unsigned)kind);
+	return -1;
+}
+
+/*
+ * A reload's result: logged and told systemd only when it answers a reload
+ * this process sent (device_reload); its count of failures is checked
+ * (control.c). 0, or -1 with `why`.
+ */
+static int
+device_reloaded(uint32_t failed, char *why, size_t whysz)
+{
+	int rc;
+
+	pthread_mutex_lock(&dev.reload_lock);
+	if (dev.reloads_sent == 0) {
+		pthread_mutex_unlock(&dev.reload_lock);
+		snprintf(why, whysz, "a reload result without a reload");
+		return -1;
+	}
+	dev.reloads_sent--;
+	rc = dev.reload_failed + (int)failed;
+	pthread_mutex_unlock(&dev.reload_lock);
+	zlog(ZLOG_INFO, "reloaded", "failed=%d msg=\"only the signing "
+	    "key, the GPU command overrides and the node policy are "
+	    "re-read, and the audit log reopened; other changes need a "
+	    "restart\"", rc);
+	notify_send("READY=1");
+	notify_status("Reloaded%s", rc > 0 ? " (some parts failed, "
+	    "see the log)" : "");
+	return 0;
+}
+
 /* The device process's control thread: notifications and reload results. */
 static void *
 device_ctl_main(void *arg)
@@ -113,28 +209,19 @@ device_ctl_main(void *arg)
 		rc = psctl_recv(dev.ctl, &m, fds, &nfds, why, sizeof(why));
 		if (rc == 0)
 			return NULL;	/* the network process ended: SIGCHLD */
-		if (rc < 0 || psctl_check_from_network(&m, nfds, why,
-		    sizeof(why)) != 0) {
+		if (rc > 0 && psctl_check_from_network(&m, nfds, why,
+		    sizeof(why)) == 0)
+			rc = m.type == PSCTL_NOTIFY ? device_notify(
+			    (enum psctl_notify)m.value, why, sizeof(why)) :
+			    device_reloaded(m.value, why, sizeof(why));
+		else
+			rc = -1;
+		if (rc != 0) {
 			for (unsigned i = 0; i < nfds; i++)
 				close(fds[i]);
 			device_kill_network(why);
 			return NULL;
 		}
-		if (m.type == PSCTL_NOTIFY) {
-			notify_send(m.text);
-			continue;
-		}
-		/* PSCTL_RELOADED */
-		pthread_mutex_lock(&dev.reload_lock);
-		rc = dev.reload_failed + (int)(m.value > 16 ? 16 : m.value);
-		pthread_mutex_unlock(&dev.reload_lock);
-		zlog(ZLOG_INFO, "reloaded", "failed=%d msg=\"only the signing "
-		    "key, the GPU command overrides and the node policy are "
-		    "re-read, and the audit log reopened; other changes need a "
-		    "restart\"", rc);
-		notify_send("READY=1");
-		notify_status("Reloaded%s", rc > 0 ? " (some parts failed, "
-		    "see the log)" : "");
 	}
 	return NULL;
 }
@@ -168,12 +255,18 @@ device_reload(const struct zeusd_config *cfg, struct node *node)
 			m.flags |= 1u << i;	/* PSCTL_FD_* follow RELOAD_FD_* */
 			send[nsend++] = fds[i];
 		}
+	/* counted before it goes: the answer may come before we return */
 	pthread_mutex_lock(&dev.reload_lock);
 	dev.reload_failed = failed;
+	dev.reloads_sent++;
 	pthread_mutex_unlock(&dev.reload_lock);
-	if (psctl_send(dev.ctl, &m, send, nsend) != 0)
+	if (psctl_send(dev.ctl, &m, send, nsend) != 0) {
 		zlog(ZLOG_WARN, "reload_not_sent", "error=\"%s\"",
 		    strerror(errno));
+		pthread_mutex_lock(&dev.reload_lock);
+		dev.reloads_sent--;
+		pthread_mutex_unlock(&dev.reload_lock);
+	}
 	for (unsigned i = 0; i < nsend; i++)
 		close(send[i]);
 }
@@ -249,7 +342,6 @@ device_loop(const struct zeusd_config *cfg, struct node *node,
 	char how[48];
 	int sig, wstatus = 0;
 
-	dev.cfg = cfg;
 	if ((sig = signals_loop(sigs, &h)) == SIGCHLD)
 		return 1;
 	notify_stopping(sig);
@@ -314,6 +406,10 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 
 	dev.net = ends->net;
 	dev.ctl = ends->ctl;
+	dev.cfg = cfg;
+	dev.srv = srv;
+	dev.node = node;
+	device_describe_listen(ends);
 	if (ends->listen_name_len > offsetof(struct sockaddr_un, sun_path) &&
 	    un->sun_family == AF_UNIX)
 		memcpy(wc.listen_path, un->sun_path, sizeof(wc.listen_path) <

@@ -13,9 +13,12 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 
 #define TAG "proc=network "
 #define TAG_LEN (sizeof(TAG) - 1)
+/* what goes before a line's own text: our timestamp, the tag */
+#define PREFIX_MAX (ZLOG_TS_MAX + 1 + TAG_LEN)
 
 struct logrelay {
 	int fd;
@@ -23,6 +26,9 @@ struct logrelay {
 	pthread_mutex_t lock;
 	pthread_cond_t done_cv;
 	bool done;
+	bool journal;			/* zlog's format: no timestamp */
+	char stamp[ZLOG_TS_MAX];	/* "ts=..." of this read, plain format */
+	size_t nstamp;
 	char in[LOGRELAY_LINE_MAX];	/* the line so far */
 	size_t n;
 	/*
@@ -30,7 +36,7 @@ struct logrelay {
 	 * written at once (a busy network process logs a line per request;
 	 * one write per read, not per line), never a line cut in two.
 	 */
-	char out[4 * (LOGRELAY_LINE_MAX + TAG_LEN + 2)];
+	char out[4 * (LOGRELAY_LINE_MAX + PREFIX_MAX + 1)];
 	size_t nout;
 };
 
@@ -51,41 +57,56 @@ relay_flush(struct logrelay *r)
 	r->nout = 0;
 }
 
-/* Where the tag goes in `line`: after "<P>", after the first field, or 0. */
-static size_t
-tag_at(const char *line, size_t n)
+/* The time the lines read now are stamped with (the plain format). */
+static void
+relay_stamp(struct logrelay *r)
 {
+	if (!r->journal)
+		r->nstamp = zlog_timestamp(r->stamp, sizeof(r->stamp));
+}
+
+static void
+relay_put(struct logrelay *r, const char *s, size_t n)
+{
+	memcpy(r->out + r->nout, s, n);
+	r->nout += n;
+}
+
+/*
+ * One line (without its '\n') into the batch, as logrelay.h says: its
+ * "<P>" kept, its own leading ts= fields dropped, the tag, and in the
+ * plain format our timestamp first.
+ */
+static void
+relay_line(struct logrelay *r, const char *line, size_t n)
+{
+	size_t prio = 0, at;
 	const char *sp;
 
 	if (n >= 3 && line[0] == '<' && line[1] >= '0' && line[1] <= '7' &&
 	    line[2] == '>')
-		return 3;
-	if (n > 3 && memcmp(line, "ts=", 3) == 0 &&
-	    (sp = memchr(line, ' ', n)) != NULL)
-		return (size_t)(sp - line) + 1;
-	return 0;
-}
-
-/* One line (without its '\n'), tagged, into the batch. */
-static void
-relay_line(struct logrelay *r, const char *line, size_t n)
-{
-	size_t at = tag_at(line, n);
-	char *o;
-
-	if (sizeof(r->out) - r->nout < n + TAG_LEN + 1)
+		prio = 3;
+	for (at = prio; n - at >= 3 && memcmp(line + at, "ts=", 3) == 0; )
+		at = (sp = memchr(line + at, ' ', n - at)) != NULL ?
+		    (size_t)(sp - line) + 1 : n;
+	if (sizeof(r->out) - r->nout < n + PREFIX_MAX + 1)
 		relay_flush(r);
-	o = r->out + r->nout;
-	memcpy(o, line, at);
-	memcpy(o + at, TAG, TAG_LEN);
-	memcpy(o + at + TAG_LEN, line + at, n - at);
-	o[n + TAG_LEN] = '\n';
-	r->nout += n + TAG_LEN + 1;
+	if (r->journal) {
+		relay_put(r, line, prio);	/* journald's priority */
+		relay_put(r, TAG, TAG_LEN);
+	} else {
+		relay_put(r, r->stamp, r->nstamp);
+		relay_put(r, " " TAG, 1 + TAG_LEN);
+		relay_put(r, line, prio);	/* text here */
+	}
+	relay_put(r, line + at, n - at);
+	relay_put(r, "\n", 1);
 }
 
 static void
 relay_bytes(struct logrelay *r, const char *buf, size_t len)
 {
+	relay_stamp(r);
 	while (len > 0) {
 		const char *nl = memchr(buf, '\n', len);
 		size_t take = nl != NULL ? (size_t)(nl - buf) : len;
@@ -133,6 +154,7 @@ relay_main(void *arg)
 			zclock_sleep_ms(LOGRELAY_BATCH_MS);
 	}
 	if (r->n > 0) {			/* a last line without its '\n' */
+		relay_stamp(r);
 		relay_line(r, r->in, r->n);
 		relay_flush(r);
 	}
@@ -154,6 +176,7 @@ logrelay_start(int rfd, struct logrelay **out, struct zerr *err)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	}
 	r->fd = rfd;
+	r->journal = zlog_journal_format();
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->done_cv, NULL);
 	if ((e = pthread_create(&r->thread, NULL, relay_main, r)) != 0) {

@@ -7,16 +7,23 @@
  * The network process's stderr is a pipe whose other end the device
  * process reads here; every line that comes out of it is written to the
  * device process's stderr (the journal, a file) with `proc=network` as its
- * second field: after the "<P>" priority in the journal format, after the
- * first field (the timestamp) in the plain one, first when the line starts
- * with neither. The network process can write what it likes into the
- * pipe, but no line it writes reaches the log without the tag, so a taken
- * over network process cannot pass a line off as the device process's.
+ * second field, and its time is the device process's: in the plain format
+ * the line starts with the device process's own `ts=` field (the clock
+ * when it read the line), then the tag; in the journal format (which
+ * journald stamps itself) with the line's "<P>" priority, if it has one,
+ * then the tag. Whatever `ts=` fields the line itself starts with (after
+ * its "<P>") are dropped, so a line cannot claim a time of its own choice
+ * (issue 42, item 4d); the rest follows the tag as it was written (in the
+ * plain format a "<P>" too). The network process can write what it likes
+ * into the pipe, but no line it writes reaches the log without the tag
+ * and our time, so a taken over network process cannot pass a line off as
+ * the device process's, nor as one written at another time.
  * Lines are split at '\n' and at LOGRELAY_LINE_MAX bytes (each piece gets
  * the tag); NUL and other control bytes pass as they are (zlog_quote
  * escapes what the network process's own code logs). After each read the
  * thread waits LOGRELAY_BATCH_MS, so that under load one read and one
- * write carry many lines: the cost per line is then a copy.
+ * write carry many lines: the cost per line is then a copy, and a line's
+ * time is that of the read that brought it (at most a batch late).
  */
 #ifndef ZEUS_ZEUSD_LOGRELAY_H
 #define ZEUS_ZEUSD_LOGRELAY_H

@@ -74,16 +74,30 @@ static struct {
 
 /* ---- The network process of a split daemon -------------------------------- */
 
+/*
+ * A state for systemd, as the device process's kind of it (control.h):
+ * the device process writes the datagram, and the STATUS= line that goes
+ * with READY=1. Others (RELOADING=1 is the one process's) are not sent.
+ */
 static void
 network_relay(const char *state)
 {
+	static const struct { const char *state; enum psctl_notify kind; }
+	    kinds[] = { { "READY=1", PSCTL_N_READY },
+	    { "WATCHDOG=1", PSCTL_N_WATCHDOG },
+	    { "STOPPING=1", PSCTL_N_STOPPING } };
 	struct psctl_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.magic = PSCTL_MAGIC;
-	m.type = PSCTL_NOTIFY;
-	snprintf(m.text, sizeof(m.text), "%s", state);
-	(void)psctl_send(net.ctl, &m, NULL, 0);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (strcmp(state, kinds[i].state) != 0)
+			continue;
+		memset(&m, 0, sizeof(m));
+		m.magic = PSCTL_MAGIC;
+		m.type = PSCTL_NOTIFY;
+		m.value = kinds[i].kind;
+		(void)psctl_send(net.ctl, &m, NULL, 0);
+		return;
+	}
 }
 
 static _Noreturn void

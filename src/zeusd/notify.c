@@ -146,7 +146,8 @@ notify_status(const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (notify.fd < 0 && notify_relay == NULL)
+	/* no socket, or relayed: the device process composes its own */
+	if (notify.fd < 0)
 		return;
 	n = snprintf(buf, sizeof(buf), "STATUS=");
 	va_start(ap, fmt);

@@ -39,16 +39,18 @@ void notify_send(const char *state);
 
 /*
  * The network process of a split daemon: systemd takes notifications from
- * the main process only (NotifyAccess=main), so from now on every state is
- * handed to fn (which sends it to the device process) instead. Nothing
- * changes when not under systemd.
+ * the main process only (NotifyAccess=main), so from now on every state
+ * notify_send is given is handed to fn (which asks the device process to
+ * send it: by kind, never as text; privsep/control.h), and notify_status
+ * sends nothing: the device process composes every STATUS= line itself.
+ * Nothing changes when not under systemd.
  */
 void notify_relay_to(void (*fn)(const char *state));
 
-/* notify_send of "STATUS=<formatted>". */
 /* A stop begins: logged (shutting_down), STOPPING=1 and a status. */
 void notify_stopping(int sig);
 
+/* notify_send of "STATUS=<formatted>" (nothing once relayed, above). */
 void notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

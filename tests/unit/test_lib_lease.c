@@ -357,6 +357,18 @@ test_record_checks_every_field(void **state)
 	assert_int_equal(decode_record(t, &r), 0);
 	assert_int_equal(r.settings, ZEUS_SETTING_POWER_LIMIT);
 	free(t);
+	/*
+	 * Another user's lease as zeusd answers it (docs/api.md, "Who sees
+	 * what of a record"): pid 0, no cgroup or label, and "details",
+	 * which this version does not read
+	 */
+	t = record_with("pid", "\"pid\":0,\"details\":false");
+	assert_int_equal(decode_record(t, &r), 0);
+	assert_int_equal(r.pid, 0);
+	assert_string_equal(r.cgroup, "");
+	assert_string_equal(r.label, "");
+	assert_string_equal(r.user, "alice");
+	free(t);
 }
 
 static void
