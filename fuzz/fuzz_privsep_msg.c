@@ -13,6 +13,13 @@
  * fixed limits, a small machine and a full one (64 GPUs, 64 packages), so
  * the mask edges at bit 63 are covered too.
  *
+ * A PSMSG_TCP_OWNER the decoder accepts names a loopback connection, the
+ * only kind common/sockdiag.c looks up.
+ *
+ * A PSMSG_SLURM_STEP it accepts is a step's start with GPUs within the
+ * limits, or an end of nothing but its ids; without a warden here the
+ * executor refuses it.
+ *
  * The network side's reply check gets the input too (as a whole reply
  * and laid over a valid one): what it accepts must have a NUL-terminated
  * message, valid kinds and the id and op asked for.
@@ -22,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sockdiag.h"
 #include "devices/gpu.h"
 #include "devices/rapl.h"
 #include "privsep/exec.h"
@@ -199,6 +207,48 @@ run_one(const uint8_t *data, size_t size, const struct psmsg_limits *l)
 		must(psmsg_writes_reply_check(&wrep,
 		    psmsg_writes_reply_size(w.n), w.h.id, w.n, &wback, why,
 		    sizeof(why)) == 0);
+		return;
+	}
+	if (size == sizeof(struct psmsg_tcp_owner)) {
+		struct psmsg_tcp_owner o;
+		struct sockdiag_tuple t = { 0 };
+
+		/* accepted: a loopback tuple, which is all sockdiag asks */
+		if (psmsg_tcp_owner_check(data, size, &o, why,
+		    sizeof(why)) != 0) {
+			must(o.h.magic == 0 && o.family == 0);
+			return;
+		}
+		t.family = (uint8_t)o.family;
+		memcpy(t.client, o.client, sizeof(t.client));
+		memcpy(t.server, o.server, sizeof(t.server));
+		must(o.client_port <= 65535 && o.server_port <= 65535);
+		t.client_port = (uint16_t)o.client_port;
+		t.server_port = (uint16_t)o.server_port;
+		must(sockdiag_tuple_loopback(&t));
+		psexec_tcp_owner(&x, &o, &rep);	/* one netlink look-up */
+		must(calls == 0);
+		must(psmsg_reply_check(&rep, sizeof(rep), o.h.id,
+		    PSMSG_TCP_OWNER, &back, why, sizeof(why)) == 0);
+		return;
+	}
+	if (size == sizeof(struct psmsg_slurm_step)) {
+		struct psmsg_slurm_step m;
+
+		/* accepted: a start or an end as the table takes them */
+		if (psmsg_slurm_step_check(data, size, l, &m, why,
+		    sizeof(why)) != 0) {
+			must(m.h.magic == 0 && m.who == 0);
+			return;
+		}
+		must(m.who != 0 && m.job != 0 && m.start <= 1);
+		must(m.start ? m.gpus != 0 && m.uid != UINT32_MAX &&
+		    (l->ngpu >= 64 || m.gpus >> l->ngpu == 0) :
+		    m.gpus == 0 && m.uid == 0);
+		psexec_slurm_step(&x, &m, &rep);	/* no warden: refused */
+		must(rep.rc == -1 && calls == 0);
+		must(psmsg_reply_check(&rep, sizeof(rep), m.h.id,
+		    PSMSG_SLURM_STEP, &back, why, sizeof(why)) == 0);
 		return;
 	}
 	if (psmsg_request_check(data, size, l, &r, why, sizeof(why)) != 0) {

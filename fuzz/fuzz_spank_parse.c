@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_spank_parse.c - libFuzzer target for the Slurm plugin's parsers
- * (src/slurm/spank_parse.c): the input as a GPU list, and split at
- * spaces as plugstack.conf arguments.
+ * (src/slurm/spank_parse.c): the input as a GPU list, split at spaces as
+ * plugstack.conf arguments, and as zeusd's answer to a step's start
+ * (spank_step.c).
  *
  * Checks that a list either fails with a reason or yields at most
  * SPANK_GPUS_MAX distinct indices in range, and that accepted arguments
- * give an absolute socket path that fits sun_path.
+ * give an absolute socket path that fits sun_path; that an answer gives a
+ * status of 100..599 and a printable text that fits, or fails.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "slurm/spank_parse.h"
+#include "slurm/spank_step.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,6 +28,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = 0;
 	int ac = 0;
 
+	unsigned status;
+	char said[64];
+
+	if (spank_step_answer((const char *)data, size, &status, said,
+	    sizeof(said)) == 0) {
+		if (status < 100 || status > 599 ||
+		    strnlen(said, sizeof(said)) >= sizeof(said))
+			abort();
+		for (size_t i = 0; said[i] != '\0'; i++)
+			if (said[i] < 0x20 || said[i] > 0x7e)
+				abort();
+	}
 	if ((s = malloc(size + 1)) == NULL)
 		return 0;
 	memcpy(s, data, size);

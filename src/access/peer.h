@@ -5,9 +5,12 @@
  * accept time) or the address of a TCP peer.
  *
  * The identity is what per-peer limits count (peer_limit.h, by peer_same:
- * all of loopback as one, an IPv6 address by its /64) and what the logs
- * name (the whole address). IPv4-mapped IPv6 addresses count as their IPv4 address, so a
- * dual-stack listener cannot be used to double a peer's allowance.
+ * a local user by its uid, whether on the Unix socket or on loopback TCP
+ * where the kernel told who owns the client's socket; the rest of
+ * loopback as one; an IPv6 address by its /64) and what the logs name
+ * (the whole address). IPv4-mapped IPv6 addresses count as their IPv4
+ * address, so a dual-stack listener cannot be used to double a peer's
+ * allowance.
  */
 #ifndef ZEUS_PEER_H
 #define ZEUS_PEER_H
@@ -27,9 +30,15 @@
  */
 enum peer_kind { PEER_UNKNOWN, PEER_UNIX, PEER_INET4, PEER_INET6, PEER_PIPE };
 
+struct sockdiag_tuple;
+
 struct peer {
 	enum peer_kind kind;
-	uid_t uid;		/* PEER_UNIX */
+	/*
+	 * PEER_UNIX: SO_PEERCRED's. PEER_INET4/6 on loopback with `owned`:
+	 * the uid that owns the client's socket (peer_set_owner).
+	 */
+	uid_t uid;
 	gid_t gid;
 	pid_t pid;		/* PEER_UNIX, PEER_PIPE */
 	/*
@@ -41,6 +50,13 @@ struct peer {
 	 */
 	int pidfd;
 	uint8_t addr[16];	/* PEER_INET4: 4 bytes, PEER_INET6: 16 */
+	/*
+	 * A loopback TCP peer whose client socket's owner the kernel told
+	 * (common/sockdiag.h, at accept: http/server.c): counted by `uid`,
+	 * as a Unix peer is. It says who the connection counts as, never
+	 * what it may do: authorisation on TCP stays the token's.
+	 */
+	bool owned;
 };
 
 /*
@@ -88,26 +104,39 @@ bool peer_exited(const struct peer *p);
 void peer_release(struct peer *p);
 
 /*
- * Same peer for counting purposes: on a Unix socket the uid; on a named
- * pipe the client's process id; on TCP all of
- * loopback (127.0.0.0/8 and ::1) is one peer (any local user may bind
- * every address of 127.0.0.0/8), an IPv4 address is one, and so is an
- * IPv6 /64 (a host may use any address of its /64). The address itself is
- * kept whole for the logs (peer_format).
+ * Same peer for counting purposes: a local user by its uid, on the Unix
+ * socket or on loopback TCP where its owner is known (`owned`: one count
+ * per user, whichever way it connects); on a named pipe the client's
+ * process id; on TCP the rest of loopback (127.0.0.0/8 and ::1, owner
+ * unknown) is one peer (any local user may bind every address of
+ * 127.0.0.0/8), an IPv4 address is one, and so is an IPv6 /64 (a host may
+ * use any address of its /64). The address itself is kept whole for the
+ * logs (peer_format).
  */
 bool peer_same(const struct peer *a, const struct peer *b);
 
 /* Hash of what peer_same compares. */
 uint32_t peer_hash(const struct peer *p);
 
-/* A TCP peer on 127.0.0.0/8 or ::1 (the one "loopback" peer). */
+/* A TCP peer on 127.0.0.0/8 or ::1, its owner known or not. */
 bool peer_is_loopback(const struct peer *p);
+
+/*
+ * The TCP connection of `fd` as its client's socket has it (its address
+ * and port as the client end, ours as the server end; IPv4-mapped
+ * addresses as IPv4), for asking who owns that socket. 0, or -1 when it is
+ * not a TCP connection on loopback at both ends.
+ */
+int peer_loopback_tuple(int fd, struct sockdiag_tuple *t);
+
+/* A loopback TCP peer: counts from now on as the user `uid` (`owned`). */
+void peer_set_owner(struct peer *p, uid_t uid);
 
 /* Root on the Unix socket: never limited. */
 bool peer_is_root(const struct peer *p);
 
-/* "uid=1000 pid=42", "pipe_pid=42" or "addr=127.0.0.1" / "addr=::1", for
- * log lines. */
+/* "uid=1000 pid=42", "pipe_pid=42", "addr=127.0.0.1" / "addr=::1", or
+ * "addr=127.0.0.1 uid=1000" (an owned loopback peer), for log lines. */
 const char *peer_format(const struct peer *p, char *buf, size_t size);
 
 #endif

@@ -46,6 +46,7 @@ struct policy_grant {
 struct policy {
 	struct policy_grant *grants;
 	size_t ngrants;
+	bool slurm_confine;		/* slurm_jobs = "confine" */
 };
 
 static int policy_fail(struct zerr *err, const char *name, unsigned line,
@@ -216,6 +217,27 @@ policy_load_grant(struct policy_grant *g, const struct toml_table *t,
 	return 0;
 }
 
+/* The keys before any [[grant]]: slurm_jobs only. */
+static int
+policy_load_top(struct policy *p, const struct toml_table *t,
+    const char *name, struct zerr *err)
+{
+	for (size_t i = 0; i < t->n_keys; i++) {
+		const struct toml_key *k = &t->keys[i];
+
+		if (strcmp(k->name, "slurm_jobs") != 0)
+			return policy_fail(err, name, k->line, "key '%s' must "
+			    "be inside a [[grant]] (the only key outside one "
+			    "is slurm_jobs)", k->name);
+		if (k->v.type != TOML_STRING || (strcmp(k->v.str, "off") != 0 &&
+		    strcmp(k->v.str, "confine") != 0))
+			return policy_fail(err, name, k->line, "slurm_jobs must "
+			    "be \"confine\" or \"off\"");
+		p->slurm_confine = strcmp(k->v.str, "confine") == 0;
+	}
+	return 0;
+}
+
 int
 policy_parse(const char *text, size_t len, const char *name,
     struct policy **out, struct zerr *err)
@@ -235,11 +257,8 @@ policy_parse(const char *text, size_t len, const char *name,
 		toml_free(doc);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	}
-	if (doc->tables[0].n_keys > 0) {
-		policy_fail(err, name, doc->tables[0].keys[0].line, "key '%s' "
-		    "must be inside a [[grant]]", doc->tables[0].keys[0].name);
+	if (policy_load_top(p, &doc->tables[0], name, err) != 0)
 		goto fail;
-	}
 	for (size_t i = 1; i < doc->n_tables; i++) {
 		p->ngrants++;
 		if (policy_load_grant(&p->grants[i - 1], &doc->tables[i], name,
@@ -333,6 +352,12 @@ policy_grants(const struct policy *p)
 	return (unsigned)p->ngrants;
 }
 
+bool
+policy_slurm_confine(const struct policy *p)
+{
+	return p != NULL && p->slurm_confine;
+}
+
 void
 policy_peer_init(struct policy_peer *pp, uid_t uid, const struct identity *id)
 {
@@ -368,6 +393,8 @@ policy_format_numeric(const struct policy *p, char **out, size_t *len,
 
 	if (f == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	if (p->slurm_confine)
+		fputs("slurm_jobs = \"confine\"\n", f);
 	for (size_t i = 0; i < p->ngrants; i++) {
 		const struct policy_grant *g = &p->grants[i];
 		const char *sep = "";

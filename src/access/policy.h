@@ -14,6 +14,15 @@
  *   scopes = ["gpu-read", "gpu-control"]
  *   gpus = [0, 1]                # optional; every GPU when absent
  *
+ * One key may come before the grants:
+ *
+ *   slurm_jobs = "confine"       # or "off", the default
+ *
+ * "confine": the GPUs a Slurm job step holds on this node, as zeus_spank.so
+ * registers them (POST /slurm/step_start, access/slurmjobs.h), may be
+ * changed only by that step's processes, and those processes may change
+ * no other GPU (docs/slurm.md, "Confining jobs to their GPUs").
+ *
  * Names are resolved once, at load (and reload): an unknown user or group
  * is an error with its line, like an unknown key or a bad type. A peer
  * holds the union of the grants naming its uid, its primary gid or one of
@@ -74,6 +83,9 @@ void policy_free(struct policy *p);
 
 /* Number of grants. */
 unsigned policy_grants(const struct policy *p);
+
+/* Whether slurm_jobs = "confine" (false for NULL: no policy). */
+bool policy_slurm_confine(const struct policy *p);
 
 /*
  * Fills `pp` for a uid and the groups identity_lookup found for it (the

@@ -48,6 +48,7 @@
 #include "access/lease.h"
 #include "access/peer.h"
 #include "access/policy.h"
+#include "access/slurmjobs.h"
 #include "common/identity.h"
 #include "common/log.h"
 #include "common/procstat.h"
@@ -133,6 +134,7 @@ struct warden {
 	atomic_bool stopping;
 	atomic_ulong refused;
 	struct wgpu *gpu;		/* [cfg.ngpu] */
+	struct slurmjobs *jobs;		/* the Slurm job steps that hold GPUs */
 };
 
 static time_t
@@ -152,6 +154,19 @@ pidfd_exited(int fd)
 	return poll(&p, 1, 0) != 0;	/* readable (or an error): gone */
 }
 
+/* Whether the node policy says slurm_jobs = "confine" now. */
+static bool
+confining(struct warden *w)
+{
+	bool on;
+
+	if (w->cfg.policy == NULL)
+		return false;
+	on = policy_slurm_confine(policy_holder_read(w->cfg.policy));
+	policy_holder_done(w->cfg.policy);
+	return on;
+}
+
 int
 warden_create(const struct warden_config *cfg, struct warden **out,
     struct zerr *err)
@@ -162,11 +177,13 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	    sizeof(*w->slot))) == NULL || (w->freed = calloc(WARDEN_MAX_PEERS,
 	    sizeof(*w->freed))) == NULL || (w->gpu = calloc(cfg->ngpu ?
 	    cfg->ngpu : 1, sizeof(*w->gpu))) == NULL ||
-	    (w->tok = calloc(WARDEN_MAX_TOKENS, sizeof(*w->tok))) == NULL) {
+	    (w->tok = calloc(WARDEN_MAX_TOKENS, sizeof(*w->tok))) == NULL ||
+	    slurmjobs_create("", SLURMJOBS_GRACE_S, &w->jobs, err) != 0) {
 		if (w != NULL) {
 			free(w->slot);
 			free(w->freed);
 			free(w->gpu);
+			free(w->tok);
 		}
 		free(w);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
@@ -220,6 +237,7 @@ warden_destroy(struct warden *w)
 			free(w->tok[i]);
 		}
 	free(w->tok);
+	slurmjobs_destroy(w->jobs);
 	pthread_mutex_destroy(&w->lock);
 	free(w->slot);
 	free(w->freed);
@@ -418,7 +436,7 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 	/* the slow part (NSS), out of the lock */
 	identity_lookup(p.uid, p.gid, p.pid, id);
 	(void)peer_own_groups(fd, p.gid, id);
-	if (w->cfg.leases && p.uid != 0 &&
+	if ((w->cfg.leases || confining(w)) && p.uid != 0 &&
 	    (known = proc_look(fd, &p, &start, err)) < 0)
 		return -1;
 
@@ -427,6 +445,10 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 	if (s != NULL && !s->closed && s->uid == p.uid && s->pid == p.pid) {
 		/* the same connection's process after a reload */
 		s->id = *id;
+		if (!s->proc_known && known > 0) {
+			s->proc_known = true;
+			s->start = start;
+		}
 		policy_peer_init(&s->pp, s->uid, &s->id);
 		*handle = refresh;
 		pthread_mutex_unlock(&w->lock);
@@ -919,6 +941,29 @@ policy_check(struct warden *w, const struct wwho *p, unsigned gpu,
 	    gpu);
 }
 
+/*
+ * The word of the Slurm job steps on a write by `p` (NULL: TCP) under
+ * slurm_jobs = "confine" (slurmjobs.h); root is not asked. 0 when it may
+ * go on.
+ */
+static int
+slurm_check(struct warden *w, const struct wwho *p, unsigned gpu,
+    struct zerr *err)
+{
+	struct slurmjobs_writer sw;
+
+	if ((p != NULL && p->uid == 0) || !confining(w))
+		return 0;
+	memset(&sw, 0, sizeof(sw));
+	if (p != NULL) {
+		sw.process = true;
+		sw.pid = p->pid;
+		sw.known = p->proc_known;
+		sw.start = p->start;
+	}
+	return slurmjobs_judge(w->jobs, gpu, &sw, err);
+}
+
 /* The lease's word on a write (lock held); 0 when it may go on. */
 static int
 lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
@@ -1029,6 +1074,8 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		goto refused;
 	}
 
+	if (slurm_check(w, p, gpu, err) != 0)
+		goto refused;
 	pthread_mutex_lock(&g->lock);
 	if (w->cfg.leases && (lease_check(w, g, p, gpu, err) != 0 ||
 	    (p != NULL && p->uid != 0 && proc_watch(p, err) != 0))) {
@@ -1164,6 +1211,32 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 	return 0;
 }
 
+/* ---- Slurm job steps ------------------------------------------------------ */
+
+int
+warden_slurm_step(struct warden *w, const struct psmsg_slurm_step *m,
+    struct zerr *err)
+{
+	struct wwho who;
+
+	if (peer_copy(w, m->who, &who) != 0 || who.uid != 0 || who.pid <= 0)
+		return zerr_set(err, ZERR_FORBIDDEN, "Forbidden: only root "
+		    "(zeus_spank.so in slurmstepd) may say which GPUs a Slurm "
+		    "job step holds");
+	if (!m->start) {
+		(void)slurmjobs_end(w->jobs, m->job, m->step);
+		return 0;
+	}
+	/* kept only while they decide something (a reload to "confine"
+	 * applies to the steps that start after it) */
+	if (!confining(w))
+		return zerr_set(err, ZERR_NOT_FOUND, "Not found: the node "
+		    "policy does not say slurm_jobs = \"confine\", so zeusd "
+		    "keeps no Slurm job steps");
+	return slurmjobs_start(w->jobs, m->job, m->step, (uid_t)m->uid,
+	    m->gpus, who.pid, err);
+}
+
 /* ---- The executor's calls ------------------------------------------------- */
 
 static int
@@ -1209,6 +1282,13 @@ guard_audit_record(void *ctx, const struct psmsg_audit *a, struct zerr *err)
 	return warden_audit(ctx, a, err);
 }
 
+static int
+guard_slurm_step(void *ctx, const struct psmsg_slurm_step *m,
+    struct zerr *err)
+{
+	return warden_slurm_step(ctx, m, err);
+}
+
 static void
 guard_audit(void *ctx, uint64_t *failures, uint64_t *refused, bool *down)
 {
@@ -1228,4 +1308,5 @@ warden_guard(struct warden *w, struct psexec_guard *g)
 	g->token = guard_token;
 	g->audit = guard_audit;
 	g->audit_record = guard_audit_record;
+	g->slurm_step = guard_slurm_step;
 }

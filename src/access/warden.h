@@ -21,6 +21,10 @@
  *    PSMSG_TOKEN and names the token by its handle) that holds the
  *    gpu-control scope and has not expired, and for a non-root Unix peer
  *    the node policy's gpu-control grant on that GPU;
+ *  - is the GPU a Slurm job step's (the node policy's slurm_jobs =
+ *    "confine", access/slurmjobs.h): a GPU a step holds is changed only
+ *    from inside that step's cgroup, and a step's processes change no
+ *    other GPU; root's zeus_spank.so says which steps hold which GPUs;
  *  - is the GPU someone else's (--gpu-leases): a lease of its own, kept
  *    from the writes it ran: the holder's user, the processes (pidfds)
  *    whose changes succeeded, and the value each setting had before the
@@ -142,6 +146,16 @@ void warden_key_reloaded(struct warden *w);
  */
 struct psmsg_audit;
 int warden_audit(struct warden *w, const struct psmsg_audit *a,
+    struct zerr *err);
+
+/*
+ * PSMSG_SLURM_STEP: a Slurm job step starts holding GPUs or ends
+ * (access/slurmjobs.h), taken only from a root peer (m->who), whose
+ * cgroups name the job's. 0, or -1 with err (ZERR_FORBIDDEN: not root;
+ * ZERR_INVALID: no cgroup of the job; ZERR_BUSY: the table is full).
+ */
+struct psmsg_slurm_step;
+int warden_slurm_step(struct warden *w, const struct psmsg_slurm_step *m,
     struct zerr *err);
 
 /* Counters for tests and logs. */

@@ -22,6 +22,9 @@ void handle_gpu_read(struct request *req);
 void handle_gpu_leases(struct request *req);
 void handle_gpu_release(struct request *req);
 
+/* handlers_slurm.c: POST /slurm/step_start, /slurm/step_end (op 1, 0) */
+void handle_slurm_step(struct request *req);
+
 /* handlers_metrics.c */
 void handle_metrics(struct request *req);
 

@@ -54,6 +54,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/sock.h"
+#include "common/sockdiag.h"
 #include "http/gate.h"
 #include "http/conn.h"
 #include "http/deadline.h"
@@ -64,6 +65,7 @@
 #include "http/request.h"
 #include "http/router.h"
 #include "node/config.h"
+#include "node/node.h"
 
 /*
  * Per-connection pool; it dominates the memory of open SSE streams. 12 KiB
@@ -133,10 +135,15 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
 		    "connections (limit %u); retry later\"}",
 		    srv->conn_limit);
+	else if (peer_is_loopback(p) && p->owned)
+		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
+		    "connections from your user (uid %u; limit %u); close "
+		    "some and retry\"}", (unsigned)p->uid, srv->max_per_peer);
 	else if (peer_is_loopback(p))
 		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
-		    "connections from loopback, which counts as one peer "
-		    "(limit %u); local clients: use the Unix socket\"}",
+		    "connections from loopback clients whose user zeusd "
+		    "could not tell, which count as one peer (limit %u); "
+		    "local clients: use the Unix socket\"}",
 		    srv->max_per_peer);
 	else
 		blen = snprintf(body, sizeof(body), "{\"error\":\"Too many "
@@ -153,8 +160,8 @@ server_refuse_conn(struct server *srv, int fd, const struct peer *p, bool all)
 		zlog(ZLOG_WARN, "connection_refused", "%s reason=%s limit=%u%s",
 		    peer_format(p, who, sizeof(who)), all ? "connection_limit" :
 		    "per_peer_limit", all ? srv->conn_limit :
-		    srv->max_per_peer, !all && peer_is_loopback(p) ?
-		    " peer=loopback" : "");
+		    srv->max_per_peer, !all && peer_is_loopback(p) &&
+		    !p->owned ? " peer=loopback" : "");
 }
 
 /*
@@ -165,6 +172,27 @@ static bool
 server_conn_privileged(const struct peer *p)
 {
 	return peer_is_root(p) || (p->kind == PEER_UNIX && p->pid == getpid());
+}
+
+/*
+ * A loopback TCP connection counts as the user that owns its client's
+ * socket, as a Unix peer counts as its uid (docs/security.md, "Who a peer
+ * is"): the kernel knows it, and the device process asks (node_tcp_owner:
+ * one netlink look-up of this exact connection, behind one round trip
+ * from this loop). When it cannot tell, the connection stays part of the
+ * one loopback peer. Only asked with a per-peer cap to count against.
+ */
+static void
+server_conn_owner(struct server *srv, int fd, struct peer *p)
+{
+	struct sockdiag_tuple t;
+	uint32_t uid;
+
+	if (!peer_is_loopback(p) || srv->ctx.node == NULL ||
+	    peer_loopback_tuple(fd, &t) != 0 ||
+	    node_tcp_owner(srv->ctx.node, &t, &uid) != 0)
+		return;
+	peer_set_owner(p, (uid_t)uid);
 }
 
 static void
@@ -194,7 +222,16 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 			free(c);
 			return;
 		}
-		if (srv->peers != NULL) {
+		if (srv->peers != NULL)
+			server_conn_owner(srv, fd, &c->peer);
+		/*
+		 * Root over loopback TCP is not counted per peer, as on the
+		 * Unix socket; unlike there it stays in the table and out of
+		 * the reserved room (server_conn_privileged): that room is
+		 * for the Unix socket, root's way in when all else is full.
+		 */
+		if (srv->peers != NULL &&
+		    !(c->peer.owned && c->peer.uid == 0)) {
 			if (!peer_limit_acquire(srv->peers, &c->peer)) {
 				server_refuse_conn(srv, fd, &c->peer, false);
 				free(c);

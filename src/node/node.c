@@ -290,6 +290,18 @@ node_peer_end(struct node *node, uint64_t handle)
 		node->remote->peer_end(node, handle);
 }
 
+int
+node_slurm_step(struct node *node, const struct node_slurm_step *s,
+    struct zerr *err)
+{
+	if (node->remote != NULL)
+		return node->remote->slurm_step(node, s, err);
+	(void)s;
+	return zerr_set(err, ZERR_NOT_FOUND, "Not found: Slurm job steps are "
+	    "known to zeusd's device process, and this zeusd runs as one "
+	    "process (--no-privsep)");
+}
+
 void
 node_audit_refused(struct node *node, const struct gpu_write *who,
     unsigned gpu, const char *op, const char *error)
@@ -320,6 +332,15 @@ node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
 	if (node->remote != NULL)
 		node->remote->audit_unqueued(node, gpu, uid, pid, user, op,
 		    error, reason);
+}
+
+int
+node_tcp_owner(struct node *node, const struct sockdiag_tuple *t,
+    uint32_t *uid)
+{
+	if (node->remote != NULL)
+		return node->remote->tcp_owner(node, t, uid);
+	return node_os_tcp_owner(t, uid);
 }
 
 bool

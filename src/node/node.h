@@ -51,8 +51,18 @@ struct node_claims {
 
 struct node_audit;
 struct psmsg_audit;
+struct sockdiag_tuple;
 struct node_lease_line;
 struct gpu_write;
+
+/* A Slurm job step that starts holding GPUs, or ends (node_slurm_step). */
+struct node_slurm_step {
+	bool start;
+	uint32_t job, step;
+	uid_t uid;			/* start: the job's user */
+	uint64_t gpus;			/* start: bit i for GPU i */
+	uint64_t who;			/* the asking connection's handle */
+};
 
 struct node_remote_ops {
 	void (*sample)(struct node *node, const unsigned *gpus, unsigned ngpus,
@@ -76,6 +86,12 @@ struct node_remote_ops {
 	void (*audit_unqueued)(struct node *node, unsigned gpu, uid_t uid,
 	    pid_t pid, const char *user, int op, const char *error,
 	    const char *reason);
+	/* node_tcp_owner: the device process's look-up */
+	int (*tcp_owner)(struct node *node, const struct sockdiag_tuple *t,
+	    uint32_t *uid);
+	/* node_slurm_step: the device process's table */
+	int (*slurm_step)(struct node *node, const struct node_slurm_step *s,
+	    struct zerr *err);
 };
 
 struct node {
@@ -219,6 +235,16 @@ int node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
 void node_peer_end(struct node *node, uint64_t handle);
 
 /*
+ * Split daemon only: the device process's table of the Slurm job steps
+ * that hold GPUs (access/slurmjobs.h) gets a step's start or end, from
+ * the peer `s->who` names (root only: the device process checks). 0, or
+ * -1 with err (ZERR_FORBIDDEN, ZERR_INVALID, ZERR_BUSY; ZERR_NOT_FOUND in
+ * one process, which has no such table). Blocking.
+ */
+int node_slurm_step(struct node *node, const struct node_slurm_step *s,
+    struct zerr *err);
+
+/*
  * Split daemon only: the device process, which alone holds the signing
  * key, verifies a bearer token (at most 8192 bytes) and answers its claims
  * and a handle. 0, or -1 with err (ZERR_UNAUTHENTICATED: refused;
@@ -261,6 +287,17 @@ void node_audit_lease_end(struct node *node, const struct node_lease_line *l);
 void node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid,
     pid_t pid, const char *user, int op, const char *error,
     const char *reason);
+
+/*
+ * Who owns the client's socket of a loopback TCP connection (`t`, as
+ * common/sockdiag.h has it): one netlink look-up by the device process
+ * when the daemon is split (its network process may open no socket), in
+ * this process otherwise; Windows cannot tell. 0 with *uid, or -1 when
+ * unknown (the connection is gone, no answer within SOCKDIAG_TIMEOUT_MS,
+ * not Linux). Blocking, for one round trip to the device process.
+ */
+int node_tcp_owner(struct node *node, const struct sockdiag_tuple *t,
+    uint32_t *uid);
 
 /* Whether this node is a split daemon's network process's (node_audit). */
 bool node_is_remote(const struct node *node);

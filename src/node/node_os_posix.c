@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_os_posix.c - node_os.h on Linux: the simulators next to the binary
- * (/proc/self/exe) or installed under <libdir>/zeus, and ROCm's AMD SMI.
+ * (/proc/self/exe) or installed under <libdir>/zeus, ROCm's AMD SMI, and
+ * the owner of a loopback TCP client's socket (netlink sock_diag).
  */
 #include "node/node_os.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sockdiag.h"
 #include "devices/amdsmi.h"
 
 #ifndef ZEUS_SIM_INSTALLED
@@ -112,4 +114,10 @@ int
 node_os_amd_open(struct gpu_backend *gpu, struct zerr *err)
 {
 	return amd_backend_open(gpu, err);
+}
+
+int
+node_os_tcp_owner(const struct sockdiag_tuple *t, uint32_t *uid)
+{
+	return sockdiag_tcp_owner(t, SOCKDIAG_TIMEOUT_MS, uid);
 }

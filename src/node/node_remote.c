@@ -16,6 +16,7 @@
 #include "common/identity.h"
 #include "common/log.h"
 #include "common/procstat.h"
+#include "common/sockdiag.h"
 #include "devices/rapl.h"
 #include "privsep/chan.h"
 #include "privsep/msg.h"
@@ -44,6 +45,10 @@ static void node_audit_lease_end_remote(struct node *node,
 static void node_audit_unqueued_remote(struct node *node, unsigned gpu,
     uid_t uid, pid_t pid, const char *user, int op, const char *error,
     const char *reason);
+static int node_tcp_owner_remote(struct node *node,
+    const struct sockdiag_tuple *t, uint32_t *uid);
+static int node_slurm_step_remote(struct node *node,
+    const struct node_slurm_step *s, struct zerr *err);
 
 static const struct node_remote_ops node_remote_ops = {
 	.sample = node_sample_remote,
@@ -56,6 +61,8 @@ static const struct node_remote_ops node_remote_ops = {
 	.audit_superseded = node_audit_superseded_remote,
 	.audit_lease_end = node_audit_lease_end_remote,
 	.audit_unqueued = node_audit_unqueued_remote,
+	.tcp_owner = node_tcp_owner_remote,
+	.slurm_step = node_slurm_step_remote,
 };
 
 int
@@ -239,6 +246,69 @@ node_peer_end_remote(struct node *node, uint64_t handle)
 	psmsg_request_init(&req, PSMSG_PEER_END, 0);
 	req.auth = handle;
 	pschan_call(node->pool, &req, &rep);
+}
+
+/*
+ * Only a loopback tuple is sent: the device process takes any other as a
+ * broken message (psmsg_tcp_owner_check) and stops the daemon.
+ */
+static int
+node_tcp_owner_remote(struct node *node, const struct sockdiag_tuple *t,
+    uint32_t *uid)
+{
+	struct psmsg_tcp_owner o;
+	struct psmsg_reply rep;
+
+	if (!sockdiag_tuple_loopback(t))
+		return -1;
+	memset(&o, 0, sizeof(o));
+	psmsg_request_init(&o.h, PSMSG_TCP_OWNER, 0);
+	o.family = t->family;
+	o.client_port = t->client_port;
+	o.server_port = t->server_port;
+	memcpy(o.client, t->client, sizeof(o.client));
+	memcpy(o.server, t->server, sizeof(o.server));
+	pschan_call_tcp_owner(node->pool, &o, &rep);
+	if (rep.rc != 0)
+		return -1;
+	*uid = rep.a;
+	return 0;
+}
+
+/*
+ * Only what the device process takes is sent (psmsg_slurm_step_check
+ * takes anything else as a broken message and stops the daemon): the
+ * handler checked the ids, and GPUs beyond the node's are left out here.
+ */
+static int
+node_slurm_step_remote(struct node *node, const struct node_slurm_step *s,
+    struct zerr *err)
+{
+	uint64_t mine = node->ngpu >= 64 ? UINT64_MAX :
+	    (UINT64_C(1) << node->ngpu) - 1;
+	struct psmsg_slurm_step m;
+	struct psmsg_reply rep;
+	bool step_ok = s->step < 0xfffffff0u || s->step == 0xfffffffbu ||
+	    s->step == 0xfffffffcu || s->step == 0xfffffffau;
+
+	if (s->who == 0 || s->job == 0 || !step_ok || (s->start &&
+	    (s->uid == (uid_t)-1 || (s->gpus & mine) == 0 ||
+	    (s->gpus & ~mine) != 0)))
+		return zerr_set(err, ZERR_INVALID, "not a Slurm job step with "
+		    "GPUs of this node");
+	memset(&m, 0, sizeof(m));
+	psmsg_request_init(&m.h, PSMSG_SLURM_STEP, 0);
+	m.start = s->start ? 1 : 0;
+	m.job = s->job;
+	m.step = s->step;
+	m.uid = s->start ? (uint32_t)s->uid : 0;
+	m.gpus = s->start ? s->gpus : 0;
+	m.who = s->who;
+	pschan_call_slurm_step(node->pool, &m, &rep);
+	if (rep.rc != 0)
+		return zerr_set(err, (enum zerr_kind)rep.err_kind, "%s",
+		    rep.err_msg);
+	return 0;
 }
 
 /* The token goes whole (struct psmsg_token); only the device has the key. */

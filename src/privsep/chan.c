@@ -300,6 +300,20 @@ pschan_call_audit(struct pschan_pool *p, struct psmsg_audit *a,
 	pschan_call_big(p, &a->h, a, sizeof(*a), rep);
 }
 
+void
+pschan_call_tcp_owner(struct pschan_pool *p, struct psmsg_tcp_owner *o,
+    struct psmsg_reply *rep)
+{
+	pschan_call_big(p, &o->h, o, sizeof(*o), rep);
+}
+
+void
+pschan_call_slurm_step(struct pschan_pool *p, struct psmsg_slurm_step *m,
+    struct psmsg_reply *rep)
+{
+	pschan_call_big(p, &m->h, m, sizeof(*m), rep);
+}
+
 int
 pschan_async_open(struct pschan_pool *p, struct pschan_async *a,
     struct zerr *err)

@@ -58,11 +58,16 @@ void pschan_call(struct pschan_pool *p, struct psmsg_request *req,
 void pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req,
     int pass, struct psmsg_reply *rep);
 
-/* pschan_call for the larger requests, PSMSG_TOKEN and PSMSG_AUDIT. */
+/* pschan_call for the larger requests, PSMSG_TOKEN, PSMSG_AUDIT,
+ * PSMSG_TCP_OWNER and PSMSG_SLURM_STEP. */
 void pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
     struct psmsg_reply *rep);
 void pschan_call_audit(struct pschan_pool *p, struct psmsg_audit *a,
     struct psmsg_reply *rep);
+void pschan_call_tcp_owner(struct pschan_pool *p, struct psmsg_tcp_owner *o,
+    struct psmsg_reply *rep);
+void pschan_call_slurm_step(struct pschan_pool *p,
+    struct psmsg_slurm_step *m, struct psmsg_reply *rep);
 
 /*
  * A PSMSG_GPU_WRITES of w->n (2..PSMSG_WRITES_MAX) writes, its header's

@@ -114,8 +114,9 @@ psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
 
 /*
  * One datagram, told apart by its size (a request, a token, an audit
- * line, writes), checked in full and run. 0 with the reply to send in
- * *out (*rep, or for writes a reply of its own) and its length in *outlen,
+ * line, writes, a TCP owner's look-up, a Slurm step), checked in full and
+ * run. 0 with the reply to send in *out (*rep, or for writes a reply of
+ * its own) and its length in *outlen,
  * or -1 with `why` (a message that does not check out). `fd`, the
  * descriptor that came with it (-1: none), is closed here; `bad`: more
  * came, or not SCM_RIGHTS.
@@ -133,13 +134,15 @@ psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
 	/* on the stack: static _Thread_local would put it in every thread */
 	struct psmsg_token tok;
 	struct psmsg_audit audit;
+	struct psmsg_tcp_owner owner;
+	struct psmsg_slurm_step step;
 	/* 7 + 33 KiB: the channel's own (psdev_main's `wr`), not TLS, which
 	 * every thread of the process would carry */
 	struct psmsg_writes *writes = &wr->w;
 	struct psmsg_writes_reply *wrep = &wr->rep;
 	struct psmsg_request req;
 	bool big = n == sizeof(tok) || n == sizeof(audit) ||
-	    n == sizeof(*writes);
+	    n == sizeof(*writes) || n == sizeof(owner) || n == sizeof(step);
 	int rc = 0;
 
 	why[0] = '\0';
@@ -152,6 +155,11 @@ psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
 		(void)psmsg_audit_check(raw, n, &d->lim, &audit, why, whysz);
 	else if (n == sizeof(*writes))
 		(void)psmsg_writes_check(raw, n, &d->lim, writes, why, whysz);
+	else if (n == sizeof(owner))
+		(void)psmsg_tcp_owner_check(raw, n, &owner, why, whysz);
+	else if (n == sizeof(step))
+		(void)psmsg_slurm_step_check(raw, n, &d->lim, &step, why,
+		    whysz);
 	else
 		(void)psmsg_request_check(raw, n, &d->lim, &req, why, whysz);
 	if (why[0] == '\0' && bad)
@@ -168,6 +176,10 @@ psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
 		psexec_token(&d->x, &tok, rep);
 	else if (n == sizeof(audit))
 		psexec_audit(&d->x, &audit, rep);
+	else if (n == sizeof(owner))
+		psexec_tcp_owner(&d->x, &owner, rep);
+	else if (n == sizeof(step))
+		psexec_slurm_step(&d->x, &step, rep);
 	else if (n == sizeof(*writes)) {
 		psexec_writes(&d->x, writes, wrep);
 		*out = wrep;

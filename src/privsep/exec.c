@@ -18,6 +18,7 @@
 
 #include "common/identity.h"
 #include "common/procstat.h"
+#include "common/sockdiag.h"
 #include "devices/rapl.h"
 
 /* The bits below n, as in msg.c. */
@@ -376,5 +377,53 @@ psexec_audit(const struct psexec *x, const struct psmsg_audit *a,
 		return;
 	}
 	if (x->guard->audit_record(x->guard->ctx, a, &err) != 0)
+		fail(rep, &err);
+}
+
+void
+psexec_tcp_owner(const struct psexec *x, const struct psmsg_tcp_owner *o,
+    struct psmsg_reply *rep)
+{
+	struct sockdiag_tuple t;
+	struct zerr err;
+	uint32_t uid;
+
+	(void)x;
+	memset(rep, 0, sizeof(*rep));
+	rep->magic = PSMSG_MAGIC;
+	rep->op = PSMSG_TCP_OWNER;
+	rep->id = o->h.id;
+	memset(&t, 0, sizeof(t));
+	t.family = (uint8_t)o->family;
+	memcpy(t.client, o->client, sizeof(t.client));
+	memcpy(t.server, o->server, sizeof(t.server));
+	t.client_port = (uint16_t)o->client_port;
+	t.server_port = (uint16_t)o->server_port;
+	/* sockdiag checks the tuple again: only loopback is ever asked */
+	if (sockdiag_tcp_owner(&t, SOCKDIAG_TIMEOUT_MS, &uid) != 0) {
+		zerr_set(&err, ZERR_NOT_FOUND, "the kernel did not tell who "
+		    "owns that connection");
+		fail(rep, &err);
+		return;
+	}
+	rep->a = uid;
+}
+
+void
+psexec_slurm_step(const struct psexec *x, const struct psmsg_slurm_step *m,
+    struct psmsg_reply *rep)
+{
+	struct zerr err;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->magic = PSMSG_MAGIC;
+	rep->op = PSMSG_SLURM_STEP;
+	rep->id = m->h.id;
+	zerr_clear(&err);
+	if (x->guard == NULL || x->guard->slurm_step == NULL) {
+		internal(rep, "no warden here");
+		return;
+	}
+	if (x->guard->slurm_step(x->guard->ctx, m, &err) != 0)
 		fail(rep, &err);
 }

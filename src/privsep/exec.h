@@ -72,6 +72,12 @@ struct psexec_guard {
 	 */
 	int (*audit_record)(void *ctx, const struct psmsg_audit *a,
 	    struct zerr *err);
+	/*
+	 * PSMSG_SLURM_STEP: a job step starts or ends, if the connection
+	 * `m->who` names is root's (-1 with err otherwise).
+	 */
+	int (*slurm_step)(void *ctx, const struct psmsg_slurm_step *m,
+	    struct zerr *err);
 };
 
 struct psexec {
@@ -131,5 +137,17 @@ void psexec_audit(const struct psexec *x, const struct psmsg_audit *a,
 /* A checked PSMSG_TOKEN (psmsg_token_check), answered in *rep. */
 void psexec_token(const struct psexec *x, const struct psmsg_token *t,
     struct psmsg_reply *rep);
+
+/*
+ * A checked PSMSG_TCP_OWNER (psmsg_tcp_owner_check), answered in *rep:
+ * one netlink look-up of that exact connection (common/sockdiag.h,
+ * bounded by SOCKDIAG_TIMEOUT_MS), its uid in rep->a, or ZERR_NOT_FOUND.
+ */
+void psexec_tcp_owner(const struct psexec *x, const struct psmsg_tcp_owner *o,
+    struct psmsg_reply *rep);
+
+/* A checked PSMSG_SLURM_STEP (psmsg_slurm_step_check), answered in *rep. */
+void psexec_slurm_step(const struct psexec *x,
+    const struct psmsg_slurm_step *m, struct psmsg_reply *rep);
 
 #endif

@@ -38,6 +38,8 @@ static const char *const op_names[PSMSG_OP_END] = {
 	[PSMSG_TOKEN] = "token",
 	[PSMSG_AUDIT] = "audit",
 	[PSMSG_GPU_WRITES] = "gpu_writes",
+	[PSMSG_TCP_OWNER] = "tcp_owner",
+	[PSMSG_SLURM_STEP] = "slurm_step",
 };
 
 const char *
@@ -272,6 +274,12 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 	case PSMSG_GPU_WRITES:
 		return refuse(why, whysz, "a writes request of %zu bytes, not "
 		    "%zu", sizeof(*r), sizeof(struct psmsg_writes));
+	case PSMSG_TCP_OWNER:
+		return refuse(why, whysz, "a tcp_owner request of %zu bytes, "
+		    "not %zu", sizeof(*r), sizeof(struct psmsg_tcp_owner));
+	case PSMSG_SLURM_STEP:
+		return refuse(why, whysz, "a slurm_step request of %zu bytes, "
+		    "not %zu", sizeof(*r), sizeof(struct psmsg_slurm_step));
 	case PSMSG_PROC:
 	case PSMSG_PEER:
 	case PSMSG_PEER_END:
@@ -360,7 +368,10 @@ check_h(const struct psmsg_request *rp, const struct psmsg_limits *lim,
  */
 _Static_assert(offsetof(struct psmsg_token, pad) == sizeof(struct
     psmsg_request) + 4 && offsetof(struct psmsg_writes, pad) ==
-    sizeof(struct psmsg_request) + 4, "larger requests' layout");
+    sizeof(struct psmsg_request) + 4 && offsetof(struct psmsg_tcp_owner,
+    pad) == sizeof(struct psmsg_request) + 4 && offsetof(struct
+    psmsg_slurm_step, pad) == sizeof(struct psmsg_request) + 4,
+    "larger requests' layout");
 
 static int
 big_header(const void *buf, size_t len, void *out, size_t size,
@@ -436,6 +447,76 @@ psmsg_writes_check(const void *buf, size_t len,
 	if (!all_zero((const uint8_t *)&out->w[out->n],
 	    (PSMSG_WRITES_MAX - out->n) * sizeof(out->w[0]))) {
 		refuse(why, whysz, "bytes after write %u", out->n);
+		goto bad;
+	}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+/* One end of a PSMSG_TCP_OWNER: a loopback address of `family`, the
+ * bytes it does not use 0, and a port. */
+static bool
+owner_end_ok(uint32_t family, const uint8_t *addr, uint32_t port)
+{
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
+
+	if (port == 0 || port > 65535)
+		return false;
+	if (family == 4)
+		return addr[0] == 127 && all_zero(addr + 4, 12);
+	return family == 6 && memcmp(addr, v6_loopback, 16) == 0;
+}
+
+int
+psmsg_tcp_owner_check(const void *buf, size_t len,
+    struct psmsg_tcp_owner *out, char *why, size_t whysz)
+{
+	if (big_header(buf, len, out, sizeof(*out), PSMSG_TCP_OWNER,
+	    "tcp_owner", why, whysz) != 0)
+		return -1;
+	if (out->family != 4 && out->family != 6) {
+		refuse(why, whysz, "tcp_owner of family %u", out->family);
+		goto bad;
+	}
+	if (!owner_end_ok(out->family, out->client, out->client_port) ||
+	    !owner_end_ok(out->family, out->server, out->server_port)) {
+		refuse(why, whysz, "tcp_owner of a connection that is not "
+		    "on loopback, or of port 0 or beyond 65535");
+		goto bad;
+	}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+int
+psmsg_slurm_step_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_slurm_step *out, char *why,
+    size_t whysz)
+{
+	/* Slurm's batch, extern and interactive steps (slurm.h) */
+	bool step_ok;
+
+	if (big_header(buf, len, out, sizeof(*out), PSMSG_SLURM_STEP,
+	    "slurm_step", why, whysz) != 0)
+		return -1;
+	step_ok = out->step < 0xfffffff0u || out->step == 0xfffffffbu ||
+	    out->step == 0xfffffffcu || out->step == 0xfffffffau;
+	if (out->start > 1 || out->pad1 != 0 || out->who == 0 ||
+	    out->job == 0 || !step_ok) {
+		refuse(why, whysz, "slurm_step with a bad start, job, step, "
+		    "handle or pad");
+		goto bad;
+	}
+	if (out->start ? out->uid == UINT32_MAX || out->gpus == 0 ||
+	    (out->gpus & ~low_bits(lim->ngpu)) != 0 :
+	    out->uid != 0 || out->gpus != 0) {
+		refuse(why, whysz, "slurm_step %s with uid %u, gpu mask 0x%llx "
+		    "(%u gpus)", out->start ? "start" : "end", out->uid,
+		    (unsigned long long)out->gpus, lim->ngpu);
 		goto bad;
 	}
 	return 0;

@@ -52,6 +52,8 @@ enum psmsg_op {
 	PSMSG_TOKEN,			/* struct psmsg_token: verify a token */
 	PSMSG_AUDIT,			/* struct psmsg_audit: an audit line */
 	PSMSG_GPU_WRITES,		/* struct psmsg_writes: writes in order */
+	PSMSG_TCP_OWNER,		/* struct psmsg_tcp_owner: whose socket */
+	PSMSG_SLURM_STEP,		/* struct psmsg_slurm_step */
 	PSMSG_OP_END
 };
 
@@ -267,6 +269,47 @@ struct psmsg_writes_reply {
 	    (size_t)(n) * sizeof(struct psmsg_write_result))
 
 /*
+ * PSMSG_TCP_OWNER: which uid owns the client's socket of a loopback TCP
+ * connection the network process accepted (common/sockdiag.h), for the
+ * per-peer cap to count it under that user (http/server.c). `h` has op
+ * PSMSG_TCP_OWNER and every other field 0; the tuple is the client
+ * socket's: `client` its local end (the address and port the network
+ * process saw the connection come from), `server` the address and port it
+ * came to. Both loopback: family 4, two addresses of 127.0.0.0/8 in
+ * bytes 0..3 and 0 after; family 6, both ::1. Ports 1..65535, host order.
+ * The reply: rc 0 with `a` the uid, or rc -1 (ZERR_NOT_FOUND) when the
+ * kernel cannot tell.
+ */
+struct psmsg_tcp_owner {
+	struct psmsg_request h;
+	uint32_t family;		/* 4 or 6 */
+	uint32_t pad;			/* 0 */
+	uint32_t client_port, server_port;
+	uint8_t client[16], server[16];
+};
+
+/*
+ * PSMSG_SLURM_STEP: a Slurm job step on this node starts holding GPUs, or
+ * ends (access/slurmjobs.h), as root's zeus_spank.so said it over the
+ * Unix socket (POST /slurm/step_start, /slurm/step_end). `h` has op
+ * PSMSG_SLURM_STEP and every other field 0; `who` is the handle PSMSG_PEER
+ * gave the connection that asked (the device process takes the step only
+ * from root, and finds the step's cgroup from that process's own).
+ * Start: start 1, job 1.., a step id, uid not (uid_t)-1, gpus not 0 and
+ * only bits < ngpu. End: start 0, job and step, uid and gpus 0.
+ */
+struct psmsg_slurm_step {
+	struct psmsg_request h;
+	uint32_t start;			/* 1: starts; 0: ended */
+	uint32_t pad;			/* 0 */
+	uint32_t job, step;
+	uint32_t uid;
+	uint32_t pad1;			/* 0 */
+	uint64_t gpus;			/* bit i: GPU i */
+	uint64_t who;			/* the asking connection's handle */
+};
+
+/*
  * No implicit padding anywhere: each size is the sum of its fields, so
  * every byte on the wire is a named field that the sender zeroes or fills
  * and the receiver can check. A multiple of 8 keeps arrays of messages and
@@ -306,7 +349,24 @@ _Static_assert(sizeof(struct psmsg_audit) != sizeof(struct psmsg_token) &&
     sizeof(struct psmsg_writes) != sizeof(struct psmsg_audit) &&
     sizeof(struct psmsg_writes) != sizeof(struct psmsg_request),
     "requests are told apart by their size");
-_Static_assert(sizeof(struct psmsg_writes) < sizeof(struct psmsg_token),
+_Static_assert(sizeof(struct psmsg_tcp_owner) == sizeof(struct
+    psmsg_request) + 4 * 4 + 2 * 16, "struct psmsg_tcp_owner has padding");
+_Static_assert(sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_request) &&
+    sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_token) &&
+    sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_audit) &&
+    sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_writes),
+    "requests are told apart by their size");
+_Static_assert(sizeof(struct psmsg_slurm_step) == sizeof(struct
+    psmsg_request) + 6 * 4 + 2 * 8, "struct psmsg_slurm_step has padding");
+_Static_assert(sizeof(struct psmsg_slurm_step) != sizeof(struct
+    psmsg_request) && sizeof(struct psmsg_slurm_step) != sizeof(struct
+    psmsg_token) && sizeof(struct psmsg_slurm_step) != sizeof(struct
+    psmsg_audit) && sizeof(struct psmsg_slurm_step) != sizeof(struct
+    psmsg_writes) && sizeof(struct psmsg_slurm_step) != sizeof(struct
+    psmsg_tcp_owner), "requests are told apart by their size");
+_Static_assert(sizeof(struct psmsg_writes) < sizeof(struct psmsg_token) &&
+    sizeof(struct psmsg_tcp_owner) < sizeof(struct psmsg_token) &&
+    sizeof(struct psmsg_slurm_step) < sizeof(struct psmsg_token),
     "the device process's buffer is sized for the token request");
 
 /* What the device process serves: the bounds a request is checked against. */
@@ -378,6 +438,29 @@ int psmsg_audit_check(const void *buf, size_t len,
  */
 int psmsg_writes_check(const void *buf, size_t len,
     const struct psmsg_limits *lim, struct psmsg_writes *out, char *why,
+    size_t whysz);
+
+/*
+ * The same for a PSMSG_TCP_OWNER (len == sizeof(struct psmsg_tcp_owner)):
+ * the header with every field but magic, op and id 0, pad 0, family 4 or
+ * 6, both ports 1..65535 and both addresses loopback as the struct says
+ * (anything else is a network process asking about connections it did
+ * not accept). Returns 0 and fills *out, or -1 with *out zeroed and a
+ * reason.
+ */
+int psmsg_tcp_owner_check(const void *buf, size_t len,
+    struct psmsg_tcp_owner *out, char *why, size_t whysz);
+
+/*
+ * The same for a PSMSG_SLURM_STEP (len == sizeof(struct
+ * psmsg_slurm_step)): the header with every field but magic, op and id 0,
+ * pads 0, `who` not 0, and a start or an end as the struct says (job not
+ * 0, a step id below 0xfffffff0 or Slurm's batch, extern or interactive;
+ * a start's GPUs within lim->ngpu). Returns 0 and fills *out, or -1 with
+ * *out zeroed and a reason.
+ */
+int psmsg_slurm_step_check(const void *buf, size_t len,
+    const struct psmsg_limits *lim, struct psmsg_slurm_step *out, char *why,
     size_t whysz);
 
 /*

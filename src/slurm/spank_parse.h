@@ -17,6 +17,7 @@
 #define SPANK_GPUS_MAX 64		/* ZEUS_MAX_DEVICES */
 #define SPANK_GPU_ID_MAX 65535		/* largest index taken */
 #define SPANK_WHY_MAX 160
+#define SPANK_STEP_BATCH 0xfffffffbu	/* slurm.h: SLURM_BATCH_SCRIPT */
 
 /* The plugstack.conf line's arguments. */
 struct spank_conf {
@@ -34,8 +35,8 @@ int spank_parse_conf(int ac, char *const *av, struct spank_conf *c,
 
 /*
  * A GPU list as Slurm puts it in a step's environment (SLURM_STEP_GPUS,
- * SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES): comma-separated decimal indices,
- * each 0..SPANK_GPU_ID_MAX without sign or leading zeros (but "0"),
+ * SLURM_JOB_GPUS): comma-separated decimal indices, each
+ * 0..SPANK_GPU_ID_MAX without sign or leading zeros (but "0"),
  * spaces around elements allowed, duplicates collapsed, at most
  * SPANK_GPUS_MAX distinct; "" is no GPU. ids[] in their first order.
  * 0, or -1 with `why` (a UUID, MIG name, "NoDevFiles", ...).

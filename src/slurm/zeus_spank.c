@@ -12,6 +12,11 @@
  * a small reporter process (spank_report.c) that waits for that task's
  * end and writes the step's GPU energy from zeusd's ledger on its stderr.
  *
+ * And for every step with GPUs, options or not, slurmstepd (root) tells
+ * zeusd which GPUs the step holds when its tasks are forked, and that it
+ * ended when it exits (spank_step.c), so that the node policy's
+ * slurm_jobs = "confine" can keep each job to its GPUs.
+ *
  * plugstack.conf: required /path/zeus_spank.so [socket=PATH] [required]
  */
 #include <errno.h>
@@ -32,17 +37,26 @@
 #include "common/cap_value.h"
 #include "slurm/spank_parse.h"
 #include "slurm/spank_report.h"
+#include "slurm/spank_step.h"
 #include "zeus/client.h"
 
 SPANK_PLUGIN(zeus, 1);
 
 #define SPANK_ENV_MAX 1024	/* longest GPU list read from the env */
 #define SPANK_REPORT_WAIT_MS 10000	/* for the ledger after the task */
+#define SPANK_STEP_WAIT_MS 5000	/* for zeusd to take a step's start */
 
 _Static_assert(SPANK_GPUS_MAX == ZEUS_MAX_DEVICES,
     "a step's GPUs must fit libzeus's device lists");
 
 static struct spank_conf conf;
+
+/* slurmstepd's: whether zeusd took this step's start (its end follows). */
+static struct {
+	bool asked, told;
+	uint32_t job, step;
+	char label[48];
+} step_told;
 
 /* The job's settings, from its options (local and remote context). */
 static struct {
@@ -123,30 +137,66 @@ slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* The step's GPUs, as zeusd's indices: 0, or -1 with `why`. */
-static int
-task_gpus(spank_t sp, unsigned *ids, size_t *n, char *why)
+/*
+ * Whether Slurm's gres/gpu plugin is loaded in this process (slurmstepd,
+ * or a task forked from it): /proc/self/maps names a file gres_gpu.so.
+ * Only then does slurmstepd set or remove the step's GPU variable (below);
+ * without it the variable is the user's own.
+ */
+static bool
+gres_gpu_loaded(void)
 {
-	static const char *const vars[] = { "SLURM_STEP_GPUS",
-	    "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES" };
+	FILE *f = fopen("/proc/self/maps", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	if (f == NULL)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		size_t len = strcspn(line, "\n");
+		static const char name[] = "/gres_gpu.so";
+
+		found = len >= sizeof(name) - 1 && memcmp(line + len -
+		    (sizeof(name) - 1), name, sizeof(name) - 1) == 0;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/*
+ * The step's GPUs as Slurm gave them, as zeusd's indices: 0, or -1 with
+ * `why`; *n == 0 when Slurm gave the step none. Read from the step's
+ * environment as slurmstepd made it, before any of the user's code ran:
+ * its gres/gpu plugin sets SLURM_STEP_GPUS for a step with GPUs and
+ * removes it (whatever the user passed) for a step without, and does the
+ * same with SLURM_JOB_GPUS for a batch script. The other variable of the
+ * two, CUDA_VISIBLE_DEVICES and the like pass through from the user and
+ * are never read.
+ */
+static int
+step_gpus(spank_t sp, uint32_t step, unsigned *ids, size_t *n, char *why)
+{
+	const char *var = step == SPANK_STEP_BATCH ? "SLURM_JOB_GPUS" :
+	    "SLURM_STEP_GPUS";
 	char v[SPANK_ENV_MAX], w[SPANK_WHY_MAX];
+	spank_err_t rc;
 
 	*n = 0;
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		spank_err_t rc = spank_getenv(sp, vars[i], v, sizeof(v));
-
-		if (rc == ESPANK_ENV_NOEXIST)
-			continue;
-		if (rc != ESPANK_SUCCESS) {
-			snprintf(why, SPANK_WHY_MAX, "%s cannot be read: %s",
-			    vars[i], spank_strerror(rc));
-			return -1;
-		}
-		if (spank_parse_gpus(v, ids, n, w) != 0) {
-			snprintf(why, SPANK_WHY_MAX, "%s: %.120s", vars[i], w);
-			return -1;
-		}
+	if (!gres_gpu_loaded())
 		return 0;
+	rc = spank_getenv(sp, var, v, sizeof(v));
+	if (rc == ESPANK_ENV_NOEXIST)
+		return 0;
+	if (rc != ESPANK_SUCCESS) {
+		snprintf(why, SPANK_WHY_MAX, "%s cannot be read: %s", var,
+		    spank_strerror(rc));
+		return -1;
+	}
+	if (spank_parse_gpus(v, ids, n, w) != 0) {
+		snprintf(why, SPANK_WHY_MAX, "%s: %.120s", var, w);
+		return -1;
 	}
 	return 0;
 }
@@ -273,7 +323,7 @@ slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return conf.required ? -1 : 0;
 	}
 	spank_step_label(label, sizeof(label), job, step);
-	if (task_gpus(sp, ids, &n, why) != 0) {
+	if (step_gpus(sp, step, ids, &n, why) != 0) {
 		fprintf(stderr, "zeus: %s: %s: the step's GPUs are unknown "
 		    "(%s); its GPU settings are not applied%s\n",
 		    conf.required ? "error" : "warning", label, why,
@@ -281,9 +331,11 @@ slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return conf.required ? -1 : 0;
 	}
 	if (n == 0) {
-		fprintf(stderr, "zeus: warning: %s: the step has no GPUs; its "
-		    "--zeus-* options do nothing\n", label);
-		return 0;
+		fprintf(stderr, "zeus: %s: %s: Slurm gave the step no GPUs "
+		    "(--gpus or --gres=gpu gives it some); its --zeus-* "
+		    "options are refused%s\n", conf.required ? "error" : "warning",
+		    label, conf.required ? " and it does not start" : "");
+		return conf.required ? -1 : 0;
 	}
 	gpus_text(list, sizeof(list), ids, n);
 	if (task_apply(label, ids, n, what, &e) != 0) {
@@ -296,5 +348,77 @@ slurm_spank_task_init(spank_t sp, int ac, char **av)
 	}
 	if (task == 0)
 		task_start_report(label, ids, n);
+	return 0;
+}
+
+/*
+ * In slurmstepd, as root, once the step's tasks are forked (they wait to
+ * exec, no code of the user's ran yet): the step's GPUs, as Slurm gave
+ * them, to zeusd. Once per step on the node. Never fails the step: a
+ * zeusd that does not take it (none, one without the routes, a job not
+ * tracked by cgroup) leaves its GPUs as any GPU no job holds, and says
+ * why in slurmd's log.
+ */
+int
+slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	unsigned ids[SPANK_GPUS_MAX];
+	char why[SPANK_WHY_MAX], target[SPANK_STEP_TARGET_MAX], said[400];
+	uint32_t job = 0, step = 0;
+	uid_t uid = 0;
+	size_t n = 0;
+
+	(void)ac;
+	(void)av;
+	if (!spank_remote(sp) || step_told.asked || geteuid() != 0)
+		return 0;
+	step_told.asked = true;
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		return 0;
+	spank_step_label(step_told.label, sizeof(step_told.label), job, step);
+	if (step_gpus(sp, step, ids, &n, why) != 0) {
+		slurm_error("zeus: %s: the step's GPUs are unknown (%s); zeusd "
+		    "is not told of them", step_told.label, why);
+		return 0;
+	}
+	if (n == 0 || spank_step_target(target, sizeof(target), true, job,
+	    step, uid, ids, n) != 0)
+		return 0;
+	switch (spank_step_tell(conf.socket, target, SPANK_STEP_WAIT_MS, said,
+	    sizeof(said))) {
+	case SPANK_STEP_DONE:
+		step_told.told = true;
+		step_told.job = job;
+		step_told.step = step;
+		break;
+	case SPANK_STEP_NO_ZEUSD:
+		break;
+	case SPANK_STEP_REFUSED:
+		slurm_error("zeus: %s: zeusd (%s) did not take the step's "
+		    "GPUs: %s", step_told.label, conf.socket, said);
+		break;
+	}
+	return 0;
+}
+
+/* In slurmstepd, as root, as it exits: the step ended. */
+int
+slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	char target[SPANK_STEP_TARGET_MAX], said[400];
+
+	(void)ac;
+	(void)av;
+	if (!spank_remote(sp) || !step_told.told)
+		return 0;
+	step_told.told = false;
+	if (spank_step_target(target, sizeof(target), false, step_told.job,
+	    step_told.step, 0, NULL, 0) == 0 && spank_step_tell(conf.socket,
+	    target, SPANK_STEP_WAIT_MS, said, sizeof(said)) ==
+	    SPANK_STEP_REFUSED)
+		slurm_error("zeus: %s: zeusd (%s) did not take the step's end: "
+		    "%s", step_told.label, conf.socket, said);
 	return 0;
 }

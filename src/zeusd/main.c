@@ -117,6 +117,12 @@ serve_open_policy(const struct zeusd_config *cfg, struct server *srv,
 		return 0;
 	if (policy_load(cfg->policy_file, &p, err) != 0)
 		return -1;
+	if (!cfg->privsep && policy_slurm_confine(p)) {
+		policy_free(p);
+		return zerr_set(err, ZERR_INVALID, "%s: slurm_jobs = "
+		    "\"confine\" is decided by zeusd's device process, which "
+		    "--no-privsep does without", cfg->policy_file);
+	}
 	if (policy_holder_new(p, &srv->ctx.policy) != 0) {
 		policy_free(p);
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");

@@ -222,6 +222,12 @@ reload_policy(const struct zeusd_config *cfg, struct server *srv)
 	if (policy_load(cfg->policy_file, &fresh, &err) != 0)
 		return reload_failed(cfg->policy_file, "policy_file", "policy",
 		    err.msg);
+	if (policy_slurm_confine(fresh)) {	/* one process (main.c) */
+		policy_free(fresh);
+		return reload_failed(cfg->policy_file, "policy_file", "policy",
+		    "slurm_jobs = \"confine\" is decided by zeusd's device "
+		    "process, which --no-privsep does without");
+	}
 	reload_policy_apply(cfg, srv, fresh);
 	return 0;
 }

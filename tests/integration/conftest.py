@@ -76,6 +76,9 @@ LINUX_ONLY = {
     "systemd": "sd_notify and its watchdog (NOTIFY_SOCKET) are systemd's",
     "overrides-sh": "its override commands are the shell scripts of "
                     "tests/integration/helpers",
+    "tcp-owner": "a loopback TCP connection counted as the user owning "
+                 "its client's socket (netlink sock_diag); zeusd.exe "
+                 "counts all of loopback as one peer",
 }
 
 

@@ -41,6 +41,8 @@ ROUTES = [
     ("GET", "/cpu/get_power"),
     ("GET", "/metrics"),
     ("POST", "/gpu/release?gpu_ids=0"),
+    ("POST", "/slurm/step_start?job=1&step=0&uid=0&gpu_ids=0"),
+    ("POST", "/slurm/step_end?job=1&step=0"),
 ]
 STREAMS = ["/gpu/stream_power", "/cpu/stream_power"]
 

@@ -1,12 +1,16 @@
 """A real single-node Slurm for the black-box tests of the SPANK plugin
 (zeus_spank.so, docs/slurm.md): Debian's slurmctld and slurmd and munge,
 started here in the foreground as root under a temporary directory, with
-SlurmUser root, proctrack/linuxproc, task/none, no accounting, and four
-fake GPUs as a GRES whose files are character devices (mknod c 1 3, as
-/dev/null: Slurm refuses plain files) with AutoDetect=off, so a job with
---gpus=N gets SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES. The plugin is
-copied beside the configuration, where the jobs' users can read it."""
+SlurmUser root, proctrack/linuxproc (or proctrack/cgroup, which puts
+each step in a cgroup of its own: cgroup.conf with autodetect and
+IgnoreSystemd, nothing constrained), task/none, no accounting, job ids
+from a random start (a cgroup a killed run left is not a new job's), and
+four fake GPUs as a GRES whose files are character devices (mknod c 1 3,
+as /dev/null: Slurm refuses plain files) with AutoDetect=off, so a job
+with --gpus=N gets SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES. The plugin
+is copied beside the configuration, where the jobs' users can read it."""
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -37,7 +41,7 @@ def _free_port():
 
 
 class SlurmNode:
-    def __init__(self, plugin, ngpus=4):
+    def __init__(self, plugin, ngpus=4, proctrack="linuxproc"):
         self.base = Path(tempfile.mkdtemp(prefix="zeus-slurm-"))
         os.chmod(self.base, 0o755)
         self.host = socket.gethostname().split(".")[0]
@@ -73,9 +77,10 @@ SlurmctldPidFile={b}/slurmctld.pid
 SlurmdPidFile={b}/slurmd.pid
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
+FirstJobId={random.randrange(1000, 10_000_000)}
 SlurmctldLogFile={b}/log/slurmctld.log
 SlurmdLogFile={b}/log/slurmd.log
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/{proctrack}
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -89,6 +94,9 @@ PlugStackConfig={b}/plugstack.conf
 NodeName={self.host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} Gres=gpu:{ngpus} State=UNKNOWN
 PartitionName=main Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
 """)
+        (b / "cgroup.conf").write_text(
+            "CgroupPlugin=autodetect\nIgnoreSystemd=yes\n"
+            "ConstrainCores=no\nConstrainRAMSpace=no\nConstrainDevices=no\n")
         (b / "gres.conf").write_text(
             f"AutoDetect=off\nName=gpu File={b}/dev/gpu[0-{ngpus - 1}]\n")
         self.plugstack(None)

@@ -3,6 +3,7 @@ requests whose framing another parser could read differently (smuggling),
 slowloris clients that trickle a request, and connection floods meant to
 lock everyone out before authenticating (docs/security.md, "Connections").
 """
+import json
 import os
 import re
 import resource
@@ -17,7 +18,7 @@ import httpx
 import jwt
 import pytest
 
-from conftest import linux_only, raw_request, run_zeusd
+from conftest import WINE_RUN, linux_only, raw_request, run_zeusd
 
 SCOPES = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
 
@@ -55,7 +56,7 @@ def connect(d, source=None, timeout=10):
         s.settimeout(timeout)
         s.connect(d.sock)
         return s
-    s = socket.socket(socket.AF_INET)
+    s = socket.socket(socket.AF_INET6 if ":" in d.host else socket.AF_INET)
     s.settimeout(timeout)
     if source is not None:
         s.bind((source, 0))
@@ -377,25 +378,202 @@ NO_OTHER_ADDRESS = ("this machine has no non-loopback IPv4 address to stand "
                     "in for another peer (all of 127.0.0.0/8 is one peer)")
 
 
+# Loopback TCP clients of a user of their own. On Linux a loopback TCP
+# connection counts as the user that owns its client's socket (the kernel
+# tells the device process: netlink sock_diag), and root's are not counted
+# per peer at all, as on the Unix socket; so the caps on loopback are met
+# by a process of another user, as the Unix-socket floods below do. Where
+# zeusd cannot tell the owner (zeusd.exe), all of loopback is one peer,
+# and that process's connections are that peer's.
+USER_CONNS = textwrap.dedent("""
+    import json, socket, sys, time
+    host, port = sys.argv[1], int(sys.argv[2])
+    held = []
+
+    def connect(source):
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        s.settimeout(10)
+        if source != "-":
+            s.bind((source, 0))
+        s.connect((host, port))
+        return s
+
+    def answer(s):
+        # None while zeusd keeps s open; what it sent once it closed s
+        s.setblocking(False)
+        try:
+            return s.recv(4096)
+        except BlockingIOError:
+            return None
+        except ConnectionResetError:
+            return b""
+        finally:
+            s.setblocking(True)
+
+    def answered(socks, answers):
+        for i, s in enumerate(socks):
+            if i not in answers:
+                a = answer(s)
+                if a is not None:
+                    answers[i] = a
+
+    def reply(**kw):
+        print(json.dumps(kw), flush=True)
+
+    for line in sys.stdin:
+        cmd = line.split()
+        if cmd[0] == "open":
+            # open KEEP SOURCE*N ...: waits until all but KEEP have an
+            # answer (at most 30 s: the refusals themselves, not a guess
+            # of how long accepting takes), then 0.3 s more, so that none
+            # of those kept is refused late either
+            keep, socks = int(cmd[1]), []
+            for arg in cmd[2:]:
+                src, n = arg.split("*")
+                socks += [connect(src) for _ in range(int(n))]
+            answers, deadline = {}, time.monotonic() + 30
+            answered(socks, answers)
+            while (len(answers) < len(socks) - keep and
+                   time.monotonic() < deadline):
+                time.sleep(0.05)
+                answered(socks, answers)
+            time.sleep(0.3)
+            answered(socks, answers)
+            kept = [s for i, s in enumerate(socks) if i not in answers]
+            held += kept
+            for i in answers:
+                socks[i].close()
+            reply(held=len(kept), refused=len(answers),
+                  bodies=[a.decode(errors="replace")
+                          for a in answers.values() if a])
+        elif cmd[0] == "get":
+            held[0].sendall(b"GET /time HTTP/1.1\\r\\nHost: zeusd"
+                            b"\\r\\n\\r\\n")
+            reply(status=held[0].recv(4096).decode(errors="replace")
+                  .split("\\r\\n")[0])
+        elif cmd[0] == "close":
+            for _ in range(int(cmd[1])):
+                held.pop().close()
+            reply(held=len(held))
+""")
+
+
+class UserConns:
+    """Loopback TCP connections to `d` that a process of user `uid` opens
+    and holds (USER_CONNS); of the tests' own user when they do not run as
+    root (a user that is counted anyway)."""
+
+    def __init__(self, d, uid=65534):
+        cmd = [sys.executable, "-c", USER_CONNS, d.host, str(d.port)]
+        self.uid = os.geteuid()
+        if self.uid == 0:
+            cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}",
+                   "--clear-groups"] + cmd
+            self.uid = uid
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+
+    def _ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        out = self.p.stdout.readline()
+        assert out, f"the client process of uid {self.uid} died"
+        return json.loads(out)
+
+    def open(self, sources, keep):
+        """Opens n connections from each (source, n) of `sources` (source
+        None: any address); waits for the answers of all but `keep`.
+        Returns {"held", "refused", "bodies" (the refusals' texts)}."""
+        return self._ask("open %d %s" % (keep, " ".join(
+            f"{src or '-'}*{n}" for src, n in sources)))
+
+    def get(self):
+        """GET /time on the first connection held: its status line."""
+        return self._ask("get")["status"]
+
+    def close(self, n):
+        self._ask(f"close {n}")
+
+    def stop(self):
+        try:
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.wait(30)
+
+
+def loopback_refusal(uid, cap):
+    """What the 503 of a user at its cap on loopback says: the user's
+    (Linux), or the one loopback peer's (zeusd.exe: no owner known)."""
+    if WINE_RUN:
+        return f"whose user zeusd could not tell, which count as one peer " \
+               f"(limit {cap})"
+    return f"Too many connections from your user (uid {uid}; limit {cap})"
+
+
+@linux_only("tcp-owner")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as two users")
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_loopback_tcp_counted_per_user(start, host):
+    """Issue 42, 4c: loopback TCP was one peer, so one local user holding
+    the cap (64) refused every other loopback TCP client a 503. Now the
+    device process asks the kernel which user owns the client's socket,
+    and each user has its own cap, as on the Unix socket."""
+    d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "4"}, tcp_host=host)
+    nobody, daemon = UserConns(d, 65534), UserConns(d, 1)
+    mine = []
+    try:
+        r = nobody.open([(None, 4)], keep=4)
+        assert (r["held"], r["refused"]) == (4, 0), r
+        # another user still gets in while nobody holds its cap, and is
+        # served (before: a 503 naming loopback as one peer)
+        r = daemon.open([(None, 1)], keep=1)
+        assert (r["held"], r["refused"]) == (1, 0), r
+        assert daemon.get().startswith("HTTP/1.1 200 ")
+        # nobody's fifth is refused, from another loopback address too
+        other = "127.0.0.2" if host == "127.0.0.1" else None
+        r = nobody.open([(other, 1)], keep=0)
+        assert (r["held"], r["refused"]) == (0, 1), r
+        assert r["bodies"] and r["bodies"][0].startswith(
+            "HTTP/1.1 503 "), r
+        assert loopback_refusal(65534, 4) in r["bodies"][0], r
+        # root is not counted per peer on loopback TCP either
+        mine, refused = open_and_count(d, 6)
+        assert (len(mine), refused) == (6, 0)
+        mine[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
+        assert mine[0].recv(4096).startswith(b"HTTP/1.1 200 ")
+    finally:
+        for s in mine:
+            s.close()
+        nobody.stop()
+        daemon.stop()
+    addr = other or host
+    assert f"event=connection_refused addr={addr} uid=65534 " \
+        "reason=per_peer_limit limit=4" in d.logs()
+    assert "peer=loopback" not in d.logs()
+    assert "uid=1 reason=per_peer_limit" not in d.logs()
+
+
 def test_per_address_cap_tcp(start):
     d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
-    held, refused = open_and_count(d, 12, "127.0.0.1")
-    assert (len(held), refused) == (8, 4)
-    # held connections still work
-    held[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
-    assert held[0].recv(4096).startswith(b"HTTP/1.1 200 ")
-    # another loopback address is the same peer (see the next test)
-    other, refused2 = open_and_count(d, 2, "127.0.0.2")
-    assert (len(other), refused2) == (0, 2)
-    # a closed connection gives its slot back
-    held.pop().close()
-    time.sleep(0.2)
-    again, refused3 = open_and_count(d, 2, "127.0.0.1")
-    assert (len(again), refused3) == (1, 1)
-    for s in held + other + again:
-        s.close()
-    assert "event=connection_refused addr=127.0.0.1 reason=per_peer_limit" \
-        in d.logs()
+    u = UserConns(d)
+    try:
+        r = u.open([("127.0.0.1", 12)], keep=8)
+        assert (r["held"], r["refused"]) == (8, 4), r
+        # held connections still work
+        assert u.get().startswith("HTTP/1.1 200 ")
+        # another loopback address is the same peer (see the next test)
+        r = u.open([("127.0.0.2", 2)], keep=0)
+        assert (r["held"], r["refused"]) == (0, 2), r
+        # a closed connection gives its slot back
+        u.close(1)
+        time.sleep(0.2)
+        r = u.open([("127.0.0.1", 2)], keep=1)
+        assert (r["held"], r["refused"]) == (1, 1), r
+    finally:
+        u.stop()
+    assert re.search(r"event=connection_refused addr=127\.0\.0\.1 "
+                     r"(uid=\d+ )?reason=per_peer_limit", d.logs())
     # 7 refused above (a scrape refused while the closes are reaped adds)
     assert metric(d, "zeusd_connections_refused_total") >= 7
 
@@ -404,47 +582,31 @@ def test_loopback_addresses_are_one_peer_tcp(start):
     """The attack: any local user may bind every address of 127.0.0.0/8,
     and when each was a peer of its own, 64 connections from each of 260
     of them filled the whole table. Now switching addresses gains nothing:
-    all of loopback holds the cap, together."""
+    a user's connections count together from every loopback address (as
+    that user's where the kernel tells zeusd who owns them, as the one
+    loopback peer where it cannot)."""
     d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
     sources = [f"127.0.{10 + a // 250}.{a % 250 + 1}" for a in range(100)]
-    socks = [connect(d, src) for src in sources for _ in range(3)]
-    # wait for the refusals themselves rather than guess how long
-    # accepting 300 connections takes on a loaded machine
-    answers, deadline = {}, time.monotonic() + 30
-    while len(answers) < len(socks) - 8 and time.monotonic() < deadline:
-        for i, s in enumerate(socks):
-            if i in answers:
-                continue
-            s.setblocking(False)
-            try:
-                answers[i] = s.recv(4096)
-            except BlockingIOError:
-                pass
-            except ConnectionResetError:
-                answers[i] = b""
-        time.sleep(0.05)
-    time.sleep(0.3)      # none of the 8 kept is refused late either
-    held = [s for i, s in enumerate(socks) if i not in answers and
-            still_open(s)]
+    u = UserConns(d)
     try:
-        assert (len(held), len(answers)) == (8, 292)
-        bodies = [a for a in answers.values() if a]
-        assert bodies and all(a.startswith(b"HTTP/1.1 503 ") for a in bodies)
-        assert b"from loopback, which counts as one peer (limit 8)" \
-            in bodies[0], bodies[0]
+        r = u.open([(src, 3) for src in sources], keep=8)
+        assert (r["held"], r["refused"]) == (8, 292), \
+            {**r, "bodies": r["bodies"][:2]}
+        bodies = r["bodies"]
+        assert bodies and all(a.startswith("HTTP/1.1 503 ") for a in bodies)
+        assert loopback_refusal(u.uid, 8) in bodies[0], bodies[0]
         # the log names the address that connected, and the peer it counts as
         logged = [line for line in d.logs().splitlines()
                   if "event=connection_refused" in line]
+        who = "peer=loopback" if WINE_RUN else f" uid={u.uid} "
         assert logged and all("reason=per_peer_limit" in line and
-                              "peer=loopback" in line for line in logged)
+                              who in line for line in logged)
         assert any(re.search(r" addr=127\.0\.1[01]\.\d+ ", line)
                    for line in logged), logged
         # the kept ones still work
-        held[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
-        assert held[0].recv(4096).startswith(b"HTTP/1.1 200 ")
+        assert u.get().startswith("HTTP/1.1 200 ")
     finally:
-        for s in socks:
-            s.close()
+        u.stop()
     assert metric(d, "zeusd_connections_refused_total") >= 292
 
 
@@ -453,18 +615,21 @@ def test_other_peer_not_affected_by_full_loopback_tcp(start):
     if src is None:
         pytest.skip(NO_OTHER_ADDRESS)
     d = start("tcp", env={"ZEUSD_MAX_CONNS_PER_PEER": "8"})
-    held, refused = open_and_count(d, 10, "127.0.0.1")
-    assert (len(held), refused) == (8, 2)
-    other, refused2 = open_and_count(d, 10, src)
+    u = UserConns(d)
+    other = []
     try:
+        r = u.open([("127.0.0.1", 10)], keep=8)
+        assert (r["held"], r["refused"]) == (8, 2), r
+        other, refused2 = open_and_count(d, 10, src)
         assert (len(other), refused2) == (8, 2)
         other[0].sendall(b"GET /time HTTP/1.1\r\nHost: zeusd\r\n\r\n")
         assert other[0].recv(4096).startswith(b"HTTP/1.1 200 ")
         assert f"event=connection_refused addr={src} reason=per_peer_limit" \
             in d.logs()
     finally:
-        for s in held + other:
+        for s in other:
             s.close()
+        u.stop()
 
 
 NOBODY_FLOOD = textwrap.dedent("""
@@ -593,20 +758,23 @@ class Slowloris:
 @pytest.mark.not_under_wine("3,764 connections: zeusd.exe under wine "
                             "accepts n connections in about n^2 time")
 def test_flood_does_not_lock_out_a_valid_client_tcp(start, tmp_path):
-    # All of loopback is one peer, and this machine has no other addresses
-    # to flood from, so the cap of that one peer is raised to what the
-    # flood below may keep: slowloris (200) + idle (3,000) + 64 for the
-    # greedy part. The valid client then comes from another address of the
-    # machine (as a remote client would); without one it shares the
-    # loopback peer, whose every slot the flood holds.
+    # The flood comes from loopback, this machine having no other
+    # addresses to flood from. As root, its slowloris (200) and idle
+    # (3,000) parts are not counted per peer (root's loopback TCP
+    # connections are not), and the greedy part is another user's
+    # (UserConns), held to that user's 64. As another user, all of it is
+    # that user's, so the cap is raised to what the flood may keep: 200 +
+    # 3,000 + 64 for the greedy part. The valid client comes from another
+    # address of the machine (as a remote client would).
     src = other_local_v4()
     if src is None:
         pytest.skip(NO_OTHER_ADDRESS)
     key = tmp_path / "key"
     key.write_bytes(b"k" * 32)
+    cap = 64 if os.geteuid() == 0 else 200 + 3000 + 64
     d = start("tcp", args=["--signing-key-path", str(key)],
               env={"ZEUSD_LOG": "info",
-                   "ZEUSD_MAX_CONNS_PER_PEER": str(200 + 3000 + 64)})
+                   "ZEUSD_MAX_CONNS_PER_PEER": str(cap)})
     tok = jwt.encode({"sub": "alice", "scopes": SCOPES}, key.read_bytes(),
                      algorithm="HS256")
     auth = {"Authorization": f"Bearer {tok}"}
@@ -616,14 +784,16 @@ def test_flood_does_not_lock_out_a_valid_client_tcp(start, tmp_path):
     # ... several thousand idle connections (no bytes sent) ...
     idle = [connect(d, f"127.0.1.{i}") for i in range(1, 51) for _ in range(60)]
     # ... and the peer trying to take far more than its share
-    greedy, refused = open_and_count(d, 500, "127.0.2.1")
+    greedy = UserConns(d)
     try:
-        assert len(greedy) == 64 and refused == 436
+        r = greedy.open([("127.0.2.1", 500)], keep=64)
+        assert (r["held"], r["refused"]) == (64, 436), \
+            {**r, "bodies": r["bodies"][:2]}
         held = sum(still_open(s) for s in idle)
         assert held == len(idle) == 3000
         flooded = timed_get(d, "/gpu/get_power", auth, source=src)
         print(f"valid client under flood: {flooded * 1000:.1f} ms "
-              f"(quiet: {quiet * 1000:.1f} ms) with {held + len(greedy)} "
+              f"(quiet: {quiet * 1000:.1f} ms) with {held + r['held']} "
               f"idle and {slow.alive()} slowloris connections held")
         assert flooded < 1.0
         with open(d.tmp / "flood-figures.txt", "a") as f:
@@ -631,7 +801,8 @@ def test_flood_does_not_lock_out_a_valid_client_tcp(start, tmp_path):
                     f"quiet_ms={quiet * 1000:.1f}\n")
     finally:
         slow.close()
-        for s in idle + greedy:
+        greedy.stop()
+        for s in idle:
             s.close()
 
 

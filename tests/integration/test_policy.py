@@ -216,6 +216,9 @@ def test_group_grant_follows_the_process_groups(node, grouped_user):
     ("[[grant]]\nusers = [1]\n", "line 1: [[grant]] has no scopes"),
     ("[[grant]]\nusers = [true]\nscopes = ['gpu-read']\n",
      "line 2: "),
+    ("slurm_jobs = 'on'\n", 'line 1: slurm_jobs must be "confine" or "off"'),
+    ("users = [1]\n", "line 1: key 'users' must be inside a [[grant]] "
+     "(the only key outside one is slurm_jobs)"),
 ])
 def test_bad_policy_refused_at_startup(node, text, want):
     d = node(policy=text, ready=False)
@@ -286,6 +289,33 @@ def test_sighup_reloads_policy(node):
     assert "kept the previous policy" in d.logs()
     assert "line 3: unknown key 'bogus'" in d.logs()
     assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
+
+
+def test_slurm_confine_needs_the_device_process(node):
+    """slurm_jobs = "confine" is the device process's to decide: without
+    Slurm steps it changes nothing, a step can be told only by root, and
+    --no-privsep refuses it at startup and on a reload."""
+    confine = 'slurm_jobs = "confine"\n' + POLICY
+    d = node(policy=confine)
+    assert as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=1")[0] == 200
+    st, body = as_user(d, 4242, 4242, "POST",
+                       "/slurm/step_start?job=1&step=0&uid=4242&gpu_ids=1")
+    assert st == 403 and "only root" in body, body
+    assert d.stop() == 0
+    d = node(["--no-privsep"], policy=confine, ready=False)
+    assert d.proc.wait(10) != 0
+    assert ('slurm_jobs = "confine" is decided by zeusd\'s device process, '
+            "which --no-privsep does without") in d.logs(), d.logs()
+    d = node(["--no-privsep"], policy=POLICY)
+    (d.base / "policy.toml").write_text(confine)
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while "kept the previous policy" not in d.logs():
+        assert time.monotonic() < deadline, d.logs()
+        time.sleep(0.05)
+    assert "which --no-privsep does without" in d.logs()
+    # root's POST names no table in one process: 404
+    assert d.post("/slurm/step_end?job=1&step=0").status_code == 404
 
 
 STREAMER = r"""

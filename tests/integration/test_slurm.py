@@ -4,14 +4,20 @@ options applied by zeusd to a job's GPUs from the job's own task, which
 holds the lease (label slurm:JOB.STEP), so the settings come back when the
 job ends or is cancelled; the step's energy line on its stderr; zeusd's
 refusals and absence, with and without the plugin's `required`; bad
-option values refused at submission. zeusd runs --simulate with leases, a
-policy and the audit log; the jobs are real local users' (useradd).
+option values refused at submission; GPU lists a user passes in Slurm's
+variables not taken. zeusd runs --simulate with leases, a policy and the
+audit log; the jobs are real local users' (useradd).
+
+The node policy's slurm_jobs = "confine" on a second node whose steps
+Slurm tracks by cgroup (proctrack/cgroup): a job's GPUs are changed only
+from inside its step, and its processes change no other GPU.
 
 Skipped, with the reason, where Slurm or munge is not installed or the
 tests do not run as root.
 """
 import json
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -254,14 +260,77 @@ def test_zeusd_stopped_warns_or_with_required_fails(node, zeusd, users):
     assert not job.env_file.exists()
 
 
-def test_a_step_without_gpus_warns(node, zeusd, users):
+def untouched(node, zeusd):
+    """No GPU setting changed, none written, no lease taken."""
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
+    assert audit_lines(zeusd.audit, "set_power_limit") == []
+    view = leases(zeusd)
+    assert view["leases"] == [] and view["ended"] == []
+
+
+def test_a_step_without_gpus_is_refused(node, zeusd, users):
     alice, _ = users
+    says = (r"zeus: %s: slurm:\d+\.0: Slurm gave the step no GPUs \(--gpus "
+            r"or --gres=gpu gives it some\); its --zeus-\* options are "
+            r"refused")
     r = node.run(alice, ["srun", "--chdir=/tmp", "--zeus-power-limit=200",
                          "/bin/true"])
     assert r.returncode == 0, r.stderr
-    assert re.search(r"zeus: warning: slurm:\d+\.0: the step has no GPUs; "
-                     r"its --zeus-\* options do nothing", r.stderr), r.stderr
-    assert leases(zeusd)["ended"] == []
+    assert re.search(says % "warning", r.stderr), r.stderr
+    node.plugstack(zeusd.sock, required=True)
+    r = node.run(alice, ["srun", "--chdir=/tmp", "--zeus-power-limit=200",
+                         "/bin/true"])
+    assert r.returncode != 0
+    assert re.search((says % "error") + " and it does not start", r.stderr), \
+        r.stderr
+    untouched(node, zeusd)
+
+
+@pytest.mark.parametrize("forged", [
+    {"SLURM_JOB_GPUS": "0,1"},
+    {"SLURM_STEP_GPUS": "0,1"},
+    {"CUDA_VISIBLE_DEVICES": "0,1"},
+    {"SLURM_JOB_GPUS": "0,1", "SLURM_STEP_GPUS": "0,1",
+     "CUDA_VISIBLE_DEVICES": "0,1", "GPU_DEVICE_ORDINAL": "0,1"},
+])
+def test_gpus_named_by_the_user_are_not_capped(node, zeusd, users, forged):
+    """A step without GPUs whose user passes Slurm's GPU variables
+    (issue 42, 4b): they name GPUs other jobs may hold, and are refused
+    as the step having none."""
+    alice, _ = users
+    node.plugstack(zeusd.sock, required=True)
+    r = node.run(alice, ["env", *(f"{k}={v}" for k, v in forged.items()),
+                         "srun", "--chdir=/tmp", "--zeus-power-limit=100",
+                         "/bin/true"])
+    assert r.returncode != 0, r.stderr
+    assert "Slurm gave the step no GPUs" in r.stderr, r.stderr
+    untouched(node, zeusd)
+
+
+def test_a_batch_script_caps_its_own_gpus_not_the_ones_it_names(
+        node, zeusd, users):
+    """A batch script's GPUs are the job's (SLURM_JOB_GPUS, set by
+    slurmstepd); a SLURM_STEP_GPUS passed by its user does not count."""
+    alice, _ = users
+    out = node.scratch / "forged.out"
+    r = node.run(alice, ["env", "SLURM_STEP_GPUS=2,3", "sbatch", "--parsable",
+                         "--chdir=/tmp", "--gpus=1", "--zeus-power-limit=120",
+                         f"--output={out}", "--wrap",
+                         f"/usr/bin/python3 -c '{JOB}' {node.scratch} "
+                         "forged wait"])
+    assert r.returncode == 0, r.stderr
+    jobid = r.stdout.strip().split(";")[0]
+    env_file = node.scratch / "forged.env"
+    wait_for(env_file.exists, "the batch job did not start")
+    env = json.loads(env_file.read_text())
+    assert env["SLURM_STEP_GPUS"] == "2,3"      # it reached the script
+    gpus = {int(x) for x in env["CUDA_VISIBLE_DEVICES"].split(",")}
+    assert not gpus & {2, 3}
+    now = limits(zeusd)
+    assert {g for g in now if now[g] == 120_000} == gpus, now
+    (node.scratch / "forged.go").touch()
+    wait_for(lambda: jobid not in node.jobs(), "the batch job did not end")
+    assert set(limits(zeusd).values()) == {DEFAULT_MW}
 
 
 def test_a_job_without_options_is_untouched(node, zeusd, users):
@@ -345,3 +414,188 @@ def test_salloc_options_reach_its_steps(node, zeusd, users):
                 if x["identity"]["user"] == alice and not x.get("restore")]
     assert write["requested"] == {"power_limit_mw": 210_000}, write
     assert set(limits(zeusd).values()) == {DEFAULT_MW}
+
+
+# ---- slurm_jobs = "confine" (docs/slurm.md, "Confining jobs to their GPUs")
+
+# A job's task that writes a power limit on its own GPU and on one it was
+# not given, from inside its step, records both answers in DIR/NAME.out,
+# then waits for DIR/NAME.go.
+JOB_WRITES = r"""
+import json, os, socket, sys, time
+d, name, sock = sys.argv[1], sys.argv[2], sys.argv[3]
+def post(target):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(f"POST {target} HTTP/1.1\r\nHost: z\r\nContent-Length: 0"
+              "\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return {"status": int(head.split()[1]), "body": body.decode()}
+own = [int(x) for x in os.environ["SLURM_STEP_GPUS"].split(",")]
+other = min(g for g in range(4) if g not in own)
+w = "/gpu/set_power_limit?power_limit_mw=190000&block=true&gpu_ids=%d"
+out = {"job": os.environ["SLURM_JOB_ID"], "own": own[0], "other": other,
+       "own_write": post(w % own[0]), "other_write": post(w % other)}
+tmp = os.path.join(d, name + ".out.tmp")
+with open(tmp, "w") as f:
+    json.dump(out, f)
+os.rename(tmp, os.path.join(d, name + ".out"))
+while not os.path.exists(os.path.join(d, name + ".go")):
+    time.sleep(0.02)
+"""
+
+
+@pytest.fixture(scope="module")
+def cgnode(users):
+    """A second node, whose steps Slurm puts in cgroups of their own."""
+    try:
+        n = SlurmNode(PLUGIN, proctrack="cgroup")
+    except RuntimeError as e:
+        pytest.skip(f"Slurm cannot track jobs by cgroup here: {e}"[:2000])
+    yield n
+    n.stop()
+
+
+@pytest.fixture
+def confined(start_public, users):
+    """confined(node, leases=True): a zeusd whose policy grants both users
+    gpu-read and gpu-control on every GPU, with slurm_jobs = "confine",
+    named in the node's plugstack.conf."""
+    started = []
+
+    def _start(node, leases=True):
+        policy = start_public.base / "policy.toml"
+        policy.write_text('slurm_jobs = "confine"\n[[grant]]\nusers = [%s]\n'
+                          'scopes = ["gpu-read", "gpu-control"]\n' %
+                          ", ".join(f'"{u}"' for u in users))
+        os.chmod(policy, 0o644)
+        audit = start_public.base / "audit.jsonl"
+        d = start_public((["--gpu-leases"] if leases else []) +
+                         ["--audit-log", str(audit), "--policy-file",
+                          str(policy)])
+        d.audit = audit
+        node.plugstack(d.sock)
+        started.append(node)
+        return d
+
+    yield _start
+    for node in started:
+        node.plugstack(None)
+
+
+def set_limit(session, gpu, mw=250_000):
+    return session("POST", f"/gpu/set_power_limit?gpu_ids={gpu}"
+                   f"&power_limit_mw={mw}&block=true")
+
+
+def test_confine_a_jobs_gpu_is_refused_to_others_until_it_ends(
+        cgnode, confined, users):
+    """User A's job holds GPU g (as Slurm gave it; no --zeus-* option, so
+    no lease either). User B's direct write to g, and A's own from
+    outside the job, are refused with 403 while the step runs; B's write
+    to a GPU no job holds is served; once the step ended, B's write to g
+    is served."""
+    alice, bob = users
+    d = confined(cgnode)
+    job = Job(cgnode, alice, "held", "--gpus=1").started()
+    (g,) = job.gpus
+    free = min(x for x in range(4) if x != g)
+    b, a = Session(d, bob), Session(d, alice)
+    try:
+        status, body = set_limit(b, g)
+        assert status == 403, body
+        says = body["errors"][str(g)]
+        assert (f"GPU {g} is held by Slurm job {job.env['SLURM_JOB_ID']} "
+                f"step 0 of uid {pwd.getpwnam(alice).pw_uid} ({alice})"
+                in says), body
+        assert 'slurm_jobs = "confine"' in says
+        status, body = set_limit(a, g)
+        assert status == 403, body
+        assert "held by Slurm job" in body["errors"][str(g)], body
+        assert set_limit(b, free)[0] == 200
+        assert limits(d)[g] == DEFAULT_MW
+        # a refused write took no lease
+        assert [r["gpu"] for r in leases(d)["leases"]] == [free]
+        refused = [x for x in audit_lines(d.audit, "set_power_limit")
+                   if x.get("gpu") == g]
+        assert {x["identity"]["user"] for x in refused} == {alice, bob}
+        assert all("held by Slurm job" in x["error"] for x in refused), \
+            refused
+        rc, err = job.go()
+        assert rc == 0, err
+        # the step's end came from slurmstepd before srun returned
+        assert set_limit(b, g)[0] == 200
+        assert limits(d)[g] == 250_000
+    finally:
+        b.close()
+        a.close()
+    assert " event=slurm_step_end " in d.logs()
+
+
+def test_confine_a_jobs_processes_change_only_its_gpus(cgnode, confined,
+                                                       users):
+    """A job's own processes: the plugin's --zeus-power-limit and the
+    job's direct write on its GPU are served, its write on a GPU Slurm
+    did not give it is refused (zeusd without --gpu-leases: the process
+    is known all the same)."""
+    alice, _ = users
+    d = confined(cgnode, leases=False)
+    name = "writes"
+    p = cgnode.popen(alice, ["srun", "--chdir=/tmp", "--gpus=1",
+                             "--zeus-power-limit=200", "/usr/bin/python3",
+                             "-c", JOB_WRITES, str(cgnode.scratch), name,
+                             d.sock])
+    out = cgnode.scratch / f"{name}.out"
+    wait_for(lambda: out.exists() or p.poll() is not None,
+             "the job did not write")
+    assert out.exists(), p.communicate()
+    r = json.loads(out.read_text())
+    assert r["own_write"]["status"] == 200, r
+    assert r["other_write"]["status"] == 403, r
+    assert (f"runs in Slurm job {r['job']} step 0, which holds GPU "
+            f"{r['own']}, not GPU {r['other']}" in r["other_write"]["body"]), r
+    now = limits(d)
+    assert now[r["own"]] == 190_000 and now[r["other"]] == DEFAULT_MW, now
+    (cgnode.scratch / f"{name}.go").touch()
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    plugin = [x for x in audit_lines(d.audit, "set_power_limit")
+              if x["requested"] == {"power_limit_mw": 200_000}]
+    assert [x["gpu"] for x in plugin] == [r["own"]], plugin
+
+
+def test_confine_steps_are_told_by_root_only(cgnode, node, confined, users):
+    """Only root may tell zeusd a step's GPUs, and only for a job Slurm
+    tracks by cgroup: a user's POST /slurm/step_start is refused (403),
+    root's from outside any job names no job's cgroup (400), and a step
+    on a node without proctrack/cgroup says so on the job's stderr and
+    still runs."""
+    alice, _ = users
+    d = confined(cgnode)
+    a = Session(d, alice)
+    try:
+        status, body = a("POST", "/slurm/step_start?job=1&step=0&uid=0"
+                         "&gpu_ids=0")
+        assert status == 403 and "only root" in body["error"], body
+        assert a("POST", "/slurm/step_end?job=1&step=0")[0] == 403
+    finally:
+        a.close()
+    r = d.post("/slurm/step_start?job=4242&step=0&uid=0&gpu_ids=0,1")
+    assert r.status_code == 400 and "in no cgroup of job 4242" in \
+        r.json()["error"], r.text
+    assert d.post("/slurm/step_end?job=4242&step=0").status_code == 200
+    node.plugstack(d.sock)
+    try:
+        job = Job(node, alice, "untracked", "--gpus=1", wait=False).started()
+        rc, err = job.finish()
+    finally:
+        node.plugstack(None)
+    assert rc == 0, err
+    assert re.search(r"zeus: slurm:\d+\.0: zeusd \(.*\) did not take the "
+                     r"step's GPUs: HTTP 400 .*in no cgroup of job", err), err

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/sockdiag.h"
 #include "http/deadline.h"
 #include "access/peer.h"
 #include "http/peer_limit.h"
@@ -269,6 +270,96 @@ test_same_loopback_is_one_peer(void **state)
 	peer_limit_destroy(pl);
 }
 
+/*
+ * A loopback TCP peer whose client socket's owner is known counts as that
+ * user, from any loopback address and on the Unix socket alike; the rest
+ * of loopback stays one peer. The address stays in the logs.
+ */
+static void
+test_same_owned_loopback_is_its_user(void **state)
+{
+	struct peer a = peer_v4("127.0.0.1"), b = peer_v4("127.5.6.7"),
+	    c = peer_v6("::1"), d = peer_v4("10.0.0.1"), u = peer_uid(1000, 7),
+	    w = peer_uid(1001, 7), plain = peer_v4("127.0.0.1");
+	struct peer_limit *pl;
+	struct zerr err;
+	char buf[96];
+
+	peer_set_owner(&a, 1000);
+	peer_set_owner(&b, 1000);
+	peer_set_owner(&c, 1001);
+	peer_set_owner(&d, 1000);	/* not loopback: no owner taken */
+	assert_true(a.owned && b.owned && c.owned);
+	assert_false(d.owned);
+	assert_true(peer_same(&a, &b));
+	assert_true(peer_same(&a, &u));	/* one count per user */
+	assert_int_equal(peer_hash(&a), peer_hash(&u));
+	assert_true(peer_same(&c, &w));
+	assert_false(peer_same(&a, &c));
+	assert_false(peer_same(&a, &plain));
+	assert_false(peer_same(&a, &d));
+	assert_true(peer_is_loopback(&a) && peer_is_loopback(&c));
+	assert_false(peer_is_root(&a));	/* root is a Unix peer's */
+	assert_string_equal(peer_format(&b, buf, sizeof(buf)),
+	    "addr=127.5.6.7 uid=1000");
+	assert_string_equal(peer_format(&c, buf, sizeof(buf)),
+	    "addr=::1 uid=1001");
+	/* two users on loopback: each has its own cap */
+	assert_int_equal(peer_limit_create(2, &pl, &err), 0);
+	assert_true(peer_limit_acquire(pl, &a));
+	assert_true(peer_limit_acquire(pl, &b));
+	assert_false(peer_limit_acquire(pl, &a));
+	assert_false(peer_limit_acquire(pl, &u));
+	assert_true(peer_limit_acquire(pl, &c));
+	assert_true(peer_limit_acquire(pl, &plain));
+	assert_int_equal(peer_limit_peers(pl), 3);
+	peer_limit_release(pl, &u);
+	assert_true(peer_limit_acquire(pl, &b));
+	peer_limit_destroy(pl);
+}
+
+/* The tuple of an accepted loopback connection, as its client has it. */
+static void
+test_loopback_tuple(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in cl;
+	socklen_t len = sizeof(sin);
+	struct sockdiag_tuple t;
+	int l, c, s, sv[2];
+
+	assert_int_equal(inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr), 1);
+	assert_true((l = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &len), 0);
+	assert_true((c = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	memset(&cl, 0, sizeof(cl));
+	cl.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, "127.0.0.9", &cl.sin_addr), 1);
+	assert_int_equal(bind(c, (struct sockaddr *)&cl, sizeof(cl)), 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_true((s = accept(l, NULL, NULL)) >= 0);
+	len = sizeof(cl);
+	assert_int_equal(getsockname(c, (struct sockaddr *)&cl, &len), 0);
+	assert_int_equal(peer_loopback_tuple(s, &t), 0);
+	assert_int_equal(t.family, 4);
+	assert_memory_equal(t.client, &cl.sin_addr, 4);
+	assert_memory_equal(t.server, &sin.sin_addr, 4);
+	assert_int_equal(t.client_port, ntohs(cl.sin_port));
+	assert_int_equal(t.server_port, ntohs(sin.sin_port));
+	assert_true(sockdiag_tuple_loopback(&t));
+	/* not TCP/IP: no tuple */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(peer_loopback_tuple(sv[0], &t), -1);
+	assert_int_equal(t.family, 0);
+	close(sv[0]);
+	close(sv[1]);
+	close(s);
+	close(c);
+	close(l);
+}
+
 /* An IPv6 /64 is one peer; IPv4 addresses are peers of their own. */
 static void
 test_same_v6_prefix_v4_address(void **state)
@@ -459,6 +550,8 @@ main(void)
 		cmocka_unit_test(test_same_ignores_pid),
 		cmocka_unit_test(test_same_loopback_is_one_peer),
 		cmocka_unit_test(test_same_v6_prefix_v4_address),
+		cmocka_unit_test(test_same_owned_loopback_is_its_user),
+		cmocka_unit_test(test_loopback_tuple),
 		cmocka_unit_test(test_limit_counts_per_peer),
 		cmocka_unit_test(test_limit_many_peers_collide),
 		cmocka_unit_test(test_deadline_expires_armed_only),

@@ -186,6 +186,48 @@ test_empty_policy_grants_nothing(void **state)
 	policy_free(p);
 }
 
+/* slurm_jobs, the one key before the grants, and its numeric form. */
+static void
+test_slurm_jobs(void **state)
+{
+	struct policy *p, *q;
+	struct zerr err = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)state;
+	p = parse_ok("[[grant]]\nusers = [1]\nscopes = ['gpu-read']\n");
+	assert_false(policy_slurm_confine(p));
+	policy_free(p);
+	assert_false(policy_slurm_confine(NULL));
+	p = parse_ok("slurm_jobs = 'off'\n");
+	assert_false(policy_slurm_confine(p));
+	policy_free(p);
+	p = parse_ok("# keep jobs to their GPUs\nslurm_jobs = \"confine\"\n"
+	    "[[grant]]\nusers = [4242]\nscopes = ['gpu-control']\n");
+	assert_true(policy_slurm_confine(p));
+	assert_int_equal(policy_grants(p), 1);
+	assert_int_equal(policy_format_numeric(p, &text, &len, &err), 0);
+	assert_non_null(strstr(text, "slurm_jobs = \"confine\"\n[[grant]]"));
+	q = parse_ok(text);
+	assert_true(policy_slurm_confine(q));
+	assert_int_equal(policy_grants(q), 1);
+	free(text);
+	policy_free(q);
+	policy_free(p);
+	expect_error("slurm_jobs = 'on'\n", "line 1: slurm_jobs must be "
+	    "\"confine\" or \"off\"");
+	expect_error("slurm_jobs = 1\n", "line 1: slurm_jobs must be");
+	expect_error("slurm_jobs = ['confine']\n", "slurm_jobs must be");
+	expect_error("slurm_jobs = 'confine'\nslurm_jobs = 'off'\n",
+	    "line 2");
+	expect_error("slurm_job = 'confine'\n", "line 1: key 'slurm_job' must "
+	    "be inside a [[grant]] (the only key outside one is slurm_jobs)");
+	expect_error("[[grant]]\nusers = [1]\nscopes = ['gpu-read']\n"
+	    "slurm_jobs = 'confine'\n", "line 4: unknown key 'slurm_jobs' in "
+	    "[[grant]]");
+}
+
 static void
 test_errors(void **state)
 {
@@ -264,6 +306,7 @@ main(void)
 		cmocka_unit_test(test_numeric_format_round_trips),
 		cmocka_unit_test(test_empty_policy_grants_nothing),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_slurm_jobs),
 		cmocka_unit_test(test_toml_extensions_are_opt_in),
 	};
 

@@ -17,6 +17,7 @@
 #include "common/lease_label.h"
 #include "slurm/spank_parse.h"
 #include "slurm/spank_report.h"
+#include "slurm/spank_step.h"
 
 static void
 conf_ok(int ac, char *const *av, const char *sock, bool required)
@@ -198,6 +199,50 @@ test_report(void **state)
 	assert_int_equal(strlen(line), 19);
 }
 
+/* What slurmstepd sends zeusd about its step, and reads of the answer. */
+static void
+test_step(void **state)
+{
+	const unsigned ids[] = { 0, 3, 65535 };
+	char t[SPANK_STEP_TARGET_MAX], why[40];
+	unsigned status;
+	const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+	const char *no = "HTTP/1.1 403 Forbidden\r\n\r\n{\"error\":\"a\tb\"}";
+
+	(void)state;
+	assert_int_equal(spank_step_target(t, sizeof(t), true, 42, 0xfffffffbu,
+	    1001, ids, 3), 0);
+	assert_string_equal(t, "/slurm/step_start?job=42&step=4294967291&"
+	    "uid=1001&gpu_ids=0,3,65535");
+	assert_int_equal(spank_step_target(t, sizeof(t), false, 42, 7, 0, NULL,
+	    0), 0);
+	assert_string_equal(t, "/slurm/step_end?job=42&step=7");
+	assert_int_equal(spank_step_target(t, sizeof(t), true, 42, 0, 1, ids,
+	    0), -1);
+	assert_int_equal(spank_step_target(t, 40, true, 42, 0, 1, ids, 3), -1);
+	assert_int_equal(spank_step_answer(ok, strlen(ok), &status, why,
+	    sizeof(why)), 0);
+	assert_int_equal(status, 200);
+	assert_string_equal(why, "{}");
+	assert_int_equal(spank_step_answer(no, strlen(no), &status, why,
+	    sizeof(why)), 0);
+	assert_int_equal(status, 403);
+	assert_string_equal(why, "{\"error\":\"a b\"}");
+	assert_int_equal(spank_step_answer(no, 11, &status, why, sizeof(why)),
+	    -1);
+	assert_int_equal(spank_step_answer("HTTP/1.1 20x", 12, &status, why,
+	    sizeof(why)), -1);
+	assert_int_equal(spank_step_answer("HTTP/1.1 999", 12, &status, why,
+	    sizeof(why)), -1);
+	assert_int_equal(spank_step_answer("HTTP/1.1 503", 12, &status, why,
+	    sizeof(why)), 0);
+	assert_int_equal(status, 503);
+	assert_string_equal(why, "");
+	/* nothing listens: not an error to report */
+	assert_int_equal(spank_step_tell("/nonexistent/zeusd.sock", t, 100,
+	    why, sizeof(why)), SPANK_STEP_NO_ZEUSD);
+}
+
 int
 main(void)
 {
@@ -206,6 +251,7 @@ main(void)
 		cmocka_unit_test(test_gpus),
 		cmocka_unit_test(test_label),
 		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

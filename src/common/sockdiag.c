@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sockdiag.c - the owner of a loopback TCP client socket (see sockdiag.h).
+ *
+ * The request is an inet_diag "get one socket" (SOCK_DIAG_BY_FAMILY
+ * without NLM_F_DUMP) naming the socket's exact four-tuple, so the kernel
+ * does one hash look-up, not a walk of the socket table, and answers with
+ * one message: the socket's inet_diag_msg, or an NLMSG_ERROR (ENOENT).
+ * The answer is read into a fixed buffer and believed only when it is the
+ * kernel's, for our sequence number, about the very tuple asked for, and
+ * of a full socket in a connected state: the kernel's record of a
+ * connection in TIME_WAIT (or of a half-open one) reports uid 0, which
+ * would read as root.
+ */
+#include "common/sockdiag.h"
+
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+/*
+ * The answer: a netlink header, inet_diag_msg (72 bytes) and the few
+ * attributes the kernel always adds (about 40 bytes in Linux 6.x). A
+ * longer datagram shows as truncated (MSG_TRUNC) and is not read.
+ */
+#define SOCKDIAG_REPLY_MAX 1024
+
+/* An arbitrary sequence number: the socket is ours alone, for one call. */
+#define SOCKDIAG_SEQ 0x7a736431u		/* "zsd1" */
+
+/*
+ * Netlink refused outright (a unit without AF_NETLINK in
+ * RestrictAddressFamilies=, a seccomp filter, a kernel without
+ * inet_diag): said once, since every loopback client then counts as the
+ * one loopback peer.
+ */
+static void
+sockdiag_unavailable(const char *what, int e)
+{
+	static atomic_bool said;
+
+	if (!atomic_exchange(&said, true))
+		zlog(ZLOG_WARN, "tcp_owner_unavailable", "during=%s errno=%d "
+		    "msg=\"the kernel cannot be asked who owns a loopback TCP "
+		    "client's socket (netlink sock_diag); loopback TCP clients "
+		    "count as one peer\"", what, e);
+}
+
+/* A full socket of an accepted connection, as its client may hold it. */
+static bool
+sockdiag_state_connected(uint8_t state)
+{
+	switch (state) {
+	case TCP_ESTABLISHED:
+	case TCP_FIN_WAIT1:
+	case TCP_FIN_WAIT2:
+	case TCP_CLOSE_WAIT:
+	case TCP_LAST_ACK:
+	case TCP_CLOSING:
+		return true;
+	default:
+		return false;	/* TIME_WAIT, SYN_RECV, LISTEN, CLOSE, ... */
+	}
+}
+
+/* Waits until `fd` is readable, at most `timeout_ms` in all. */
+static bool
+sockdiag_wait(int fd, unsigned timeout_ms)
+{
+	uint64_t until = zclock_now_ms() + timeout_ms;
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	for (;;) {
+		uint64_t now = zclock_now_ms();
+		int n;
+
+		if (now > until)
+			return false;
+		n = poll(&pf, 1, (int)(until - now));
+		if (n > 0)
+			return (pf.revents & POLLIN) != 0;
+		if (n == 0 || errno != EINTR)
+			return false;
+	}
+}
+
+/*
+ * The one message of the answer (`len` bytes at `buf`): the socket's uid
+ * when it is about `t` and connected; -1 otherwise (an NLMSG_ERROR too).
+ */
+static int
+sockdiag_parse(const void *buf, size_t len, const struct sockdiag_tuple *t,
+    uint32_t *uid)
+{
+	struct nlmsghdr nh;
+	struct inet_diag_msg m;
+	size_t alen = t->family == 4 ? 4 : 16;
+
+	if (len < NLMSG_LENGTH(sizeof(m)))
+		return -1;
+	memcpy(&nh, buf, sizeof(nh));
+	if (nh.nlmsg_len < NLMSG_LENGTH(sizeof(m)) || nh.nlmsg_len > len ||
+	    nh.nlmsg_type != SOCK_DIAG_BY_FAMILY || nh.nlmsg_seq != SOCKDIAG_SEQ)
+		return -1;
+	memcpy(&m, (const char *)buf + NLMSG_HDRLEN, sizeof(m));
+	if (m.idiag_family != (t->family == 4 ? AF_INET : AF_INET6) ||
+	    !sockdiag_state_connected(m.idiag_state) ||
+	    m.id.idiag_sport != htons(t->client_port) ||
+	    m.id.idiag_dport != htons(t->server_port) ||
+	    memcmp(m.id.idiag_src, t->client, alen) != 0 ||
+	    memcmp(m.id.idiag_dst, t->server, alen) != 0 ||
+	    m.idiag_uid == UINT32_MAX)
+		return -1;
+	*uid = m.idiag_uid;
+	return 0;
+}
+
+int
+sockdiag_tcp_owner(const struct sockdiag_tuple *t, unsigned timeout_ms,
+    uint32_t *uid)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req;
+	union {
+		struct nlmsghdr nh;	/* aligned for it */
+		char raw[SOCKDIAG_REPLY_MAX];
+	} in;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
+	socklen_t flen = sizeof(from);
+	size_t alen = t->family == 4 ? 4 : 16;
+	ssize_t n;
+	int fd, rc = -1;
+
+	if (!sockdiag_tuple_loopback(t))
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = sizeof(req);
+	req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;	/* one socket: no NLM_F_DUMP */
+	req.nh.nlmsg_seq = SOCKDIAG_SEQ;
+	req.r.sdiag_family = t->family == 4 ? AF_INET : AF_INET6;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = ~0u;	/* an exact look-up filters none */
+	req.r.id.idiag_sport = htons(t->client_port);
+	req.r.id.idiag_dport = htons(t->server_port);
+	memcpy(req.r.id.idiag_src, t->client, alen);
+	memcpy(req.r.id.idiag_dst, t->server, alen);
+	req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+	req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0) {
+		/* EMFILE and ENOBUFS pass: this process's lack, not a rule */
+		if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS &&
+		    errno != ENOMEM)
+			sockdiag_unavailable("socket", errno);
+		return -1;
+	}
+	do
+		n = sendto(fd, &req, sizeof(req), 0,
+		    (const struct sockaddr *)&kernel, sizeof(kernel));
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != ENOBUFS && errno != ENOMEM)
+		sockdiag_unavailable("send", errno);
+	if (n != (ssize_t)sizeof(req) || !sockdiag_wait(fd, timeout_ms))
+		goto out;
+	memset(&from, 0, sizeof(from));
+	do
+		n = recvfrom(fd, in.raw, sizeof(in.raw), MSG_DONTWAIT |
+		    MSG_TRUNC, (struct sockaddr *)&from, &flen);
+	while (n < 0 && errno == EINTR);
+	/* the kernel's (port id 0), whole */
+	if (n > 0 && (size_t)n <= sizeof(in.raw) && flen == sizeof(from) &&
+	    from.nl_family == AF_NETLINK && from.nl_pid == 0)
+		rc = sockdiag_parse(in.raw, (size_t)n, t, uid);
+out:
+	close(fd);
+	return rc;
+}
