@@ -43,24 +43,28 @@
  *                                 energy accumulator stands still, as on
  *                                 the second die of an MI250, whose
  *                                 package reports through the first die
- *   ZEUS_SIM_FAULTS, ZEUS_SIM_CONTROL, ZEUS_SIM_LOG  as in the NVML
- *                                 simulator: fault rules
- *                                   fail  <function|*> <gpu|*> <code>
- *                                   delay <function|*> <gpu|*> <ms>
- *                                 with <code> an amdsmi_status_t name with
- *                                 or without AMDSMI_STATUS_ (NO_PERM,
- *                                 NOT_SUPPORTED, ...) or a number; control
- *                                 file rules first, re-read when it changes
- *                                 (stat on every call); the call log:
- *   <start_ns> <function> <gpu|-> [args...] rc=<CODE> end_ns=<ns>
+ *   ZEUS_SIM_FAULTS, ZEUS_SIM_CONTROL, ZEUS_SIM_LOG  fault rules and the
+ *                                 call log, as in the NVML simulator: the
+ *                                 same module (faults.h), in AMD SMI's
+ *                                 dialect (sim_dialect below): <function>
+ *                                 an exported name, <gpu> 0..15, <code> an
+ *                                 amdsmi_status_t name with or without
+ *                                 AMDSMI_STATUS_ (NO_PERM, NOT_SUPPORTED,
+ *                                 ...) or a number; bad rules are skipped
+ *                                 silently, words after a rule's fourth are
+ *                                 ignored, and ZEUS_SIM_CONTROL is read on
+ *                                 every call, so its rules apply before
+ *                                 amdsmi_init too
  * Args: set_power_cap `<sensor> <cap_uw>`, set_gpu_clk_limit
- * `<SYS|MEM> <MIN|MAX> <mhz>`, set_gpu_perf_level `AUTO|...`.
+ * `<SYS|MEM> <MIN|MAX> <mhz>`, set_gpu_perf_level `AUTO|...`,
+ * get_clock_info `SYS|MEM`.
  *
  * A malformed ZEUS_SIM_GPUS, ZEUS_SIM_PCI or ZEUS_AMDSMI_SIM_NO_POWER makes
  * amdsmi_init fail with INVAL after one line on stderr, as the NVML
  * simulator does with its settings.
  *
- * Thread safety: one mutex guards all state; delays sleep outside it.
+ * Thread safety: one mutex guards the GPUs' state, faults.c's its own;
+ * delays sleep outside both.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -69,15 +73,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-#include <fcntl.h>
 
 #include "devices/amdsmi_api.h"
+#include "faults.h"
+#include "sim_os.h"
 
 #define SIM_MAX_GPUS	16
-#define SIM_MAX_RULES	64
 #define SIM_RES_UJ	15.259f
 #define SIM_CAP_MIN	200000000ull
 #define SIM_CAP_MAX	750000000ull
@@ -95,13 +96,6 @@ struct sim_gpu {
 	uint64_t t_ns;
 };
 
-struct sim_rule {
-	bool delay;
-	char fn[64];
-	int gpu;		/* -1: any */
-	unsigned value;		/* status or ms */
-};
-
 static pthread_mutex_t sim_mu = PTHREAD_MUTEX_INITIALIZER;
 static int sim_inits;
 static unsigned sim_ngpu;
@@ -109,224 +103,89 @@ static struct sim_gpu sim_gpus[SIM_MAX_GPUS];
 static int sim_sockets[SIM_MAX_GPUS];
 static double sim_scale = 1.0;
 static bool sim_current_na;
-static int sim_log_fd = -1;
-static struct sim_rule sim_env_rules[SIM_MAX_RULES], sim_ctl_rules[SIM_MAX_RULES];
-static unsigned sim_nenv, sim_nctl;
-static struct stat sim_ctl_st;
 
-static const struct {
-	const char *name;
-	amdsmi_status_t code;
-} sim_codes[] = {
-	{ "SUCCESS", AMDSMI_STATUS_SUCCESS },
-	{ "INVAL", AMDSMI_STATUS_INVAL },
-	{ "NOT_SUPPORTED", AMDSMI_STATUS_NOT_SUPPORTED },
-	{ "NOT_YET_IMPLEMENTED", AMDSMI_STATUS_NOT_YET_IMPLEMENTED },
-	{ "API_FAILED", AMDSMI_STATUS_API_FAILED },
-	{ "TIMEOUT", AMDSMI_STATUS_TIMEOUT },
-	{ "RETRY", AMDSMI_STATUS_RETRY },
-	{ "NO_PERM", AMDSMI_STATUS_NO_PERM },
-	{ "IO", AMDSMI_STATUS_IO },
-	{ "INTERNAL_EXCEPTION", AMDSMI_STATUS_INTERNAL_EXCEPTION },
-	{ "INPUT_OUT_OF_BOUNDS", AMDSMI_STATUS_INPUT_OUT_OF_BOUNDS },
-	{ "INIT_ERROR", AMDSMI_STATUS_INIT_ERROR },
-	{ "BUSY", AMDSMI_STATUS_BUSY },
-	{ "NOT_FOUND", AMDSMI_STATUS_NOT_FOUND },
-	{ "NOT_INIT", AMDSMI_STATUS_NOT_INIT },
-	{ "DRIVER_NOT_LOADED", AMDSMI_STATUS_DRIVER_NOT_LOADED },
-	{ "NO_DATA", AMDSMI_STATUS_NO_DATA },
-	{ "UNKNOWN_ERROR", AMDSMI_STATUS_UNKNOWN_ERROR },
+/* The functions that fault rules name and the call log shows. */
+enum sim_fn {
+	FN_INIT, FN_SHUT_DOWN, FN_LIB_VERSION, FN_SOCKET_HANDLES,
+	FN_PROCESSOR_HANDLES, FN_BDF, FN_UUID, FN_POWER_INFO, FN_ENERGY_COUNT,
+	FN_POWER_CAP_INFO, FN_SET_POWER_CAP, FN_SET_CLK_LIMIT,
+	FN_SET_PERF_LEVEL, FN_CLOCK_INFO, FN_ASIC_INFO, FN_COUNT
 };
-#define SIM_NCODES (sizeof(sim_codes) / sizeof(sim_codes[0]))
 
-static uint64_t
-sim_now_ns(void)
-{
-	struct timespec ts;
+static const char *const sim_fn_names[FN_COUNT] = {
+	[FN_INIT] = "amdsmi_init",
+	[FN_SHUT_DOWN] = "amdsmi_shut_down",
+	[FN_LIB_VERSION] = "amdsmi_get_lib_version",
+	[FN_SOCKET_HANDLES] = "amdsmi_get_socket_handles",
+	[FN_PROCESSOR_HANDLES] = "amdsmi_get_processor_handles",
+	[FN_BDF] = "amdsmi_get_gpu_device_bdf",
+	[FN_UUID] = "amdsmi_get_gpu_device_uuid",
+	[FN_POWER_INFO] = "amdsmi_get_power_info",
+	[FN_ENERGY_COUNT] = "amdsmi_get_energy_count",
+	[FN_POWER_CAP_INFO] = "amdsmi_get_power_cap_info",
+	[FN_SET_POWER_CAP] = "amdsmi_set_power_cap",
+	[FN_SET_CLK_LIMIT] = "amdsmi_set_gpu_clk_limit",
+	[FN_SET_PERF_LEVEL] = "amdsmi_set_gpu_perf_level",
+	[FN_CLOCK_INFO] = "amdsmi_get_clock_info",
+	[FN_ASIC_INFO] = "amdsmi_get_gpu_asic_info",
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static const struct sim_code sim_codes[] = {
+	{ AMDSMI_STATUS_SUCCESS, "SUCCESS", NULL },
+	{ AMDSMI_STATUS_INVAL, "INVAL", NULL },
+	{ AMDSMI_STATUS_NOT_SUPPORTED, "NOT_SUPPORTED", NULL },
+	{ AMDSMI_STATUS_NOT_YET_IMPLEMENTED, "NOT_YET_IMPLEMENTED", NULL },
+	{ AMDSMI_STATUS_API_FAILED, "API_FAILED", NULL },
+	{ AMDSMI_STATUS_TIMEOUT, "TIMEOUT", NULL },
+	{ AMDSMI_STATUS_RETRY, "RETRY", NULL },
+	{ AMDSMI_STATUS_NO_PERM, "NO_PERM", NULL },
+	{ AMDSMI_STATUS_IO, "IO", NULL },
+	{ AMDSMI_STATUS_INTERNAL_EXCEPTION, "INTERNAL_EXCEPTION", NULL },
+	{ AMDSMI_STATUS_INPUT_OUT_OF_BOUNDS, "INPUT_OUT_OF_BOUNDS", NULL },
+	{ AMDSMI_STATUS_INIT_ERROR, "INIT_ERROR", NULL },
+	{ AMDSMI_STATUS_BUSY, "BUSY", NULL },
+	{ AMDSMI_STATUS_NOT_FOUND, "NOT_FOUND", NULL },
+	{ AMDSMI_STATUS_NOT_INIT, "NOT_INIT", NULL },
+	{ AMDSMI_STATUS_DRIVER_NOT_LOADED, "DRIVER_NOT_LOADED", NULL },
+	{ AMDSMI_STATUS_NO_DATA, "NO_DATA", NULL },
+	{ AMDSMI_STATUS_UNKNOWN_ERROR, "UNKNOWN_ERROR", NULL },
+};
 
-static const char *
-sim_code_name(amdsmi_status_t rc)
-{
-	for (size_t i = 0; i < SIM_NCODES; i++)
-		if (sim_codes[i].code == rc)
-			return sim_codes[i].name;
-	return "OTHER";
-}
+/* AMD SMI's fault rules (faults.h): lenient, as they have always been. */
+static const struct sim_dialect sim_dialect = {
+	.tag = "amdsmi-sim",
+	.fns = sim_fn_names,
+	.nfns = FN_COUNT,
+	.codes = sim_codes,
+	.ncodes = sizeof(sim_codes) / sizeof(sim_codes[0]),
+	.prefix = "AMDSMI_STATUS_",
+	.success = NULL,
+	.code_max = 0xFFFFFFFFu,
+	.gpu_max = SIM_MAX_GPUS - 1,
+	.other = "OTHER",
+	.strict = false,
+	.extra_words = true,
+	.control_live = true,
+};
 
-static int
-sim_parse_code(const char *s, unsigned *out)
-{
-	char *end;
-
-	if (strncmp(s, "AMDSMI_STATUS_", 14) == 0)
-		s += 14;
-	for (size_t i = 0; i < SIM_NCODES; i++)
-		if (strcmp(sim_codes[i].name, s) == 0) {
-			*out = sim_codes[i].code;
-			return 0;
-		}
-	*out = (unsigned)strtoul(s, &end, 10);
-	return *s != '\0' && *end == '\0' ? 0 : -1;
-}
-
-/* One rule line into r; 1: a rule, 0: blank/comment, -1: malformed. */
-static int
-sim_parse_rule(const char *line, struct sim_rule *r)
-{
-	char kind[16], fn[64], gpu[16], val[48];
-
-	while (*line == ' ' || *line == '\t')
-		line++;
-	if (*line == '\0' || *line == '#' || *line == '\n')
-		return 0;
-	if (sscanf(line, "%15s %63s %15s %47s", kind, fn, gpu, val) != 4)
-		return -1;
-	r->delay = strcmp(kind, "delay") == 0;
-	if (!r->delay && strcmp(kind, "fail") != 0)
-		return -1;
-	snprintf(r->fn, sizeof(r->fn), "%s", fn);
-	r->gpu = strcmp(gpu, "*") == 0 ? -1 : atoi(gpu);
-	if (r->delay)
-		r->value = (unsigned)strtoul(val, NULL, 10);
-	else if (sim_parse_code(val, &r->value) != 0)
-		return -1;
-	return 1;
-}
-
-static unsigned
-sim_parse_rules(char *text, const char *sep, struct sim_rule *rules)
-{
-	unsigned n = 0;
-	char *save = NULL;
-
-	for (char *l = strtok_r(text, sep, &save); l != NULL && n <
-	    SIM_MAX_RULES; l = strtok_r(NULL, sep, &save))
-		if (sim_parse_rule(l, &rules[n]) == 1)
-			n++;
-	return n;
-}
-
-/* Re-reads the control file when it changed; under sim_mu. */
-static void
-sim_reload_control(void)
-{
-	const char *path = getenv("ZEUS_SIM_CONTROL");
-	char buf[8192];
-	struct stat st;
-	ssize_t n;
-	int fd;
-
-	if (path == NULL)
-		return;
-	if (stat(path, &st) != 0) {
-		sim_nctl = 0;
-		memset(&sim_ctl_st, 0, sizeof(sim_ctl_st));
-		return;
-	}
-	if (st.st_ino == sim_ctl_st.st_ino && st.st_size == sim_ctl_st.st_size &&
-	    st.st_mtim.tv_nsec == sim_ctl_st.st_mtim.tv_nsec &&
-	    st.st_mtim.tv_sec == sim_ctl_st.st_mtim.tv_sec &&
-	    st.st_ctim.tv_nsec == sim_ctl_st.st_ctim.tv_nsec)
-		return;
-	sim_ctl_st = st;
-	sim_nctl = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	sim_nctl = sim_parse_rules(buf, "\n", sim_ctl_rules);
-}
-
-static bool
-sim_rule_hit(const struct sim_rule *r, bool delay, const char *fn, int gpu)
-{
-	return r->delay == delay && (strcmp(r->fn, "*") == 0 ||
-	    strcmp(r->fn, fn) == 0) && (r->gpu == -1 || r->gpu == gpu);
-}
-
-/* The injected status for a call (SUCCESS: none) and its delay in ms. */
-static amdsmi_status_t
-sim_fault(const char *fn, int gpu, unsigned *delay_ms)
-{
-	amdsmi_status_t rc = AMDSMI_STATUS_SUCCESS;
-	bool got_fail = false, got_delay = false;
-
-	*delay_ms = 0;
-	pthread_mutex_lock(&sim_mu);
-	sim_reload_control();
-	for (unsigned pass = 0; pass < 2; pass++) {
-		const struct sim_rule *rs = pass == 0 ? sim_ctl_rules :
-		    sim_env_rules;
-		unsigned n = pass == 0 ? sim_nctl : sim_nenv;
-
-		for (unsigned i = 0; i < n; i++) {
-			if (!got_fail && sim_rule_hit(&rs[i], false, fn, gpu)) {
-				rc = rs[i].value;
-				got_fail = true;
-			}
-			if (!got_delay && sim_rule_hit(&rs[i], true, fn, gpu)) {
-				*delay_ms = rs[i].value;
-				got_delay = true;
-			}
-		}
-	}
-	pthread_mutex_unlock(&sim_mu);
-	return rc;
-}
-
-static void
-sim_log(uint64_t start, const char *fn, int gpu, amdsmi_status_t rc,
-    const char *args)
-{
-	char line[512], g[16];
-	int n;
-
-	if (sim_log_fd < 0)
-		return;
-	if (gpu < 0)
-		snprintf(g, sizeof(g), "-");
-	else
-		snprintf(g, sizeof(g), "%d", gpu);
-	n = snprintf(line, sizeof(line), "%llu %s %s%s%s rc=%s end_ns=%llu\n",
-	    (unsigned long long)start, fn, g, args[0] ? " " : "", args,
-	    sim_code_name(rc), (unsigned long long)sim_now_ns());
-	if (n > 0 && (size_t)n < sizeof(line))
-		(void)!write(sim_log_fd, line, (size_t)n);
-}
+static struct sim_faults sim_faults = SIM_FAULTS_INIT(&sim_dialect);
 
 /*
- * The start of every call: the injected fault and delay. Returns the
- * status to answer with before doing anything (SUCCESS: carry on).
+ * The start of every call: the injected fault and delay, before or after
+ * amdsmi_init alike; then NOT_INIT before it but for the two calls that
+ * work then. sim_rc is the status to answer with before doing anything
+ * (SUCCESS: carry on); SIM_END() logs the call and returns sim_rc.
  */
-static amdsmi_status_t
-sim_enter(const char *fn, int gpu)
-{
-	unsigned ms;
-	amdsmi_status_t rc = sim_fault(fn, gpu, &ms);
-
-	if (ms > 0) {
-		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
-	}
-	return rc;
-}
-
 #define SIM_BEGIN(fn, gpu)						\
-	uint64_t sim_t0 = sim_now_ns();					\
-	amdsmi_status_t sim_rc = sim_enter(fn, gpu);			\
+	struct sim_call sim_c;						\
+	amdsmi_status_t sim_rc;						\
+	sim_call_start(&sim_c, (fn), (gpu));				\
+	sim_rc = sim_faults_begin(&sim_faults, &sim_c);			\
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && sim_inits == 0 &&	\
-	    strcmp(fn, "amdsmi_init") != 0 &&				\
-	    strcmp(fn, "amdsmi_get_lib_version") != 0)			\
+	    (fn) != FN_INIT && (fn) != FN_LIB_VERSION)			\
 		sim_rc = AMDSMI_STATUS_NOT_INIT
+
+#define SIM_END() sim_faults_end(&sim_faults, &sim_c, sim_rc)
 
 static struct sim_gpu *
 sim_gpu(amdsmi_processor_handle h)
@@ -456,17 +315,7 @@ sim_configure(void)
 		}
 		sim_gpus[n].no_power = true;
 	}
-	if (sim_log_fd < 0 && (s = getenv("ZEUS_SIM_LOG")) != NULL)
-		sim_log_fd = open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-		    0644);
-	sim_nenv = 0;
-	if ((s = getenv("ZEUS_SIM_FAULTS")) != NULL) {
-		char buf[4096];
-
-		snprintf(buf, sizeof(buf), "%s", s);
-		sim_nenv = sim_parse_rules(buf, ";", sim_env_rules);
-	}
-	return 0;
+	return sim_faults_configure(&sim_faults);
 }
 
 /* What a GPU draws: its share, capped by its power cap. Under sim_mu. */
@@ -496,7 +345,7 @@ sim_energy_uj(const struct sim_gpu *g, uint64_t now)
 amdsmi_status_t
 amdsmi_init(uint64_t init_flags)
 {
-	SIM_BEGIN("amdsmi_init", -1);
+	SIM_BEGIN(FN_INIT, -1);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
 		pthread_mutex_lock(&sim_mu);
 		if (sim_inits > 0 || sim_configure() == 0)
@@ -505,21 +354,20 @@ amdsmi_init(uint64_t init_flags)
 			sim_rc = AMDSMI_STATUS_INVAL;
 		pthread_mutex_unlock(&sim_mu);
 	}
-	sim_log(sim_t0, "amdsmi_init", -1, sim_rc, "");
-	return sim_rc;
+	sim_faults_take_log(&sim_faults, &sim_c);	/* the first opens it */
+	return SIM_END();
 }
 
 amdsmi_status_t
 amdsmi_shut_down(void)
 {
-	SIM_BEGIN("amdsmi_shut_down", -1);
+	SIM_BEGIN(FN_SHUT_DOWN, -1);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
 		pthread_mutex_lock(&sim_mu);
 		sim_inits--;
 		pthread_mutex_unlock(&sim_mu);
 	}
-	sim_log(sim_t0, "amdsmi_shut_down", -1, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -545,7 +393,7 @@ amdsmi_status_t
 amdsmi_get_lib_version(amdsmi_version_t *v)
 {
 	/* Callable before init, as the library allows. */
-	SIM_BEGIN("amdsmi_get_lib_version", -1);
+	SIM_BEGIN(FN_LIB_VERSION, -1);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && v == NULL)
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
@@ -574,14 +422,13 @@ amdsmi_get_lib_version(amdsmi_version_t *v)
 #endif
 		v->build = "zeus-sim";
 	}
-	sim_log(sim_t0, "amdsmi_get_lib_version", -1, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
 amdsmi_get_socket_handles(uint32_t *count, amdsmi_socket_handle *handles)
 {
-	SIM_BEGIN("amdsmi_get_socket_handles", -1);
+	SIM_BEGIN(FN_SOCKET_HANDLES, -1);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && count == NULL)
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
@@ -593,8 +440,7 @@ amdsmi_get_socket_handles(uint32_t *count, amdsmi_socket_handle *handles)
 		}
 		*count = sim_ngpu;
 	}
-	sim_log(sim_t0, "amdsmi_get_socket_handles", -1, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -606,7 +452,7 @@ amdsmi_get_processor_handles(amdsmi_socket_handle socket, uint32_t *count,
 	for (unsigned i = 0; i < sim_ngpu; i++)
 		if (socket == &sim_sockets[i])
 			s = (int)i;
-	SIM_BEGIN("amdsmi_get_processor_handles", s);
+	SIM_BEGIN(FN_PROCESSOR_HANDLES, s);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (s < 0 || count == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
@@ -614,8 +460,7 @@ amdsmi_get_processor_handles(amdsmi_socket_handle socket, uint32_t *count,
 			handles[0] = &sim_gpus[s];
 		*count = 1;
 	}
-	sim_log(sim_t0, "amdsmi_get_processor_handles", s, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -623,13 +468,12 @@ amdsmi_get_gpu_device_bdf(amdsmi_processor_handle h, amdsmi_bdf_t *bdf)
 {
 	int gpu = sim_gpu_index(h);
 
-	SIM_BEGIN("amdsmi_get_gpu_device_bdf", gpu);
+	SIM_BEGIN(FN_BDF, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || bdf == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS)
 		*bdf = sim_gpus[gpu].bdf;
-	sim_log(sim_t0, "amdsmi_get_gpu_device_bdf", gpu, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -639,7 +483,7 @@ amdsmi_get_gpu_device_uuid(amdsmi_processor_handle h, unsigned int *len,
 	int gpu = sim_gpu_index(h);
 	char buf[64];
 
-	SIM_BEGIN("amdsmi_get_gpu_device_uuid", gpu);
+	SIM_BEGIN(FN_UUID, gpu);
 	snprintf(buf, sizeof(buf), "a1ff74a1-0000-1000-80c3-%012x", gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || len == NULL ||
 	    uuid == NULL || *len <= strlen(buf)))
@@ -648,8 +492,7 @@ amdsmi_get_gpu_device_uuid(amdsmi_processor_handle h, unsigned int *len,
 		memcpy(uuid, buf, strlen(buf) + 1);
 		*len = (unsigned)strlen(buf);
 	}
-	sim_log(sim_t0, "amdsmi_get_gpu_device_uuid", gpu, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -657,7 +500,7 @@ amdsmi_get_power_info(amdsmi_processor_handle h, amdsmi_power_info_t *info)
 {
 	int gpu = sim_gpu_index(h);
 
-	SIM_BEGIN("amdsmi_get_power_info", gpu);
+	SIM_BEGIN(FN_POWER_INFO, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || info == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
@@ -676,8 +519,7 @@ amdsmi_get_power_info(amdsmi_processor_handle h, amdsmi_power_info_t *info)
 		    (uint64_t)w * 1000000;
 #endif
 	}
-	sim_log(sim_t0, "amdsmi_get_power_info", gpu, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -686,7 +528,7 @@ amdsmi_get_energy_count(amdsmi_processor_handle h, uint64_t *acc,
 {
 	int gpu = sim_gpu_index(h);
 
-	SIM_BEGIN("amdsmi_get_energy_count", gpu);
+	SIM_BEGIN(FN_ENERGY_COUNT, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || acc == NULL ||
 	    res == NULL || timestamp == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
@@ -701,8 +543,7 @@ amdsmi_get_energy_count(amdsmi_processor_handle h, uint64_t *acc,
 		*res = SIM_RES_UJ;
 		*timestamp = now;
 	}
-	sim_log(sim_t0, "amdsmi_get_energy_count", gpu, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -711,7 +552,7 @@ amdsmi_get_power_cap_info(amdsmi_processor_handle h, uint32_t sensor,
 {
 	int gpu = sim_gpu_index(h);
 
-	SIM_BEGIN("amdsmi_get_power_cap_info", gpu);
+	SIM_BEGIN(FN_POWER_CAP_INFO, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || info == NULL ||
 	    sensor != 0))
 		sim_rc = AMDSMI_STATUS_INVAL;
@@ -725,17 +566,15 @@ amdsmi_get_power_cap_info(amdsmi_processor_handle h, uint32_t sensor,
 		info->min_power_cap = SIM_CAP_MIN;
 		info->max_power_cap = SIM_CAP_MAX;
 	}
-	sim_log(sim_t0, "amdsmi_get_power_cap_info", gpu, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
 amdsmi_set_power_cap(amdsmi_processor_handle h, uint32_t sensor, uint64_t cap)
 {
 	int gpu = sim_gpu_index(h);
-	char args[64];
 
-	SIM_BEGIN("amdsmi_set_power_cap", gpu);
+	SIM_BEGIN(FN_SET_POWER_CAP, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || sensor != 0 ||
 	    cap < SIM_CAP_MIN || cap > SIM_CAP_MAX))
 		sim_rc = AMDSMI_STATUS_INVAL;
@@ -750,10 +589,8 @@ amdsmi_set_power_cap(amdsmi_processor_handle h, uint32_t sensor, uint64_t cap)
 		g->cap_uw = cap;
 		pthread_mutex_unlock(&sim_mu);
 	}
-	snprintf(args, sizeof(args), "%u %llu", sensor,
-	    (unsigned long long)cap);
-	sim_log(sim_t0, "amdsmi_set_power_cap", gpu, sim_rc, args);
-	return sim_rc;
+	sim_call_args(&sim_c, "%u %llu", sensor, (unsigned long long)cap);
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -764,9 +601,8 @@ amdsmi_set_gpu_clk_limit(amdsmi_processor_handle h, amdsmi_clk_type_t type,
 	int gpu = sim_gpu_index(h);
 	int d = type == AMDSMI_CLK_TYPE_SYS ? 0 : type == AMDSMI_CLK_TYPE_MEM ?
 	    1 : -1;
-	char args[64];
 
-	SIM_BEGIN("amdsmi_set_gpu_clk_limit", gpu);
+	SIM_BEGIN(FN_SET_CLK_LIMIT, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || d < 0 ||
 	    (limit != CLK_LIMIT_MIN && limit != CLK_LIMIT_MAX)))
 		sim_rc = AMDSMI_STATUS_INVAL;
@@ -788,11 +624,10 @@ amdsmi_set_gpu_clk_limit(amdsmi_processor_handle h, amdsmi_clk_type_t type,
 		sim_gpus[gpu].perf = AMDSMI_DEV_PERF_LEVEL_MANUAL;
 		pthread_mutex_unlock(&sim_mu);
 	}
-	snprintf(args, sizeof(args), "%s %s %llu", d == 0 ? "SYS" : d == 1 ?
-	    "MEM" : "?", limit == CLK_LIMIT_MAX ? "MAX" : "MIN",
+	sim_call_args(&sim_c, "%s %s %llu", d == 0 ? "SYS" : d == 1 ? "MEM" :
+	    "?", limit == CLK_LIMIT_MAX ? "MAX" : "MIN",
 	    (unsigned long long)mhz);
-	sim_log(sim_t0, "amdsmi_set_gpu_clk_limit", gpu, sim_rc, args);
-	return sim_rc;
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -802,7 +637,7 @@ amdsmi_set_gpu_perf_level(amdsmi_processor_handle h,
 	static const char *const names[] = { "AUTO", "LOW", "HIGH", "MANUAL" };
 	int gpu = sim_gpu_index(h);
 
-	SIM_BEGIN("amdsmi_set_gpu_perf_level", gpu);
+	SIM_BEGIN(FN_SET_PERF_LEVEL, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 ||
 	    (unsigned)level > AMDSMI_DEV_PERF_LEVEL_MANUAL))
 		sim_rc = AMDSMI_STATUS_INVAL;
@@ -819,9 +654,9 @@ amdsmi_set_gpu_perf_level(amdsmi_processor_handle h,
 		}
 		pthread_mutex_unlock(&sim_mu);
 	}
-	sim_log(sim_t0, "amdsmi_set_gpu_perf_level", gpu, sim_rc,
-	    (unsigned)level <= 3 ? names[level] : "?");
-	return sim_rc;
+	sim_call_args(&sim_c, "%s", (unsigned)level <= 3 ? names[level] :
+	    "?");
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -832,7 +667,7 @@ amdsmi_get_clock_info(amdsmi_processor_handle h, amdsmi_clk_type_t type,
 	int d = type == AMDSMI_CLK_TYPE_SYS ? 0 : type == AMDSMI_CLK_TYPE_MEM ?
 	    1 : -1;
 
-	SIM_BEGIN("amdsmi_get_clock_info", gpu);
+	SIM_BEGIN(FN_CLOCK_INFO, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || d < 0 ||
 	    info == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
@@ -846,9 +681,8 @@ amdsmi_get_clock_info(amdsmi_processor_handle h, amdsmi_clk_type_t type,
 		    AMDSMI_DEV_PERF_LEVEL_AUTO;
 		pthread_mutex_unlock(&sim_mu);
 	}
-	sim_log(sim_t0, "amdsmi_get_clock_info", gpu, sim_rc,
-	    d == 0 ? "SYS" : d == 1 ? "MEM" : "?");
-	return sim_rc;
+	sim_call_args(&sim_c, "%s", d == 0 ? "SYS" : d == 1 ? "MEM" : "?");
+	return SIM_END();
 }
 
 amdsmi_status_t
@@ -856,7 +690,7 @@ amdsmi_get_gpu_asic_info(amdsmi_processor_handle h, amdsmi_asic_info_t *info)
 {
 	int gpu = sim_gpu_index(h);
 
-	SIM_BEGIN("amdsmi_get_gpu_asic_info", gpu);
+	SIM_BEGIN(FN_ASIC_INFO, gpu);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS && (gpu < 0 || info == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
@@ -865,6 +699,5 @@ amdsmi_get_gpu_asic_info(amdsmi_processor_handle h, amdsmi_asic_info_t *info)
 		snprintf(info->market_name, sizeof(info->market_name), "%s",
 		    sim_gpus[gpu].name);
 	}
-	sim_log(sim_t0, "amdsmi_get_gpu_asic_info", gpu, sim_rc, "");
-	return sim_rc;
+	return SIM_END();
 }

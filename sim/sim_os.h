@@ -1,22 +1,38 @@
 /*
- * sim_os.h - what the NVML simulator needs of the operating system and does
+ * sim_os.h - what the simulators need of the operating system and do
  * differently per platform: the control file's identity (to re-read it only
- * when it changes) and opening the control file and the call log.
- * sim_os_posix.c (Linux) and sim_os_win.c (Windows, mingw-w64) implement
- * it; sim/meson.build picks one. Hidden on ELF, so the simulator's exported
- * symbols stay NVML's own (tests/unit/test_nvml_abi.c checks the list).
+ * when it changes) and opening the control file and the call log (for
+ * faults.c). sim_os_posix.c (Linux) and sim_os_win.c (Windows, mingw-w64)
+ * implement it; sim/meson.build picks one.
+ *
+ * Also what every module of the simulators shares: SIM_HIDDEN, which marks
+ * their functions hidden on ELF, so that a simulator's exported symbols
+ * stay its library's own (tests/unit/test_nvml_abi.c checks NVML's list),
+ * and the clock they all run on.
  */
 #ifndef ZEUS_SIM_OS_H
 #define ZEUS_SIM_OS_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #if defined(__ELF__)
-#define SIM_OS_API __attribute__((visibility("hidden")))
+#define SIM_HIDDEN __attribute__((visibility("hidden")))
 #else
-#define SIM_OS_API
+#define SIM_HIDDEN
 #endif
+#define SIM_OS_API SIM_HIDDEN
+
+/* CLOCK_MONOTONIC in ns: the call log's times and the power model's. */
+static inline uint64_t
+sim_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* What identifies one version of the control file. */
 struct sim_stamp {

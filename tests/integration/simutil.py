@@ -15,7 +15,7 @@ from pathlib import Path
 
 Call = namedtuple("Call", "start_ns fn gpu args rc end_ns")
 
-# A simulated GPU model: limits in mW, clocks in MHz (sim/nvml_sim.c).
+# A simulated GPU model: limits in mW, clocks in MHz (sim/model.c).
 Profile = namedtuple("Profile", "key name arch default_limit min_limit "
                      "max_limit gpu_clocks mem_clocks energy gpu_locked "
                      "mem_locked")
