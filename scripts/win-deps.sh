@@ -2,7 +2,7 @@
 # Cross toolchain and static Windows libraries for `make windows` (issue 31,
 # docs/windows.md).
 #
-#   scripts/win-deps.sh [tools|libs|all|prefix]     (default: all)
+#   scripts/win-deps.sh [tools|libs|all|fetch|sources|prefix]  (default: all)
 #
 # tools: Debian's mingw-w64 cross compiler, wine (for the tests) and cmake
 #        (jansson's build), through apt-get --no-install-recommends, when
@@ -23,7 +23,23 @@
 #        cache is not rebuilt, so a warm run only checks stamps. Also
 #        writes $PREFIX/paths.ini, the cross file naming the pkg-config
 #        folder. Cold: about 5-10 min on 2 cores; warm: under a second.
+# fetch: only downloads (and checks) the tarballs into $ZEUS_WIN_CACHE/src.
+# sources: prints the archives the tarballs are fetched from, best first.
 # prefix: prints that folder.
+#
+# Where the tarballs come from: the machine's own apt sources, as apt reads
+# them (`apt-get indextargets`: sources.list and sources.list.d, one-line
+# .list and deb822 .sources, deb and deb-src entries alike), so a local
+# mirror is used; no host is written here. Debian's main archive comes
+# first (the entries whose Release file says Label: Debian, then those apt
+# has no Release file for yet, unless their suite is a -security or
+# -backports one), the rest (security, backports, other archives) after
+# it; each is tried in turn for pool/main/<prefix>/<source>/<tarball>.
+# ZEUS_DEBIAN_MIRROR, a base URI, replaces that list. The download is
+# apt's own (apt-helper download-file, unprivileged as _apt when root), so
+# apt's proxy settings (Acquire::http(s)::Proxy, Proxy-Auto-Detect), its
+# auth.conf and its URI methods apply; the sha256 pinned below is checked
+# whichever archive answered.
 #
 # Windows facilities instead of ported libraries: curl's TLS is Schannel.
 # HMAC-SHA256 stays nettle for now (the same source as on Linux,
@@ -32,7 +48,7 @@
 set -eu
 
 TRIPLE=x86_64-w64-mingw32
-MIRROR=${ZEUS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+APT_HELPER=/usr/lib/apt/apt-helper
 
 # name version tarball pool-path sha256 (from the bookworm .dsc files:
 # libmicrohttpd 0.9.75-6, jansson 2.14-2, nettle 3.8.1-2, pcre2 10.42-1,
@@ -76,19 +92,117 @@ tools() {
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
+# The archives' base URIs, one a line, best first (see the top).
+sources() {
+	if [ -n "${ZEUS_DEBIAN_MIRROR:-}" ]; then
+		echo "${ZEUS_DEBIAN_MIRROR%/}/"
+		return 0
+	fi
+	if ! command -v apt-get >/dev/null 2>&1; then
+		echo "win-deps: no apt-get: the Debian archive is taken from apt's sources (or set ZEUS_DEBIAN_MIRROR)" >&2
+		return 1
+	fi
+	# with release info: only entries apt has a Release file for, and
+	# their Label; without: every entry, and its suite. ($(...) are
+	# apt's fields, not the shell's.)
+	# shellcheck disable=SC2016
+	if ! labels=$(apt-get indextargets \
+	        --format 'L $(REPO_URI) $(LABEL)' </dev/null) ||
+	    ! suites=$(apt-get indextargets --no-release-info \
+	        --format 'S $(REPO_URI) $(RELEASE)' </dev/null); then
+		echo "win-deps: apt-get indextargets failed (apt's sources: above)" >&2
+		return 1
+	fi
+	printf '%s\n%s\n' "$labels" "$suites" | awk '
+	$1 == "L" {
+		label = $0
+		sub(/^L [^ ]* /, "", label)
+		if (label == "Debian")
+			debian[$2] = 1
+		else if (label != "$(LABEL)")	# (that: apt knows no Label)
+			other[$2] = 1
+		next
+	}
+	$1 == "S" && NF >= 2 {
+		if (!($2 in seen)) {
+			seen[$2] = 1
+			order[++n] = $2
+		}
+		if ($3 !~ /-(security|backports)/)
+			plain[$2] = 1
+	}
+	END {
+		for (i = 1; i <= n; i++) {
+			u = order[i]
+			if (u in debian)
+				rank[i] = 0
+			else if ((u in plain) && !(u in other))
+				rank[i] = 1
+			else
+				rank[i] = 2
+		}
+		for (r = 0; r <= 2; r++)
+			for (i = 1; i <= n; i++)
+				if (rank[i] == r)
+					print order[i]
+	}'
+}
+
+# sources(), or a clear error when apt has none
+archives() {
+	list=$(sources) || exit 1
+	if [ -z "$list" ]; then
+		echo "win-deps: apt has no source to fetch Debian's source tarballs from: add the Debian archive (a deb or deb-src entry, or a local mirror of it) to /etc/apt/sources.list or /etc/apt/sources.list.d/, or set ZEUS_DEBIAN_MIRROR to one" >&2
+		exit 1
+	fi
+	echo "$list"
+}
+
 fetch() { # tarball pool sha256
 	mkdir -p "$SRC"
 	f=$SRC/$1
-	if [ ! -f "$f" ] || ! echo "$3  $f" | sha256sum -c --status; then
-		echo "fetching $MIRROR/pool/main/$2/$1" >&2
-		curl -fsSL -o "$f.part" "$MIRROR/pool/main/$2/$1"
-		mv "$f.part" "$f"
+	if [ -f "$f" ] && echo "$3  $f" | sha256sum -c --status; then
+		return 0
 	fi
-	if ! echo "$3  $f" | sha256sum -c --status; then
-		echo "win-deps: $1: sha256 mismatch (want $3)" >&2
-		rm -f "$f"
+	# once per run (the libraries are fetched in one subshell)
+	if [ -z "${ARCHIVES:-}" ]; then
+		ARCHIVES=$(archives) || exit 1
+	fi
+	if [ ! -x "$APT_HELPER" ]; then
+		echo "win-deps: $APT_HELPER missing (Debian's apt package): it downloads with apt's settings" >&2
 		exit 1
 	fi
+	tmp=$(mktemp -d "$SRC/.fetch.XXXXXX")
+	# apt downloads as its sandbox user when run as root, if it can write
+	# there (otherwise it warns and downloads as root)
+	if [ "$(id -u)" -eq 0 ]; then
+		sandbox=_apt
+		eval "$(apt-config shell sandbox APT::Sandbox::User 2>/dev/null)" || :
+		chown "$sandbox" "$tmp" 2>/dev/null || :
+	fi
+	set -f	# one URI a word, no globbing
+	for base in $ARCHIVES; do
+		url=${base%/}/pool/main/$2/$1
+		echo "fetching $url" >&2
+		if "$APT_HELPER" download-file "$url" "$tmp/$1" "SHA256:$3" \
+		    </dev/null >"$tmp/log" 2>&1 && [ -f "$tmp/$1" ] &&
+		    echo "$3  $tmp/$1" | sha256sum -c --status; then
+			chown "$(id -u):$(id -g)" "$tmp/$1"
+			mv "$tmp/$1" "$f"
+			rm -rf "$tmp"
+			set +f
+			return 0
+		fi
+		# apt's reason (not found, hash mismatch, proxy refused, ...)
+		grep '^E:' "$tmp/log" | grep -v '^E: Download Failed' |
+		    sed 's/^/  /' >&2 || :
+		rm -f "$tmp/$1"
+	done
+	set +f
+	rm -rf "$tmp"
+	echo "win-deps: could not fetch $1 (sha256 $3) from any of apt's sources (reasons above):" \
+	    "$(echo "$ARCHIVES" | tr '\n' ' ')" >&2
+	exit 1
 }
 
 # configure flags per library: static only, no docs/examples/tests, nothing
@@ -147,6 +261,13 @@ build() { # name version tarball pool sha256
 	rm -rf "$work"
 }
 
+fetchall() {
+	echo "$PKGS" | while read -r name ver tarball pool sum; do
+		[ -n "$name" ] || continue
+		fetch "$tarball" "$pool" "$sum"
+	done
+}
+
 libs() {
 	command -v $TRIPLE-gcc >/dev/null || {
 		echo "win-deps: $TRIPLE-gcc missing: run $0 tools" >&2
@@ -167,6 +288,8 @@ case "${1:-all}" in
 tools) tools ;;
 libs) libs ;;
 all) tools; libs ;;
+fetch) fetchall ;;
+sources) archives ;;
 prefix) echo "$PREFIX" ;;
-*) echo "usage: $0 [tools|libs|all|prefix]" >&2; exit 2 ;;
+*) echo "usage: $0 [tools|libs|all|fetch|sources|prefix]" >&2; exit 2 ;;
 esac
