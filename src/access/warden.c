@@ -984,10 +984,11 @@ lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
 		    "looked at, or runs in another PID namespace): with GPU "
 		    "leases on, a change needs a holder");
 	if (wgpu_held(g) && (p == NULL || g->uid != p->uid))
+		/* the user, not its pid: the holder's processes are its own
+		 * (GET /gpu/leases shows them to root and the holder only) */
 		return zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by uid "
-		    "%u%s%s%s (pid %ld)", gpu, (unsigned)g->uid,
-		    g->user[0] ? " (" : "", g->user, g->user[0] ? ")" : "",
-		    (long)g->first_pid);
+		    "%u%s%s%s", gpu, (unsigned)g->uid,
+		    g->user[0] ? " (" : "", g->user, g->user[0] ? ")" : "");
 	return 0;
 }
 
