@@ -1053,10 +1053,41 @@ lease_watch_peer(struct leases *l, struct lease_gpu *g, unsigned gpu,
 	return 0;
 }
 
+/*
+ * The node policy's max_leased_gpus (lock held): the GPUs `uid` holds
+ * leases on, with the free ones of `gpus` it would take now, at most `max`.
+ * The device process checks the same (warden.c); this answers first.
+ */
+static int
+lease_check_max(struct leases *l, uid_t uid, const uint32_t *gpus,
+    unsigned n, unsigned max, struct zerr *err)
+{
+	unsigned held = 0, taking = 0;
+
+	for (unsigned i = 0; i < l->ngpu; i++)
+		held += l->gpus[i].state != LEASE_FREE && l->gpus[i].uid == uid;
+	for (unsigned i = 0; i < n; i++) {
+		bool dup = false;
+
+		for (unsigned k = 0; k < i; k++)
+			dup |= gpus[k] == gpus[i];
+		if (!dup && gpus[i] < l->ngpu &&
+		    l->gpus[gpus[i]].state == LEASE_FREE)
+			taking++;
+	}
+	if (taking == 0 || held + taking <= max)
+		return 0;
+	return zerr_set(err, ZERR_CONFLICT, "uid %u holds leases on %u GPU%s "
+	    "and this write would lease %u more; the node policy allows %u "
+	    "at once (max_leased_gpus): release one (POST /gpu/release) or "
+	    "let its processes end", (unsigned)uid, held, held == 1 ? "" : "s",
+	    taking, max);
+}
+
 int
 leases_claim(struct leases *l, const struct peer *p,
     const struct identity *id, const uint32_t *gpus, unsigned n,
-    struct zerr *err)
+    unsigned max_gpus, struct zerr *err)
 {
 	const char *user = id != NULL ? id->user : NULL;
 	bool unix_user = p != NULL && p->kind == PEER_UNIX;
@@ -1126,6 +1157,8 @@ leases_claim(struct leases *l, const struct peer *p,
 			    "previous settings are being restored; retry",
 			    gpus[i]);
 	}
+	if (rc == 0 && unix_user && max_gpus > 0)
+		rc = lease_check_max(l, p->uid, gpus, n, max_gpus, err);
 	for (unsigned i = 0; i < n && rc == 0 && unix_user; i++) {
 		struct lease_gpu *g;
 

@@ -120,7 +120,7 @@ void leases_destroy(struct leases *l);
  */
 int leases_claim(struct leases *l, const struct peer *p,
     const struct identity *id, const uint32_t *gpus, unsigned n,
-    struct zerr *err);
+    unsigned max_gpus, struct zerr *err);
 
 /*
  * Loop thread, right after a successful leases_claim of a write that

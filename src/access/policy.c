@@ -47,6 +47,7 @@ struct policy {
 	struct policy_grant *grants;
 	size_t ngrants;
 	bool slurm_confine;		/* slurm_jobs = "confine" */
+	unsigned max_leased;		/* max_leased_gpus; 0: unlimited */
 };
 
 static int policy_fail(struct zerr *err, const char *name, unsigned line,
@@ -217,7 +218,7 @@ policy_load_grant(struct policy_grant *g, const struct toml_table *t,
 	return 0;
 }
 
-/* The keys before any [[grant]]: slurm_jobs only. */
+/* The keys before any [[grant]]: slurm_jobs and max_leased_gpus. */
 static int
 policy_load_top(struct policy *p, const struct toml_table *t,
     const char *name, struct zerr *err)
@@ -225,10 +226,19 @@ policy_load_top(struct policy *p, const struct toml_table *t,
 	for (size_t i = 0; i < t->n_keys; i++) {
 		const struct toml_key *k = &t->keys[i];
 
+		if (strcmp(k->name, "max_leased_gpus") == 0) {
+			if (k->v.type != TOML_INT || k->v.i < 1 ||
+			    k->v.i > POLICY_MAX_GPUS)
+				return policy_fail(err, name, k->line,
+				    "max_leased_gpus must be an integer from "
+				    "1 to %d", POLICY_MAX_GPUS);
+			p->max_leased = (unsigned)k->v.i;
+			continue;
+		}
 		if (strcmp(k->name, "slurm_jobs") != 0)
 			return policy_fail(err, name, k->line, "key '%s' must "
-			    "be inside a [[grant]] (the only key outside one "
-			    "is slurm_jobs)", k->name);
+			    "be inside a [[grant]] (the only keys outside one "
+			    "are slurm_jobs and max_leased_gpus)", k->name);
 		if (k->v.type != TOML_STRING || (strcmp(k->v.str, "off") != 0 &&
 		    strcmp(k->v.str, "confine") != 0))
 			return policy_fail(err, name, k->line, "slurm_jobs must "
@@ -358,6 +368,12 @@ policy_slurm_confine(const struct policy *p)
 	return p != NULL && p->slurm_confine;
 }
 
+unsigned
+policy_max_leased_gpus(const struct policy *p)
+{
+	return p != NULL ? p->max_leased : 0;
+}
+
 void
 policy_peer_init(struct policy_peer *pp, uid_t uid, const struct identity *id)
 {
@@ -395,6 +411,8 @@ policy_format_numeric(const struct policy *p, char **out, size_t *len,
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	if (p->slurm_confine)
 		fputs("slurm_jobs = \"confine\"\n", f);
+	if (p->max_leased > 0)
+		fprintf(f, "max_leased_gpus = %u\n", p->max_leased);
 	for (size_t i = 0; i < p->ngrants; i++) {
 		const struct policy_grant *g = &p->grants[i];
 		const char *sep = "";

@@ -14,14 +14,20 @@
  *   scopes = ["gpu-read", "gpu-control"]
  *   gpus = [0, 1]                # optional; every GPU when absent
  *
- * One key may come before the grants:
+ * Two keys may come before the grants:
  *
  *   slurm_jobs = "confine"       # or "off", the default
+ *   max_leased_gpus = 2          # 1..256; absent: no limit
  *
  * "confine": the GPUs a Slurm job step holds on this node, as zeus_spank.so
  * registers them (POST /slurm/step_start, access/slurmjobs.h), may be
  * changed only by that step's processes, and those processes may change
  * no other GPU (docs/slurm.md, "Confining jobs to their GPUs").
+ *
+ * max_leased_gpus: under --gpu-leases, the most GPUs one non-root user may
+ * hold leases on at once; a write that would lease one more is refused
+ * (409), so one user cannot hold every GPU of a shared node for as long as
+ * one of its processes lives (docs/security.md, "Shared nodes").
  *
  * Names are resolved once, at load (and reload): an unknown user or group
  * is an error with its line, like an unknown key or a bad type. A peer
@@ -86,6 +92,9 @@ unsigned policy_grants(const struct policy *p);
 
 /* Whether slurm_jobs = "confine" (false for NULL: no policy). */
 bool policy_slurm_confine(const struct policy *p);
+
+/* max_leased_gpus, or 0 when unlimited (and for NULL: no policy). */
+unsigned policy_max_leased_gpus(const struct policy *p);
 
 /*
  * Fills `pp` for a uid and the groups identity_lookup found for it (the

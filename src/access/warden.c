@@ -95,6 +95,11 @@ struct wgpu {
 	pthread_mutex_t lock;
 	bool held;
 	uid_t uid;
+	/*
+	 * held ? uid + 1 : 0, written under `lock`, read by other GPUs'
+	 * decisions without it (max_leased_gpus counts a user's leases).
+	 */
+	_Atomic uint64_t holder_key;
 	pid_t first_pid;
 	pid_t last_pid;			/* the last writer (restores' lines) */
 	bool ended;			/* ended_uid: the last lease's holder */
@@ -194,8 +199,10 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	/* a random start: a handle from an earlier run names nothing */
 	w->next_gen = (uint32_t)(mono_s() ^ (time_t)getpid() << 16) | 1u;
 	w->tok_gen = w->next_gen ^ 0x5a5a0000u;
-	for (unsigned i = 0; i < cfg->ngpu; i++)
+	for (unsigned i = 0; i < cfg->ngpu; i++) {
 		pthread_mutex_init(&w->gpu[i].lock, NULL);
+		atomic_init(&w->gpu[i].holder_key, 0);
+	}
 	atomic_init(&w->stopping, false);
 	atomic_init(&w->refused, 0);
 	*out = w;
@@ -215,6 +222,7 @@ static void
 wgpu_end(struct wgpu *g)
 {
 	g->held = false;
+	atomic_store(&g->holder_key, 0);
 	g->ended = true;
 	g->ended_uid = g->uid;
 	wgpu_forget_pids(g);
@@ -769,6 +777,7 @@ wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
 		    has_limit));
 		g->held = true;
 		g->uid = p->uid;
+		atomic_store(&g->holder_key, (uint64_t)p->uid + 1);
 		g->first_pid = p->pid;
 		snprintf(g->user, sizeof(g->user), "%s", p->id.user);
 		snprintf(g->comm, sizeof(g->comm), "%s", p->id.comm);
@@ -964,6 +973,32 @@ slurm_check(struct warden *w, const struct wwho *p, unsigned gpu,
 	return slurmjobs_judge(w->jobs, gpu, &sw, err);
 }
 
+/*
+ * A write that would lease GPU `gpu` to `uid`: refused (409) when the node
+ * policy's max_leased_gpus are already leased to that user (the network
+ * process answers the same first: lease.c).
+ */
+static int
+lease_check_max(struct warden *w, uid_t uid, unsigned gpu, struct zerr *err)
+{
+	unsigned max = 0, held = 0;
+
+	if (w->cfg.policy != NULL) {
+		max = policy_max_leased_gpus(policy_holder_read(w->cfg.policy));
+		policy_holder_done(w->cfg.policy);
+	}
+	if (max == 0)
+		return 0;
+	for (unsigned i = 0; i < w->cfg.ngpu; i++)
+		held += i != gpu && atomic_load(&w->gpu[i].holder_key) ==
+		    (uint64_t)uid + 1;
+	if (held < max)
+		return 0;
+	return zerr_set(err, ZERR_CONFLICT, "uid %u holds leases on %u GPU%s; "
+	    "the node policy allows %u at once (max_leased_gpus)",
+	    (unsigned)uid, held, held == 1 ? "" : "s", max);
+}
+
 /* The lease's word on a write (lock held); 0 when it may go on. */
 static int
 lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
@@ -989,6 +1024,8 @@ lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
 		return zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by uid "
 		    "%u%s%s%s", gpu, (unsigned)g->uid,
 		    g->user[0] ? " (" : "", g->user, g->user[0] ? ")" : "");
+	if (p != NULL && !g->held)
+		return lease_check_max(w, p->uid, gpu, err);
 	return 0;
 }
 

@@ -419,7 +419,8 @@ handle_gpu_write(struct request *req)
 		return;
 	}
 	if (leases != NULL && leases_claim(leases, peer,
-	    gate_identity(req), ids.ids, ids.n, &err) != 0) {
+	    gate_identity(req), ids.ids, ids.n, gate_max_leased_gpus(req),
+	    &err) != 0) {
 		gate_audit_refusal(req, ids.ids, ids.n, err.msg);
 		request_reply_error(req, &err);
 		return;

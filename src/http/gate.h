@@ -90,6 +90,9 @@ bool gate_gpu_allowed(struct request *req, unsigned gpu);
 bool gate_policy_grants_gpu(struct request *req, enum api_group g,
     unsigned gpu);
 
+/* The node policy's max_leased_gpus (0: no limit, or no policy). */
+unsigned gate_max_leased_gpus(struct request *req);
+
 /*
  * The node policy's GPU decision for the request's route: 0 when the peer
  * holds the route's scope on every GPU in ids (or no policy applies),

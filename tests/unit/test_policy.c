@@ -222,7 +222,7 @@ test_slurm_jobs(void **state)
 	expect_error("slurm_jobs = 'confine'\nslurm_jobs = 'off'\n",
 	    "line 2");
 	expect_error("slurm_job = 'confine'\n", "line 1: key 'slurm_job' must "
-	    "be inside a [[grant]] (the only key outside one is slurm_jobs)");
+	    "be inside a [[grant]] (the only keys outside one are slurm_jobs and max_leased_gpus)");
 	expect_error("[[grant]]\nusers = [1]\nscopes = ['gpu-read']\n"
 	    "slurm_jobs = 'confine'\n", "line 4: unknown key 'slurm_jobs' in "
 	    "[[grant]]");
