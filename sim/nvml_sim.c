@@ -18,8 +18,10 @@
  *                 utilization, temperature and memory use move over time
  *   nvml_state.h  the GPUs: identity (name, PCI address, UUID) and the
  *                 settings NVML can change (power limit, persistence mode,
- *                 locked clocks) with their limits, and the energy counter;
- *                 ZEUS_SIM_PROFILE, _GPUS, _GPU_NAME, _PCI, _DRIVER_VERSION
+ *                 locked clocks) with their limits, and the energy counter,
+ *                 per process or shared by processes through a file;
+ *                 ZEUS_SIM_PROFILE, _GPUS, _GPU_NAME, _PCI, _DRIVER_VERSION,
+ *                 _STATE
  *   faults.h      fault rules (ZEUS_SIM_FAULTS, ZEUS_SIM_CONTROL) and the
  *                 call log (ZEUS_SIM_LOG), shared with amdsmi_sim.c
  *   this file     the NVML calls, mapped onto those, and the library's
@@ -266,6 +268,15 @@ sim_begin_dev(struct sim_call *c, enum sim_fn fn, nvmlDevice_t device)
 	return rc;
 }
 
+/* What a change of settings answered (nvml_state.h), as NVML's code: the
+ * state file's failure is UNKNOWN. */
+static nvmlReturn_t
+sim_state_rc(int rc)
+{
+	return rc == 0 ? NVML_SUCCESS : rc == SIM_STATE_EINVAL ?
+	    NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNKNOWN;
+}
+
 /* ------------------------------------------------------------------------
  * The NVML API.
  */
@@ -282,6 +293,7 @@ sim_init(enum sim_fn fn, const char *args)
 	if (sim.refs == 0 && (sim_state_configure(SIM_DRIVER_VERSION) != 0 ||
 	    sim_faults_configure(&sim_faults) != 0)) {
 		sim_faults_close_log(&sim_faults);
+		sim_state_release();
 		pthread_mutex_unlock(&sim.lock);
 		return NVML_ERROR_INVALID_ARGUMENT;
 	}
@@ -295,8 +307,10 @@ sim_init(enum sim_fn fn, const char *args)
 	if (rc != NVML_SUCCESS) {
 		/* An injected failure: undo the reference. */
 		pthread_mutex_lock(&sim.lock);
-		if (--sim.refs == 0)
+		if (--sim.refs == 0) {
 			sim_faults_close_log(&sim_faults);
+			sim_state_release();
+		}
 		pthread_mutex_unlock(&sim.lock);
 	}
 	return rc;
@@ -336,8 +350,10 @@ nvmlShutdown(void)
 	if (rc != NVML_SUCCESS)
 		return rc;
 	pthread_mutex_lock(&sim.lock);
-	if (sim.refs > 0 && --sim.refs == 0)
+	if (sim.refs > 0 && --sim.refs == 0) {
 		sim_faults_close_log(&sim_faults);
+		sim_state_release();
+	}
 	pthread_mutex_unlock(&sim.lock);
 	return NVML_SUCCESS;
 }
@@ -682,8 +698,8 @@ nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit)
 	nvmlReturn_t rc = sim_begin_dev(&c, FN_SET_LIMIT, device);
 
 	sim_call_args(&c, "%u", limit);
-	if (rc == NVML_SUCCESS && sim_state_set_limit(device, limit) != 0)
-		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS)
+		rc = sim_state_rc(sim_state_set_limit(device, limit));
 	return sim_end(&c, rc);
 }
 
@@ -698,7 +714,8 @@ nvmlDeviceSetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t mode)
 	    mode != NVML_FEATURE_DISABLED)
 		rc = NVML_ERROR_INVALID_ARGUMENT;
 	if (rc == NVML_SUCCESS)
-		sim_state_set_persistence(device, mode == NVML_FEATURE_ENABLED);
+		rc = sim_state_rc(sim_state_set_persistence(device,
+		    mode == NVML_FEATURE_ENABLED));
 	return sim_end(&c, rc);
 }
 
@@ -712,9 +729,8 @@ sim_set_clocks(enum sim_fn fn, nvmlDevice_t device, unsigned min,
 	nvmlReturn_t rc = sim_begin_dev(&c, fn, device);
 
 	sim_call_args(&c, "%u %u", min, max);
-	if (rc == NVML_SUCCESS && sim_state_lock_clocks(device, d, min,
-	    max) != 0)
-		rc = NVML_ERROR_INVALID_ARGUMENT;
+	if (rc == NVML_SUCCESS)
+		rc = sim_state_rc(sim_state_lock_clocks(device, d, min, max));
 	return sim_end(&c, rc);
 }
 
@@ -744,7 +760,7 @@ sim_reset_clocks(enum sim_fn fn, nvmlDevice_t device, enum sim_domain d)
 	nvmlReturn_t rc = sim_begin_dev(&c, fn, device);
 
 	if (rc == NVML_SUCCESS)
-		sim_state_unlock_clocks(device, d);
+		rc = sim_state_rc(sim_state_unlock_clocks(device, d));
 	return sim_end(&c, rc);
 }
 

@@ -4,7 +4,9 @@
  * energy counters (nvml_state.h).
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +19,15 @@
 
 static struct {
 	pthread_mutex_t lock;		/* guards every GPU's settings and
-					 * energy counter */
+					 * energy counter, and the file */
 	unsigned count;
 	struct nvmlDevice_st gpus[SIM_MAX_GPUS];
 	char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-} st = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	/* ZEUS_SIM_STATE: the file (-1: none) and its name for messages. */
+	int fd;
+	char path[256];
+	bool failing;			/* the last use of the file failed */
+} st = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 /* ------------------------------------------------------------------------
  * Parsing of settings. Everything here is untrusted input.
@@ -204,13 +210,367 @@ sim_configure(const char *driver_version)
 	return 0;
 }
 
+
+/* ------------------------------------------------------------------------
+ * The state file (ZEUS_SIM_STATE), shared by every process that names it:
+ * each GPU's settings and energy counter, read before and written after
+ * every use under the file's lock (sim_os_state_lock), so the file is the
+ * state and st.gpus a copy of it. Its content is untrusted: a file that
+ * fails any check is refused, never used in part. The lock is a POSIX
+ * record lock: one per process (threads take st.lock first), not inherited
+ * by a fork, and dropped when the process closes any descriptor of the
+ * file (so a process that loads the simulator must not open the file
+ * itself while it runs).
+ *
+ * Layout (host byte order, so a file from a machine of the other order
+ * fails the magic's version check): a 48-byte header, then one 64-byte
+ * record per GPU, nothing after.
+ */
+
+#define SIM_FILE_MAGIC "ZSIMNVS1"
+#define SIM_FILE_VERSION 1u
+#define SIM_FILE_MAX_MJ 1e18		/* about 31 years at 1 MW */
+
+struct sim_file_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;		/* sizeof(struct sim_file_header) */
+	uint32_t record_size;		/* sizeof(struct sim_file_record) */
+	uint32_t count;			/* GPUs (records) */
+	uint64_t checksum;		/* FNV-1a 64 of the file, this 0 */
+	uint64_t reserved[2];		/* 0 */
+};
+
+struct sim_file_record {
+	/* Which GPU: must match this process's configuration. */
+	uint32_t index, pci_id, domain, bus, device;
+	/* Its settings, as struct sim_settings. */
+	uint32_t limit_mw, persistence;
+	uint32_t gpu_lock_min, gpu_lock_max, mem_lock_min, mem_lock_max;
+	uint32_t reserved;		/* 0 */
+	/* The energy counter: mJ (an IEEE double's bits) up to energy_ns,
+	 * CLOCK_MONOTONIC (sim_now_ns, the model's clock, which every
+	 * process of one boot shares). */
+	uint64_t energy_bits;
+	uint64_t energy_ns;
+};
+
+_Static_assert(sizeof(struct sim_file_header) == 48, "header layout");
+_Static_assert(sizeof(struct sim_file_record) == 64, "record layout");
+_Static_assert(sizeof(double) == sizeof(uint64_t), "double layout");
+
+#define SIM_FILE_MAX (sizeof(struct sim_file_header) + \
+	SIM_MAX_GPUS * sizeof(struct sim_file_record))
+
+static uint64_t
+sim_fnv1a(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* One line on stderr about the file; only the first of a run of failures
+ * (st.failing is cleared by the next success). Under st.lock. */
+static void
+sim_file_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+sim_file_complain(const char *fmt, ...)
+{
+	char why[192];
+	va_list ap;
+
+	if (st.failing)
+		return;
+	st.failing = true;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "nvml-sim: ZEUS_SIM_STATE %.200s: %s\n", st.path, why);
+}
+
+/* The file's image of st.gpus, into buf (SIM_FILE_MAX bytes); its size. */
+static size_t
+sim_file_encode(unsigned char *buf)
+{
+	struct sim_file_header h;
+	size_t off = sizeof(h);
+
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, SIM_FILE_MAGIC, sizeof(h.magic));
+	h.version = SIM_FILE_VERSION;
+	h.header_size = sizeof(struct sim_file_header);
+	h.record_size = sizeof(struct sim_file_record);
+	h.count = st.count;
+	for (unsigned i = 0; i < st.count; i++) {
+		const struct nvmlDevice_st *g = &st.gpus[i];
+		struct sim_file_record r;
+
+		memset(&r, 0, sizeof(r));
+		r.index = i;
+		r.pci_id = g->prof->pci_id;
+		r.domain = g->domain;
+		r.bus = g->bus;
+		r.device = g->device;
+		r.limit_mw = g->set.limit_mw;
+		r.persistence = g->set.persistence ? 1 : 0;
+		r.gpu_lock_min = g->set.gpu_lock_min;
+		r.gpu_lock_max = g->set.gpu_lock_max;
+		r.mem_lock_min = g->set.mem_lock_min;
+		r.mem_lock_max = g->set.mem_lock_max;
+		memcpy(&r.energy_bits, &g->energy_mj, sizeof(r.energy_bits));
+		r.energy_ns = g->energy_ns;
+		memcpy(buf + off, &r, sizeof(r));
+		off += sizeof(r);
+	}
+	memcpy(buf, &h, sizeof(h));
+	h.checksum = sim_fnv1a(buf, off);
+	memcpy(buf, &h, sizeof(h));
+	return off;
+}
+
+static bool
+sim_lock_ok(uint32_t min, uint32_t max)
+{
+	return (min == 0 && max == 0) || (min <= max && max != 0);
+}
+
+/*
+ * Checks the file's image (len bytes) against this configuration and, if
+ * every check passes, loads its settings and counters into st.gpus.
+ * -1 after a complaint. Under st.lock.
+ */
+static int
+sim_file_decode(const unsigned char *buf, size_t len)
+{
+	struct sim_file_header h;
+	struct sim_file_record r[SIM_MAX_GPUS];
+	uint64_t sum, now = sim_now_ns();
+
+	if (len < sizeof(h)) {
+		sim_file_complain("truncated (%zu bytes, shorter than its "
+		    "header)", len);
+		return -1;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, SIM_FILE_MAGIC, sizeof(h.magic)) != 0) {
+		sim_file_complain("not a simulator state file (bad magic)");
+		return -1;
+	}
+	if (h.version != SIM_FILE_VERSION ||
+	    h.header_size != sizeof(struct sim_file_header) ||
+	    h.record_size != sizeof(struct sim_file_record)) {
+		sim_file_complain("unsupported version %lu (want %u, in this "
+		    "machine's byte order)", (unsigned long)h.version,
+		    SIM_FILE_VERSION);
+		return -1;
+	}
+	if (h.count != st.count) {
+		sim_file_complain("made for %lu GPUs, this configuration has "
+		    "%u (ZEUS_SIM_GPUS, ZEUS_SIM_PROFILE)",
+		    (unsigned long)h.count, st.count);
+		return -1;
+	}
+	if (len != sizeof(h) + (size_t)st.count * sizeof(r[0])) {
+		sim_file_complain("%s (%zu bytes, want %zu)",
+		    len < sizeof(h) + (size_t)st.count * sizeof(r[0]) ?
+		    "truncated" : "has trailing bytes", len,
+		    sizeof(h) + (size_t)st.count * sizeof(r[0]));
+		return -1;
+	}
+	sum = h.checksum;
+	{
+		unsigned char tmp[SIM_FILE_MAX];
+
+		memcpy(tmp, buf, len);
+		memset(tmp + offsetof(struct sim_file_header, checksum), 0,
+		    sizeof(h.checksum));
+		if (sim_fnv1a(tmp, len) != sum) {
+			sim_file_complain("checksum mismatch (garbled)");
+			return -1;
+		}
+	}
+	if (h.reserved[0] != 0 || h.reserved[1] != 0) {
+		sim_file_complain("reserved header fields set");
+		return -1;
+	}
+	for (unsigned i = 0; i < st.count; i++) {
+		const struct nvmlDevice_st *g = &st.gpus[i];
+		const struct sim_profile *p = g->prof;
+		double mj;
+
+		memcpy(&r[i], buf + sizeof(h) + i * sizeof(r[0]),
+		    sizeof(r[0]));
+		if (r[i].index != i || r[i].pci_id != p->pci_id ||
+		    r[i].domain != g->domain || r[i].bus != g->bus ||
+		    r[i].device != g->device) {
+			sim_file_complain("GPU %u is a %08lx at %04lx:%02lx:"
+			    "%02lx.0 there, this configuration's a %08x at "
+			    "%04x:%02x:%02x.0 (ZEUS_SIM_PROFILE, ZEUS_SIM_PCI)",
+			    i, (unsigned long)r[i].pci_id,
+			    (unsigned long)r[i].domain,
+			    (unsigned long)r[i].bus,
+			    (unsigned long)r[i].device, p->pci_id, g->domain,
+			    g->bus, g->device);
+			return -1;
+		}
+		memcpy(&mj, &r[i].energy_bits, sizeof(mj));
+		if (r[i].limit_mw < p->min_limit_mw ||
+		    r[i].limit_mw > p->max_limit_mw ||
+		    r[i].persistence > 1 || r[i].reserved != 0 ||
+		    !sim_lock_ok(r[i].gpu_lock_min, r[i].gpu_lock_max) ||
+		    !sim_lock_ok(r[i].mem_lock_min, r[i].mem_lock_max) ||
+		    !isfinite(mj) || mj < 0 || mj > SIM_FILE_MAX_MJ) {
+			sim_file_complain("GPU %u's record holds values out "
+			    "of range", i);
+			return -1;
+		}
+	}
+	for (unsigned i = 0; i < st.count; i++) {
+		struct nvmlDevice_st *g = &st.gpus[i];
+
+		g->set.limit_mw = r[i].limit_mw;
+		g->set.persistence = r[i].persistence != 0;
+		g->set.gpu_lock_min = r[i].gpu_lock_min;
+		g->set.gpu_lock_max = r[i].gpu_lock_max;
+		g->set.mem_lock_min = r[i].mem_lock_min;
+		g->set.mem_lock_max = r[i].mem_lock_max;
+		memcpy(&g->energy_mj, &r[i].energy_bits, sizeof(g->energy_mj));
+		/* A time ahead of this process's clock: written before a
+		 * reboot (or in another time namespace). The counter goes on
+		 * from its value, from now. */
+		g->energy_ns = r[i].energy_ns > now ? now : r[i].energy_ns;
+	}
+	return 0;
+}
+
+/*
+ * Starts a use of the state: with a file, takes its lock (exclusive when
+ * the use writes) and loads it into st.gpus. 0: go on, and end with
+ * sim_file_end; -1: the file failed (complained; nothing held), st.gpus
+ * holds the last state read or written. Under st.lock.
+ */
+static int
+sim_file_begin(bool exclusive)
+{
+	unsigned char buf[SIM_FILE_MAX + 1];
+	long n;
+
+	if (st.fd < 0)
+		return 0;
+	if (sim_os_state_lock(st.fd, exclusive) != 0) {
+		sim_file_complain("cannot lock: %s", strerror(errno));
+		return -1;
+	}
+	n = sim_os_state_read(st.fd, buf, sizeof(buf));
+	if (n < 0) {
+		sim_file_complain("cannot read: %s", strerror(errno));
+	} else if (sim_file_decode(buf, (size_t)n) == 0) {
+		st.failing = false;
+		return 0;
+	}
+	sim_os_state_unlock(st.fd);
+	return -1;
+}
+
+/* Ends a use: writes st.gpus back when `write`, and unlocks. -1 when the
+ * write failed (complained). Under st.lock. */
+static int
+sim_file_end(bool write)
+{
+	unsigned char buf[SIM_FILE_MAX];
+	int rc = 0;
+
+	if (st.fd < 0)
+		return 0;
+	if (write && sim_os_state_write(st.fd, buf,
+	    sim_file_encode(buf)) != 0) {
+		sim_file_complain("cannot write: %s", strerror(errno));
+		rc = -1;
+	}
+	sim_os_state_unlock(st.fd);
+	return rc;
+}
+
+/*
+ * Opens ZEUS_SIM_STATE, if set, after st.gpus holds the power-on state: a
+ * new (empty) file gets that state, an existing one is checked and loaded.
+ * -1 after a line on stderr. Under st.lock.
+ */
+static int
+sim_file_open(void)
+{
+	const char *path = getenv("ZEUS_SIM_STATE");
+	unsigned char buf[SIM_FILE_MAX + 1];
+	char why[128];
+	long n;
+
+	if (path == NULL || *path == '\0')
+		return 0;
+	snprintf(st.path, sizeof(st.path), "%s", path);
+	st.failing = false;
+	if (strlen(path) >= sizeof(st.path)) {
+		sim_file_complain("path too long (at most %zu bytes)",
+		    sizeof(st.path) - 1);
+		return -1;
+	}
+	if ((st.fd = sim_os_state_open(path, why, sizeof(why))) < 0) {
+		sim_file_complain("%s", why);
+		return -1;
+	}
+	if (sim_os_state_lock(st.fd, true) != 0) {
+		sim_file_complain("cannot lock: %s", strerror(errno));
+		goto fail;
+	}
+	n = sim_os_state_read(st.fd, buf, sizeof(buf));
+	if (n < 0) {
+		sim_file_complain("cannot read: %s", strerror(errno));
+		sim_os_state_unlock(st.fd);
+		goto fail;
+	}
+	if (n == 0) {
+		/* Empty: just created, here or by another process. */
+		if (sim_file_end(true) != 0)
+			goto fail;
+		return 0;
+	}
+	if (sim_file_decode(buf, (size_t)n) != 0) {
+		sim_os_state_unlock(st.fd);
+		goto fail;
+	}
+	sim_os_state_unlock(st.fd);
+	return 0;
+fail:
+	sim_os_state_close(st.fd);
+	st.fd = -1;
+	return -1;
+}
+
+void
+sim_state_release(void)
+{
+	pthread_mutex_lock(&st.lock);
+	sim_os_state_close(st.fd);
+	st.fd = -1;
+	pthread_mutex_unlock(&st.lock);
+}
+
 int
 sim_state_configure(const char *driver_version)
 {
 	int rc;
 
 	pthread_mutex_lock(&st.lock);
+	sim_os_state_close(st.fd);
+	st.fd = -1;
 	rc = sim_configure(driver_version);
+	if (rc == 0)
+		rc = sim_file_open();
 	pthread_mutex_unlock(&st.lock);
 	return rc;
 }
@@ -277,6 +637,8 @@ void
 sim_state_view(const struct nvmlDevice_st *g, struct sim_model_gpu *out)
 {
 	pthread_mutex_lock(&st.lock);
+	if (sim_file_begin(false) == 0)
+		sim_file_end(false);
 	sim_view(g, out);
 	pthread_mutex_unlock(&st.lock);
 }
@@ -287,30 +649,74 @@ sim_state_energy(struct nvmlDevice_st *g)
 	double mj;
 
 	pthread_mutex_lock(&st.lock);
-	sim_advance(g);
+	if (sim_file_begin(true) == 0) {
+		sim_advance(g);
+		sim_file_end(true);
+	} else {
+		sim_advance(g);
+	}
 	mj = g->energy_mj;
 	pthread_mutex_unlock(&st.lock);
 	return mj;
+}
+
+/*
+ * A change of settings: `apply` under the file's lock, the energy counted
+ * up to now first (at the settings then in force), written through.
+ */
+struct sim_change {
+	enum { CH_LIMIT, CH_PERSIST, CH_LOCK, CH_UNLOCK } what;
+	enum sim_domain d;
+	unsigned a, b;
+};
+
+static int
+sim_change(struct nvmlDevice_st *g, const struct sim_change *ch)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&st.lock);
+	if (sim_file_begin(true) != 0) {
+		pthread_mutex_unlock(&st.lock);
+		return SIM_STATE_EFILE;
+	}
+	sim_advance(g);
+	switch (ch->what) {
+	case CH_LIMIT:
+		g->set.limit_mw = ch->a;
+		break;
+	case CH_PERSIST:
+		g->set.persistence = ch->a != 0;
+		break;
+	case CH_LOCK:
+	case CH_UNLOCK:
+		if (ch->d == SIM_DOMAIN_MEM) {
+			g->set.mem_lock_min = ch->a;
+			g->set.mem_lock_max = ch->b;
+		} else {
+			g->set.gpu_lock_min = ch->a;
+			g->set.gpu_lock_max = ch->b;
+		}
+		break;
+	}
+	if (sim_file_end(true) != 0)
+		rc = SIM_STATE_EFILE;
+	pthread_mutex_unlock(&st.lock);
+	return rc;
 }
 
 int
 sim_state_set_limit(struct nvmlDevice_st *g, unsigned mw)
 {
 	if (mw < g->prof->min_limit_mw || mw > g->prof->max_limit_mw)
-		return -1;
-	pthread_mutex_lock(&st.lock);
-	sim_advance(g);
-	g->set.limit_mw = mw;
-	pthread_mutex_unlock(&st.lock);
-	return 0;
+		return SIM_STATE_EINVAL;
+	return sim_change(g, &(struct sim_change){ CH_LIMIT, 0, mw, 0 });
 }
 
-void
+int
 sim_state_set_persistence(struct nvmlDevice_st *g, bool on)
 {
-	pthread_mutex_lock(&st.lock);
-	g->set.persistence = on;
-	pthread_mutex_unlock(&st.lock);
+	return sim_change(g, &(struct sim_change){ CH_PERSIST, 0, on, 0 });
 }
 
 int
@@ -318,28 +724,12 @@ sim_state_lock_clocks(struct nvmlDevice_st *g, enum sim_domain d,
     unsigned min, unsigned max)
 {
 	if (min > max || max == 0)
-		return -1;
-	pthread_mutex_lock(&st.lock);
-	sim_advance(g);
-	if (d == SIM_DOMAIN_MEM) {
-		g->set.mem_lock_min = min;
-		g->set.mem_lock_max = max;
-	} else {
-		g->set.gpu_lock_min = min;
-		g->set.gpu_lock_max = max;
-	}
-	pthread_mutex_unlock(&st.lock);
-	return 0;
+		return SIM_STATE_EINVAL;
+	return sim_change(g, &(struct sim_change){ CH_LOCK, d, min, max });
 }
 
-void
+int
 sim_state_unlock_clocks(struct nvmlDevice_st *g, enum sim_domain d)
 {
-	pthread_mutex_lock(&st.lock);
-	sim_advance(g);
-	if (d == SIM_DOMAIN_MEM)
-		g->set.mem_lock_min = g->set.mem_lock_max = 0;
-	else
-		g->set.gpu_lock_min = g->set.gpu_lock_max = 0;
-	pthread_mutex_unlock(&st.lock);
+	return sim_change(g, &(struct sim_change){ CH_UNLOCK, d, 0, 0 });
 }

@@ -20,9 +20,27 @@
  *                      0000:<index+1>:00.0 (bus 01, 02, ...)
  *   ZEUS_SIM_DRIVER_VERSION  what nvmlSystemGetDriverVersion answers
  *
+ *   ZEUS_SIM_STATE     a file that keeps the settings and the energy
+ *                      counters across processes (below)
+ *
  * Power-on state: the profile's default power limit, persistence off, no
  * locked clocks, the energy counter at (index + 1) * 3.6e9 mJ (a counter
  * "since driver load").
+ *
+ * With ZEUS_SIM_STATE every process that names the file sees one set of
+ * GPUs, as a driver's clients do: the settings and the energy counter live
+ * in the file (layout in nvml_state.c), read under its lock before every
+ * use and written through after every change (and every energy reading,
+ * which moves the counter on), so they outlive the process. A missing or
+ * empty file starts at the power-on state; an existing one is kept (no
+ * reset at configure). A file that fails a check (a symlink, not a regular
+ * file, writable by group or others, another owner, bad magic or version,
+ * another GPU count or GPU models or PCI addresses, wrong size, checksum,
+ * a value out of range) makes configure fail after one line on stderr.
+ * When it fails later (garbled while in use), changes of settings fail
+ * (SIM_STATE_EFILE) and readings answer from the last state read or
+ * written, after one line on stderr. Not supported on Windows (configure
+ * fails).
  */
 #ifndef ZEUS_SIM_NVML_STATE_H
 #define ZEUS_SIM_NVML_STATE_H
@@ -75,17 +93,26 @@ SIM_HIDDEN void sim_state_view(const struct nvmlDevice_st *g,
 /* The energy counter in mJ, brought up to now. */
 SIM_HIDDEN double sim_state_energy(struct nvmlDevice_st *g);
 
-/* The power limit in mW; -1 outside the part's constraints. */
-SIM_HIDDEN int sim_state_set_limit(struct nvmlDevice_st *g, unsigned mw);
-SIM_HIDDEN void sim_state_set_persistence(struct nvmlDevice_st *g, bool on);
 /*
- * Locks a domain's clocks to [min, max] MHz; -1 when min > max or max is
- * 0. Values outside the part's range are taken and clamped where they take
- * effect (model.c), as the driver does.
+ * The changes of settings answer 0, SIM_STATE_EINVAL for a value the call
+ * refuses, or SIM_STATE_EFILE when the state file failed (the change is
+ * not made; a line on stderr).
+ */
+#define SIM_STATE_EINVAL (-1)
+#define SIM_STATE_EFILE (-2)
+/* The power limit in mW; EINVAL outside the part's constraints. */
+SIM_HIDDEN int sim_state_set_limit(struct nvmlDevice_st *g, unsigned mw);
+SIM_HIDDEN int sim_state_set_persistence(struct nvmlDevice_st *g, bool on);
+/*
+ * Locks a domain's clocks to [min, max] MHz; EINVAL when min > max or max
+ * is 0. Values outside the part's range are taken and clamped where they
+ * take effect (model.c), as the driver does.
  */
 SIM_HIDDEN int sim_state_lock_clocks(struct nvmlDevice_st *g,
     enum sim_domain d, unsigned min, unsigned max);
-SIM_HIDDEN void sim_state_unlock_clocks(struct nvmlDevice_st *g,
+SIM_HIDDEN int sim_state_unlock_clocks(struct nvmlDevice_st *g,
     enum sim_domain d);
+/* Closes the state file, if any (a full shutdown). */
+SIM_HIDDEN void sim_state_release(void);
 
 #endif

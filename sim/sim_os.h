@@ -14,6 +14,7 @@
 #define ZEUS_SIM_OS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -47,5 +48,24 @@ SIM_OS_API int sim_os_stamp(const char *path, struct sim_stamp *st);
 SIM_OS_API int sim_os_open_log(const char *path);
 /* A file opened for reading, not inherited by children; -1 on failure. */
 SIM_OS_API int sim_os_open_read(const char *path);
+
+/*
+ * The state file shared by processes (ZEUS_SIM_STATE, nvml_state.c), opened
+ * read-write and not inherited: never through a symbolic link (the last
+ * component), created 0600 when missing (a create race with another
+ * process is handled), and refused unless it is a regular file with one
+ * link, owned by this user or root and writable by neither group nor
+ * others. -1 with the reason in `why` (Windows: not supported).
+ */
+SIM_OS_API int sim_os_state_open(const char *path, char *why, size_t size);
+/* Takes the whole file's lock, exclusive or shared, waiting for it; -1 on
+ * failure. Only one thread of a process may hold or wait for it. */
+SIM_OS_API int sim_os_state_lock(int fd, bool exclusive);
+SIM_OS_API void sim_os_state_unlock(int fd);
+/* Reads up to `size` bytes from offset 0: the count read, or -1. */
+SIM_OS_API long sim_os_state_read(int fd, void *buf, size_t size);
+/* Writes `size` bytes at offset 0: 0, or -1. */
+SIM_OS_API int sim_os_state_write(int fd, const void *buf, size_t size);
+SIM_OS_API void sim_os_state_close(int fd);
 
 #endif
