@@ -321,16 +321,16 @@ def start(tmp_path):
 
 @pytest.fixture
 def start_public():
-    """start_public(args=[...], env={...}, ready=True) -> a UDS Zeusd whose
-    socket other users can reach: the pytest temporary directories are
-    private to root, so it lives in a 0755 directory of its own
-    (`start_public.base`, removed at the end)."""
+    """start_public(args=[...], env={...}, ready=True, **Zeusd's keywords)
+    -> a UDS Zeusd whose socket other users can reach: the pytest temporary
+    directories are private to root, so it lives in a 0755 directory of its
+    own (`start_public.base`, removed at the end)."""
     base = Path(tempfile.mkdtemp(prefix="zeusd-pub-"))
     os.chmod(base, 0o755)
     daemons = []
 
-    def _start(args=(), env=None, ready=True):
-        d = Zeusd(base, "uds", args, env)
+    def _start(args=(), env=None, ready=True, **kw):
+        d = Zeusd(base, "uds", args, env, **kw)
         d.base = base
         d.ready = ready
         daemons.append(d)
@@ -343,6 +343,43 @@ def start_public():
         if d.ready:
             assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
     shutil.rmtree(base)
+
+
+@pytest.fixture
+def node(start_public):
+    """node(args=[...], policy=TEXT, env={...}, ready=True, mode=0o644) ->
+    a Zeusd on a socket every user can reach (start_public) with the node
+    policy TEXT (a root-owned file of that mode, in `node.base`)."""
+    base = start_public.base
+
+    def _start(args=(), policy=None, env=None, ready=True, mode=0o644):
+        a = list(args)
+        if policy is not None:
+            (base / "policy.toml").write_text(policy)
+            os.chmod(base / "policy.toml", mode)
+            a += ["--policy-file", str(base / "policy.toml")]
+        return start_public(a, env, ready)
+
+    _start.base = base
+    return _start
+
+
+@pytest.fixture(scope="module")
+def wine_env(tmp_path_factory):
+    """The environment of the Windows tests' wine programs: a wine
+    prefix of the module's own, headless (made once, here)."""
+    prefix = tmp_path_factory.mktemp("wineprefix")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ZEUS_SIM_", "ZEUSD_")) and k != "DISPLAY"}
+    env.update(WINEPREFIX=str(prefix), WINEDEBUG="-all",
+               WINEDLLOVERRIDES="mscoree,mshtml=")
+    # the prefix is made by the first start; do it once, here
+    subprocess.run([shutil.which("wine"), "cmd", "/c", "exit"], env=env,
+                   timeout=180, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    yield env
+    subprocess.run(["wineserver", "-k"], env=env, timeout=60,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 @pytest.fixture(params=["uds", "tcp"])

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import BUILD, run_zeusd
 from simutil import SimLog, write_control
-from test_streams import GPU_EVENT, Stream
+from zeushelp import GPU_EVENT, Stream
 
 ABIS = ["24", "25", "26"]
 NGPU = 2                     # the simulator's default

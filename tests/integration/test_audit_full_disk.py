@@ -7,7 +7,6 @@ it, while the GPU write went ahead. Now every line is whole or absent,
 lost lines are counted on /metrics, and --audit-required refuses GPU
 writes (503) while the log cannot be written.
 """
-import json
 import os
 import subprocess
 import tempfile
@@ -18,6 +17,7 @@ import pytest
 
 from conftest import Zeusd
 from simutil import SimLog
+from zeushelp import audit_lines, metric
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to mount a tmpfs")
@@ -56,28 +56,6 @@ def fill(fs):
     return filler
 
 
-def audit_lines(path):
-    """Every line of the audit file, parsed; fails on any that is not a
-    whole JSON object (a half line, two glued together)."""
-    text = Path(path).read_text()
-    assert text == "" or text.endswith("\n"), repr(text[-200:])
-    out = []
-    for ln in text.splitlines():
-        try:
-            out.append(json.loads(ln))
-        except ValueError:
-            pytest.fail(f"audit line is not JSON: {ln!r}")
-        assert isinstance(out[-1], dict), ln
-    return out
-
-
-def metric(d, name):
-    for ln in d.get("/metrics").text.splitlines():
-        if ln.startswith(name + " "):
-            return float(ln.split()[1])
-    raise AssertionError(f"{name} not in /metrics")
-
-
 def start(tmp_path, fs, extra=()):
     sim = SimLog(tmp_path / "sim.log")
     d = Zeusd(tmp_path, "uds", ["--audit-log", str(fs / "audit.jsonl"),
@@ -99,8 +77,9 @@ def test_full_disk_keeps_every_audit_line_whole(tmp_path, small_fs):
             r = d.post(LIMIT.format(mw=150000 + 1000 * i))
             assert r.status_code == 200, r.text   # not --audit-required
         lines = audit_lines(audit)
-        assert metric(d, "zeusd_audit_write_failures_total") > 0
-        assert metric(d, "zeusd_audit_writable") == 0
+        assert metric(d.get("/metrics").text,
+                      "zeusd_audit_write_failures_total") > 0
+        assert metric(d.get("/metrics").text, "zeusd_audit_writable") == 0
         assert 1 <= len(lines) < 41
         # room again: the next line is whole, nothing glued to the last
         filler.unlink()
@@ -108,7 +87,7 @@ def test_full_disk_keeps_every_audit_line_whole(tmp_path, small_fs):
         lines = audit_lines(audit)
         assert lines[-1]["requested"] == {"power_limit_mw": 222000}
         assert lines[-1]["result"] == "ok"
-        assert metric(d, "zeusd_audit_writable") == 1
+        assert metric(d.get("/metrics").text, "zeusd_audit_writable") == 1
         assert "event=audit_write_failed" in d.logs()
     finally:
         assert d.stop() == 0, d.logs()
@@ -130,8 +109,9 @@ def test_audit_required_refuses_gpu_writes_on_full_disk(tmp_path, small_fs):
             assert "--audit-required" in r.json()["error"], r.text
         time.sleep(0.3)         # a queued write would have run by now
         assert sim.writes(since=mark) == [], "the GPU was changed"
-        assert metric(d, "zeusd_audit_required_refusals_total") == 2
-        assert metric(d, "zeusd_audit_writable") == 0
+        assert metric(d.get("/metrics").text,
+                      "zeusd_audit_required_refusals_total") == 2
+        assert metric(d.get("/metrics").text, "zeusd_audit_writable") == 0
         audit_lines(audit)      # whatever is there is whole
         # room again: writes go through, and are audited
         filler.unlink()
@@ -140,7 +120,7 @@ def test_audit_required_refuses_gpu_writes_on_full_disk(tmp_path, small_fs):
         assert sim.wait_for(SET_PL, since=mark)
         lines = audit_lines(audit)
         assert lines[-1]["requested"] == {"power_limit_mw": 190000}
-        assert metric(d, "zeusd_audit_writable") == 1
+        assert metric(d.get("/metrics").text, "zeusd_audit_writable") == 1
     finally:
         assert d.stop() == 0, d.logs()
 

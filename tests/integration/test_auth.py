@@ -15,6 +15,7 @@ import jwt
 import pytest
 
 from conftest import WINE_RUN, linux_only, raw_request
+from zeushelp import token
 
 GROUPS = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
 
@@ -56,13 +57,6 @@ def key(tmp_path):
     path = tmp_path / "key"
     path.write_bytes(b"s3cret signing key\n")   # the newline is key material
     return path
-
-
-def token(key, sub="alice", scopes=GROUPS, exp=None, **extra):
-    claims = {"sub": sub, "scopes": list(scopes), **extra}
-    if exp is not None:
-        claims["exp"] = exp
-    return jwt.encode(claims, key.read_bytes(), algorithm="HS256")
 
 
 @pytest.fixture

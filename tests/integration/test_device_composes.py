@@ -20,8 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ZEUSD, Zeusd
-from test_device_decides import network_pid, peers, steal, unix_sockets
-from test_systemd import Notify
+from zeushelp import Notify, network_pid, peers, steal, unix_sockets
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root for pidfd_getfd")

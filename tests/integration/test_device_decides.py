@@ -5,7 +5,6 @@ on its own channel to the device process. Whatever it claims, a write
 outside the node policy or on a GPU another user leases is refused, and
 leaves an audit line; a forged peer is refused; the daemon keeps serving.
 """
-import ctypes
 import json
 import os
 import re
@@ -18,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from test_policy import as_user, node  # noqa: F401 (fixture)
+from zeushelp import as_user, network_pid, peers, steal, unix_sockets
 
-SYS_PIDFD_GETFD = 438
+
 PSMSG_MAGIC = 0x7a707331
 OP = {"gpu_limit": 3, "gpu_write": 6, "peer": 10, "peer_end": 11,
       "token": 12, "audit": 13, "gpu_writes": 14}
@@ -86,53 +85,6 @@ def token_handle(raw):
     return struct.unpack_from("<Q", raw, len(raw) - (8 + 8 + 4 + 4 + 264))[0]
 
 
-def children(pid):
-    return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children")
-            .read_text().split()]
-
-
-def network_pid(d):
-    for _ in range(100):
-        kids = [k for k in children(d.proc.pid)
-                if Path(f"/proc/{k}/comm").read_text().strip()
-                != "zeusd-janitor"]
-        if len(kids) == 1:
-            return kids[0]
-        time.sleep(0.05)
-    raise AssertionError("no network process")
-
-
-def steal(pid, fd):
-    libc = ctypes.CDLL(None, use_errno=True)
-    pidfd = os.pidfd_open(pid)
-    try:
-        got = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
-        if got < 0:
-            raise OSError(ctypes.get_errno(), f"pidfd_getfd {pid} {fd}")
-        return got
-    finally:
-        os.close(pidfd)
-
-
-def unix_sockets(pid):
-    """fd -> (inode, type, state, path) of pid's Unix sockets."""
-    table = {}
-    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
-        f = line.split()
-        table[int(f[6])] = (int(f[4], 16), int(f[5], 16),
-                            f[7] if len(f) > 7 else "")
-    out = {}
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            t = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        m = re.fullmatch(r"socket:\[(\d+)\]", t)
-        if m and int(m.group(1)) in table:
-            out[int(fd)] = (int(m.group(1)),) + table[int(m.group(1))]
-    return out
-
-
 def in_epoll(pid):
     """The fds of pid that an epoll instance of it watches."""
     fds = set()
@@ -143,22 +95,6 @@ def in_epoll(pid):
             continue
         fds.update(int(x) for x in re.findall(r"^tfd:\s+(\d+)", text, re.M))
     return fds
-
-
-def peers(pid):
-    """inode -> peer inode of pid's Unix sockets (ss, from sock_diag)."""
-    out = subprocess.run(["ss", "-xanp"], capture_output=True, text=True,
-                         check=True).stdout
-    m = {}
-    for line in out.splitlines():
-        if f"pid={pid}," not in line:
-            continue
-        f = line.split()
-        try:
-            m[int(f[5])] = int(f[7])
-        except (IndexError, ValueError):
-            continue
-    return m
 
 
 class Forger:
@@ -221,7 +157,7 @@ class Forger:
 def holder(d, uid):
     """A process of uid that connected (and stays connected)."""
     p = subprocess.Popen(
-        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+        [*as_user(uid),
          sys.executable, "-c", HOLD, d.sock],
         stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "connected"

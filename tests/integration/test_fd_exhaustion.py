@@ -13,18 +13,14 @@ looked at (a lease opens one when a write runs), and a socket it could not
 take is answered 503 for that request alone.
 """
 import os
-import re
 import resource
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-import pytest
 
-from conftest import Zeusd, linux_only
+from conftest import linux_only
+from zeushelp import as_user, device_pid, run_as
 
 HERE = Path(__file__).resolve().parent
 NOBODY = 65534
@@ -71,24 +67,11 @@ print(head.split(b" ")[1].decode(), body.decode())
 """
 
 
-def as_user(uid, script, *args, timeout=60):
-    out = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}",
-                          "--clear-groups", sys.executable, "-c", script,
-                          *map(str, args)],
-                         capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
-
-
 def write_as(uid, d, mw):
-    status, _, body = as_user(uid, WRITE, d.sock, mw).partition(" ")
+    r = run_as(uid, sys.executable, "-c", WRITE, d.sock, mw)
+    assert r.returncode == 0, r.stderr
+    status, _, body = r.stdout.strip().partition(" ")
     return int(status), body
-
-
-def device_pid(d):
-    m = re.search(r"event=device_process pid=(\d+)", d.logs())
-    assert m, d.logs()
-    return int(m.group(1))
 
 
 def open_fds(pid):
@@ -100,34 +83,8 @@ def lowest_free_fd(pid):
     return min(set(range(len(used) + 1)) - used)
 
 
-@pytest.fixture
-def public():
-    """A 0755 directory for a socket other users can reach, and the
-    daemons started in it (stopped, and their status checked, at the
-    end)."""
-    base = Path(tempfile.mkdtemp(prefix="zeusd-fds-"))
-    os.chmod(base, 0o755)
-    daemons = []
-
-    def _start(args, nofile=None):
-        def limit():
-            if nofile is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-        d = Zeusd(base, "uds", args, preexec=limit)
-        daemons.append(d)
-        return d.wait_ready()
-
-    yield _start
-    try:
-        for d in daemons:
-            rc = d.stop()
-            assert rc == 0, f"zeusd exited {rc}:\n{d.logs()}"
-    finally:
-        shutil.rmtree(base)
-
-
 @linux_only("unix-socket")
-def test_connection_churn_under_a_low_fd_limit(public):
+def test_connection_churn_under_a_low_fd_limit(start_public):
     """Four users' worth of clients churn 1,600 one-shot connections at a
     zeusd whose descriptor limit is 512: before, the device process held a
     pidfd for each for 120 s and zeusd exited 1 after about 500; now it
@@ -135,12 +92,13 @@ def test_connection_churn_under_a_low_fd_limit(public):
     another user's write is served (and takes its lease). The network
     process sizes its connection limit from that descriptor limit (a
     socket and a pidfd each under --gpu-leases) and says so."""
-    d = public(["--gpu-leases"], nofile=512)
+    def nofile_512():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))
+    d = start_public(["--gpu-leases"], preexec=nofile_512)
     dev = device_pid(d)
     before = open_fds(dev)
     churners = [subprocess.Popen(
-        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-         "--clear-groups", sys.executable, "-c", CHURN, d.sock, "400"],
+        [*as_user(NOBODY), sys.executable, "-c", CHURN, d.sock, "400"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(4)]
     answered = 0
@@ -164,14 +122,14 @@ def test_connection_churn_under_a_low_fd_limit(public):
 
 
 @linux_only("unix-socket")
-def test_device_process_out_of_descriptors_answers_busy(public):
+def test_device_process_out_of_descriptors_answers_busy(start_public):
     """The device process's descriptor limit lowered under it (prlimit on
     the running process) to what it has open: a new connection's socket
     cannot reach it. That request gets 503 and zeusd keeps running
     (before: `privsep_message_refused reason="more than one descriptor,
     or not SCM_RIGHTS"` and exit 1); once descriptors are free again the
     same user's write is served."""
-    d = public(["--gpu-leases"])
+    d = start_public(["--gpu-leases"])
     dev = device_pid(d)
     soft, hard = resource.prlimit(dev, resource.RLIMIT_NOFILE)
     resource.prlimit(dev, resource.RLIMIT_NOFILE,

@@ -11,12 +11,12 @@ zeusd says what a caller may use in GET /auth/whoami's "devices"
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from conftest import BUILD, linux_only
+from zeushelp import run_as
 
 ZEUS = BUILD / "zeus"
 NOBODY = 65534
@@ -50,18 +50,17 @@ print(data.partition(b"\\r\\n\\r\\n")[2].decode())
 """
 
 
-def as_user(uid, *cmd, env=None):
+def client_env(extra=None):
+    """This environment less zeusd's own settings, and `extra`."""
     e = {k: v for k, v in os.environ.items()
          if not k.startswith("ZEUSD_")}
-    e.update(env or {})
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}",
-                           "--clear-groups", *map(str, cmd)], env=e,
-                          capture_output=True, text=True, timeout=60)
+    e.update(extra or {})
+    return e
 
 
 def measure(d, uid, *args):
-    return as_user(uid, ZEUS, "measure", "--json", *args,
-                   env={"ZEUSD_SOCK_PATH": d.sock})
+    return run_as(uid, ZEUS, "measure", "--json", *args,
+                  env=client_env({"ZEUSD_SOCK_PATH": d.sock}))
 
 
 @pytest.fixture
@@ -82,7 +81,7 @@ def marker(start_public):
 
 
 def whoami(d, uid):
-    r = as_user(uid, sys.executable, "-c", WHOAMI, d.sock)
+    r = run_as(uid, sys.executable, "-c", WHOAMI, d.sock, env=client_env())
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 

@@ -10,11 +10,11 @@ import tempfile
 import threading
 import time
 
-import httpx
 import pytest
 
-from conftest import STOP_SIGNAL, ZEUSD, Zeusd, free_port, linux_only, \
+from conftest import STOP_SIGNAL, ZEUSD, Zeusd, linux_only, \
     raw_request, run_zeusd
+from zeushelp import as_nobody
 
 
 # --- command line ---------------------------------------------------------
@@ -444,9 +444,6 @@ def test_tcp_port_in_use(start):
 
 # --- privileges ---------------------------------------------------------------
 
-def _as_nobody():
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to nobody")
 @pytest.mark.parametrize("enable,group", [
@@ -456,7 +453,7 @@ def _as_nobody():
 def test_root_only_group_refused_without_root(enable, group):
     tmp = tempfile.mkdtemp(prefix="zeusd-nobody-", dir="/tmp")
     os.chmod(tmp, 0o777)
-    r = subprocess.run(_as_nobody() + [
+    r = subprocess.run(as_nobody() + [
         str(ZEUSD), "serve", "--socket-path", tmp + "/s.sock",
         "--enable", enable], capture_output=True, text=True, timeout=10)
     assert r.returncode == 1
@@ -469,7 +466,7 @@ def test_gpu_read_allowed_without_root():
     tmp = tempfile.mkdtemp(prefix="zeusd-nobody-", dir="/tmp")
     os.chmod(tmp, 0o777)
     d = Zeusd(tmp, args=["--enable", "gpu-read"], simulate=False,
-              wrapper=_as_nobody(),
+              wrapper=as_nobody(),
               env={"ZEUSD_LOG": "info"})
     try:
         d.wait_ready()

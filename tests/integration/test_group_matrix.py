@@ -22,6 +22,7 @@ import pytest
 
 from conftest import linux_only
 from routesweep import sweep
+from zeushelp import as_user
 
 GROUPS = ["gpu-control", "gpu-read", "cpu-read", "metrics"]
 SETS = [",".join(c) for n in range(1, len(GROUPS) + 1)
@@ -30,8 +31,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def sweep_as_nobody(d):
-    subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
-                    "--clear-groups", sys.executable,
+    subprocess.run([*as_user(65534), sys.executable,
                     str(HERE / "routesweep.py"), d.sock],
                    check=True, timeout=60)
 

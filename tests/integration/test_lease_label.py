@@ -12,8 +12,8 @@ import os
 import pytest
 
 from localusers import local_users
-from test_ledger import Session, audit_lines, leases, limit_mw
-from test_zeus_measure_cap import Node, WAIT, wait_for
+from zeushelp import (Node, Session, WAIT, audit_lines, leases, limit_mw,
+                      wait_for)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
@@ -50,7 +50,8 @@ def test_label_shown_in_leases_release_and_audit_not_metrics(start_public,
     (rec,) = body["released"]
     assert rec["label"] == "slurm:42.0"
     assert leases(n.d)["ended"][0]["label"] == "slurm:42.0"
-    (line,) = [x for x in audit_lines(n.audit) if x["gpu"] == 0]
+    (line,) = [x for x in audit_lines(n.audit, "lease_end")
+               if x["gpu"] == 0]
     assert line["label"] == "slurm:42.0" and line["identity"]["user"] == alice
 
 
@@ -75,7 +76,7 @@ def test_a_later_write_replaces_the_label_and_one_without_keeps_it(
     wait_for(lambda: not leases(n.d)["leases"], "the lease did not end")
     ended = leases(n.d)["ended"]
     assert [r["label"] for r in ended[:2]] == [None, "alice/run-2"]
-    assert "label" not in audit_lines(n.audit)[-1]
+    assert "label" not in audit_lines(n.audit, "lease_end")[-1]
 
 
 @pytest.mark.parametrize("value,why", [
@@ -132,7 +133,8 @@ def test_zeus_measure_lease_label(start_public, users):
     go.touch()
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
-    (line,) = [x for x in audit_lines(n.audit) if x["gpu"] == 0]
+    (line,) = [x for x in audit_lines(n.audit, "lease_end")
+               if x["gpu"] == 0]
     assert line["label"] == "train:7"
 
 

@@ -6,12 +6,12 @@ of its leases ends; root and GPUs the user already holds are not limited.
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from conftest import linux_only
+from zeushelp import run_as
 
 POLICY = """
 max_leased_gpus = 2
@@ -49,11 +49,9 @@ def limit(gpu, mw=250000):
             f"&power_limit_mw={mw}")
 
 
-def run_as(uid, d, *reqs):
-    r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}",
-                        "--clear-groups", sys.executable, "-c", CLIENT,
-                        d.sock, *reqs], capture_output=True, text=True,
-                       timeout=60)
+def ask_as(uid, d, *reqs):
+    """The answers to `reqs`, sent by one client running as uid."""
+    r = run_as(uid, sys.executable, "-c", CLIENT, d.sock, *reqs)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -66,7 +64,7 @@ def test_a_user_leases_at_most_max_leased_gpus(start_public):
     audit = base / "audit.jsonl"
     d = start_public(["--gpu-leases", "--policy-file",
                       str(base / "policy.toml"), "--audit-log", str(audit)])
-    got = run_as(65534, d, limit(0), limit(1), limit(1, 200000), limit(2),
+    got = ask_as(65534, d, limit(0), limit(1), limit(1, 200000), limit(2),
                  "POST:/gpu/release?gpu_ids=0", limit(2))
     assert [s for s, _ in got] == [200, 200, 200, 409, 200, 200], got
     assert "the node policy allows 2 at once (max_leased_gpus)" in got[3][1]
@@ -77,7 +75,7 @@ def test_a_user_leases_at_most_max_leased_gpus(start_public):
     assert any(r.get("gpu") == 2 and "max_leased_gpus" in
                json.dumps(r) for r in refused), refused
     # root is never limited
-    got = run_as(0, d, limit(3))
+    got = ask_as(0, d, limit(3))
     assert got[0][0] == 200, got
 
 

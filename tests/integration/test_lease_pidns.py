@@ -19,7 +19,7 @@ import pytest
 
 from conftest import Zeusd
 from simutil import SimLog
-from test_policy import CLIENT
+from zeushelp import CLIENT, as_user, children
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -29,23 +29,13 @@ SET_PL = "nvmlDeviceSetPowerManagementLimit"
 LIMIT = "/gpu/set_power_limit?gpu_ids=0&block=true&power_limit_mw={mw}"
 
 
-
 def post(d, target, uid=None):
-    pre = [] if uid is None else ["setpriv", f"--reuid={uid}",
-                                  f"--regid={uid}", "--clear-groups"]
+    pre = [] if uid is None else as_user(uid)
     out = subprocess.run(pre + [sys.executable, "-c", CLIENT, d.sock,
                                 "POST", target], capture_output=True,
                          text=True, timeout=20, check=True).stdout
     status, _, body = out.partition("\n")
     return int(status), body.strip()
-
-
-def children(pid):
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(x) for x in text.split()]
 
 
 def test_client_outside_pid_namespace_cannot_lease():

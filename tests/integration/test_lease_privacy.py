@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from test_ledger import Session, leases
+from zeushelp import Session, leases
+
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")

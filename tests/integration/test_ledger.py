@@ -9,82 +9,20 @@ around each step: a ledger figure must lie between the counter deltas of
 the readings just inside and just outside the span it covers, which needs
 no tolerance.
 """
-import json
 import os
-import pwd
 import signal
-import subprocess
 import time
 
 import pytest
 
 from localusers import local_users
 from simutil import SimLog
+from zeushelp import Session, audit_lines, leases, limit_mw
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
 
 USERS = ("zeusledger-a", "zeusledger-b")
-
-# A client that keeps one connection and runs the requests it reads on
-# stdin ("METHOD TARGET [HEADER: VALUE]" lines), printing one JSON line
-# per answer: the connection's process is the one a lease watches.
-SESSION = r"""
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-def more():
-    chunk = s.recv(65536)
-    if not chunk:       # zeusd closed it: say so, do not spin
-        sys.exit("zeusd closed the connection")
-    return chunk
-print(json.dumps({"ready": True}), flush=True)
-for line in sys.stdin:
-    method, target, *extra = line.rstrip("\n").split(" ", 2)
-    extra = "".join(f"{h}\r\n" for h in extra)
-    s.sendall(f"{method} {target} HTTP/1.1\r\nHost: z\r\n{extra}"
-              f"Content-Length: 0\r\n\r\n".encode())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += more()
-    head, _, body = data.partition(b"\r\n\r\n")
-    n = 0
-    for h in head.split(b"\r\n")[1:]:
-        k, _, v = h.partition(b":")
-        if k.strip().lower() == b"content-length":
-            n = int(v)
-    while len(body) < n:
-        body += more()
-    print(json.dumps({"status": int(head.split()[1]),
-                      "body": body.decode()}), flush=True)
-"""
-
-
-class Session:
-    """A client process of `user` with one connection to zeusd."""
-
-    def __init__(self, d, user):
-        pw = pwd.getpwnam(user)
-        self.p = subprocess.Popen(
-            ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}",
-             "--init-groups", "/usr/bin/python3", "-c", SESSION, d.sock],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert json.loads(self.p.stdout.readline())["ready"]
-
-    def __call__(self, method, target, header=None):
-        """`header`: one more request header line ("Name: value")."""
-        extra = f" {header}" if header is not None else ""
-        self.p.stdin.write(f"{method} {target}{extra}\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        assert line, "the session ended"
-        r = json.loads(line)
-        return r["status"], json.loads(r["body"]) if r["body"] else None
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.stdin.close()
-            self.p.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
@@ -115,18 +53,6 @@ def counter_mj(d, gpu=0):
     return r.json()[str(gpu)]["energy_mj"]
 
 
-def limit_mw(d, gpu=0):
-    r = d.get(f"/gpu/get_power_limit?gpu_ids={gpu}")
-    assert r.status_code == 200, r.text
-    return r.json()[str(gpu)]["power_limit_mw"]
-
-
-def leases(d):
-    r = d.get("/gpu/leases")
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
 def ledger_total_mj(view, gpu=0):
     """Everything the ledger has charged on `gpu`, in mJ: open and ended
     leases (the ended ring holds every lease of these short tests) and
@@ -135,11 +61,6 @@ def ledger_total_mj(view, gpu=0):
             if r["gpu"] == gpu)
     j += next(u["energy_j"] or 0 for u in view["unleased"] if u["gpu"] == gpu)
     return round(j * 1000)
-
-
-def audit_lines(audit, op="lease_end"):
-    return [json.loads(line) for line in audit.read_text().splitlines()
-            if json.loads(line).get("operation") == op]
 
 
 def test_lease_energy_of_one_user_while_another_is_refused(ledger, users):
@@ -177,7 +98,8 @@ def test_lease_energy_of_one_user_while_another_is_refused(ledger, users):
     assert c2 - c1 <= lease_mj <= c3 - c0, (c0, c1, c2, c3, lease_mj)
     assert rec["avg_w"] == pytest.approx(rec["energy_j"] / rec["duration_s"])
     assert leases(d)["ended"][0]["energy_j"] == rec["energy_j"]
-    (line,) = [x for x in audit_lines(audit) if x["gpu"] == 0]
+    (line,) = [x for x in audit_lines(audit, "lease_end")
+               if x["gpu"] == 0]
     assert line["identity"]["user"] == alice
     assert line["identity"]["cgroup"] == rec["cgroup"]
     assert line["energy_j"] == pytest.approx(rec["energy_j"])
@@ -228,8 +150,8 @@ def test_killed_holder_restores_and_closes_the_lease(ledger, users):
     assert rec["reason"] == "process_exit" and rec["user"] == alice
     assert rec["energy"] == "ok" and rec["energy_j"] > 0
     assert limit_mw(d, 1) == default
-    assert [x for x in audit_lines(audit) if x["gpu"] == 1][0][
-        "reason"] == "process_exit"
+    assert [x for x in audit_lines(audit, "lease_end")
+            if x["gpu"] == 1][0]["reason"] == "process_exit"
 
 
 @pytest.mark.parametrize("restore", [False, True])
@@ -246,7 +168,8 @@ def test_shutdown_ends_open_leases_in_the_ledger(ledger, users, restore):
     c1 = counter_mj(d, 2)
     assert d.stop() == 0
     a.close()
-    (line,) = [x for x in audit_lines(audit) if x["gpu"] == 2]
+    (line,) = [x for x in audit_lines(audit, "lease_end")
+               if x["gpu"] == 2]
     assert line["reason"] == "shutdown" and line["energy"] == "ok"
     assert line["identity"]["user"] == users[0]
     if restore:
@@ -282,12 +205,14 @@ def test_a_write_that_changed_nothing_leaves_no_lease(ledger, users):
     b.close()
     a.close()
     assert "event=gpu_lease_dropped gpu=3" in d.logs()
-    ended = [x for x in audit_lines(audit) if x["gpu"] == 3]
+    ended = [x for x in audit_lines(audit, "lease_end")
+             if x["gpu"] == 3]
     deadline = time.monotonic() + 20
     while not ended:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-        ended = [x for x in audit_lines(audit) if x["gpu"] == 3]
+        ended = [x for x in audit_lines(audit, "lease_end")
+                 if x["gpu"] == 3]
     assert [x["identity"]["user"] for x in ended] == [bob], ended
 
 
@@ -353,7 +278,7 @@ def test_gpu_without_a_counter_says_unavailable(ledger, users):
     (rec,) = body["released"]
     assert rec["energy"] == "unavailable" and rec["energy_j"] is None
     assert rec["avg_w"] is None
-    assert audit_lines(audit)[0]["energy"] == "unavailable"
+    assert audit_lines(audit, "lease_end")[0]["energy"] == "unavailable"
     assert all(u["energy_j"] is None for u in leases(d)["unleased"])
 
 

@@ -13,11 +13,11 @@ import os
 import subprocess
 import time
 
-import jwt
 import pytest
 
 from conftest import BUILD
 from simutil import SimLog
+from zeushelp import token
 
 CLIENT_CALLS = BUILD / "client_calls"
 GROUPS = ["gpu-control", "gpu-read", "cpu-read"]
@@ -74,13 +74,6 @@ def writes_by_gpu(simlog):
     return out
 
 
-def token(key, scopes, sub="alice", exp=None):
-    claims = {"sub": sub, "scopes": scopes}
-    if exp is not None:
-        claims["exp"] = exp
-    return jwt.encode(claims, key.read_bytes(), algorithm="HS256")
-
-
 @pytest.fixture
 def key(tmp_path):
     path = tmp_path / "key"
@@ -120,7 +113,7 @@ def test_every_call_with_auth(start, key, simlog):
     d = start("uds", args=["--signing-key-path", str(key)],
               env={"ZEUS_SIM_LOG": str(simlog.path)})
     exp = int(time.time()) + 3600
-    out = run_calls(d, token(key, GROUPS, "bob", exp), sub="bob")
+    out = run_calls(d, token(key, "bob", GROUPS, exp), sub="bob")
     assert "ok whoami: sub 'bob' scopes 0x7 exp set" in out
     assert writes_by_gpu(simlog) == EXPECTED_WRITES
 
@@ -130,7 +123,8 @@ def test_every_call_with_auth(start, key, simlog):
 def test_read_only_token_is_refused_writes(start, key, simlog):
     d = start("tcp", args=["--signing-key-path", str(key)],
               env={"ZEUS_SIM_LOG": str(simlog.path)})
-    out = run_calls(d, token(key, ["gpu-read", "cpu-read"]), sub="alice")
+    out = run_calls(d, token(key, scopes=["gpu-read", "cpu-read"]),
+                    sub="alice")
     assert "ok whoami: sub 'alice' scopes 0x6 exp none" in out
     assert out.count("ok denied ") == 7
     assert writes_by_gpu(simlog) == {}

@@ -13,13 +13,12 @@ import subprocess
 import time
 
 import httpx
-import jwt
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, free_port, linux_only
 from simutil import write_control
+from zeushelp import network_pid, token
 
 # Debian's python3-prometheus-client and prometheus (scripts/deps.sh test)
 text_string_to_metric_families = pytest.importorskip(
@@ -179,14 +178,6 @@ def proc_status_kib(pid, field):
         if line.startswith(field + ":"):
             return int(line.split()[1])
     raise AssertionError(f"no {field} in /proc/{pid}/status")
-
-
-def network_pid(d):
-    """The process that serves /metrics: the network process, zeusd's only
-    child (privilege separation, docs/design.md), else zeusd itself."""
-    kids = [int(c) for c in Path(f"/proc/{d.proc.pid}/task/{d.proc.pid}/"
-                                 "children").read_text().split()]
-    return kids[0] if kids else d.proc.pid
 
 
 @linux_only("proc")
@@ -430,11 +421,6 @@ def test_metrics_alone_reads_gpus_not_cpus(start):
     check_help_and_type(s.text)
 
 
-def token(key, scopes):
-    return jwt.encode({"sub": "prom", "scopes": scopes}, key.read_bytes(),
-                      algorithm="HS256")
-
-
 def test_metrics_scope(start, mode, tmp_path):
     key = tmp_path / "key"
     key.write_bytes(b"metrics signing key")
@@ -442,13 +428,14 @@ def test_metrics_scope(start, mode, tmp_path):
     assert d.get("/metrics").status_code == 401
     for scopes in ([], ["gpu-read", "cpu-read", "gpu-control"]):
         r = d.get("/metrics", headers={
-            "Authorization": f"Bearer {token(key, scopes)}"})
+            "Authorization": f"Bearer {token(key, 'prom', scopes)}"})
         assert r.status_code == 403, scopes
-    s = scrape(d, {"Authorization": f"Bearer {token(key, ['metrics'])}"})
+    s = scrape(d, {"Authorization":
+                   f"Bearer {token(key, 'prom', ['metrics'])}"})
     assert s.indices("zeusd_gpu_power_watts") == list(range(NGPU))
     # the metrics scope opens nothing else
     r = d.get("/gpu/get_power", headers={
-        "Authorization": f"Bearer {token(key, ['metrics'])}"})
+        "Authorization": f"Bearer {token(key, 'prom', ['metrics'])}"})
     assert r.status_code == 403
 
 
@@ -554,9 +541,9 @@ def test_prometheus_scrapes_three_daemons(start, prometheus, tmp_path):
     key = tmp_path / "key"
     key.write_bytes(b"prometheus e2e key")
     tok_file = tmp_path / "zeusd-token"
-    tok_file.write_text(token(key, ["metrics"]))
-    admin = {"Authorization":
-             f"Bearer {token(key, ['gpu-read', 'gpu-control', 'metrics'])}"}
+    tok_file.write_text(token(key, "prom", ["metrics"]))
+    admin_tok = token(key, "prom", ["gpu-read", "gpu-control", "metrics"])
+    admin = {"Authorization": f"Bearer {admin_tok}"}
     plain = [start("tcp"), start("tcp")]
     authd = start("tcp", args=["--signing-key-path", str(key)])
     nodes = [(d, {}) for d in plain] + [(authd, admin)]

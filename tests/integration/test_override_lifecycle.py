@@ -15,6 +15,10 @@ import threading
 import time
 from pathlib import Path
 
+from zeushelp import wait_for
+
+
+
 HELPERS = Path(__file__).resolve().parent / "helpers"
 GRACE_S = 1.0                   # REAPER_GRACE_MS
 SLACK_S = 10 * GRACE_S          # any "shortly after" on a loaded machine
@@ -54,15 +58,6 @@ class Proc:
         return proc_stat(self.pid)[2]
 
 
-def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 def read_pids(path, timeout=SLACK_S):
     """The pids a helper wrote to path (one line, once complete)."""
     def complete():
@@ -70,7 +65,7 @@ def read_pids(path, timeout=SLACK_S):
             return path.read_text().endswith("\n")
         except OSError:
             return False
-    wait_for(complete, timeout, f"{path}")
+    wait_for(complete, f"{path}", timeout)
     return [Proc(p) for p in path.read_text().split()]
 
 
@@ -169,8 +164,8 @@ commands = ["{HELPERS}/escape {tmp_path} 300 2"]
     assert orphan.session() == orphan.pid
     status, text = b.join(2 + SLACK_S)
     assert status == 200, text
-    wait_for(lambda: not escapee.alive() and not orphan.alive(), SLACK_S,
-             "the escapees to die")
+    wait_for(lambda: not escapee.alive() and not orphan.alive(),
+             "the escapees to die", SLACK_S)
     logs = d.logs()
     for p in (escapee, orphan):
         assert f"event=override_escapee_killed pid={p.pid} " in logs, logs

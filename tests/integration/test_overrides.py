@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SIM, ZEUSD, Zeusd, linux_only, run_zeusd
+from conftest import SIM, Zeusd, linux_only, run_zeusd
+from zeushelp import as_user
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 
@@ -164,8 +165,7 @@ commands = ["{HELPERS}/record-argv {record} {{gpu_id}} {{power_limit_w}}"]
                          "--gpu-command-overrides", str(ov),
                          "--nvml-library", str(SIM)],
               simulate=False,
-              wrapper=["setpriv", "--reuid=65534", "--regid=65534",
-                       "--clear-groups"],
+              wrapper=as_user(65534),
               env={"ZEUS_SIM_FAULTS":
                    "fail nvmlDeviceSetPersistenceMode * NO_PERMISSION"})
     try:

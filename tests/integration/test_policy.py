@@ -23,52 +23,6 @@ from localusers import local_users
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
 
-CLIENT = r"""
-import json, socket, sys
-path, method, target = sys.argv[1:4]
-s = socket.socket(socket.AF_UNIX)
-s.connect(path)
-s.sendall(f"{method} {target} HTTP/1.1\r\nHost: z\r\nConnection: close\r\n"
-          f"Content-Length: 0\r\n\r\n".encode())
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
-head, _, body = data.partition(b"\r\n\r\n")
-print(head.split()[1].decode())
-print(body.decode())
-"""
-
-
-def as_user(d, uid, gid, method, target):
-    """(status, body) of one request made by a process running as uid:gid."""
-    out = subprocess.run(
-        ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-         sys.executable, "-c", CLIENT, d.sock, method, target],
-        capture_output=True, text=True, timeout=20, check=True).stdout
-    status, _, body = out.partition("\n")
-    return int(status), body.strip()
-
-
-@pytest.fixture
-def node(start_public):
-    """start(args, policy=TEXT) -> Zeusd on a socket every user can reach;
-    the policy file (root-owned, 0644) and audit path live beside it."""
-    base = start_public.base
-
-    def _start(args=(), policy=None, env=None, ready=True, mode=0o644):
-        a = list(args)
-        if policy is not None:
-            (base / "policy.toml").write_text(policy)
-            os.chmod(base / "policy.toml", mode)
-            a += ["--policy-file", str(base / "policy.toml")]
-        return start_public(a, env, ready)
-
-    _start.base = base
-    return _start
-
 
 POLICY = """
 [[grant]]
@@ -90,9 +44,9 @@ LIMIT = "/gpu/set_power_limit?power_limit_mw=200000&block=true"
 
 def test_without_policy_nothing_changes(node):
     d = node()
-    st, _ = as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")
+    st, _ = request_as(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")
     assert st == 200
-    st, body = as_user(d, 65534, 65534, "GET", "/auth/whoami")
+    st, body = request_as(d, 65534, 65534, "GET", "/auth/whoami")
     assert st == 200, body
     w = json.loads(body)
     assert (w["uid"], w["user"], w["gid"]) == (65534, "nobody", 65534)
@@ -109,60 +63,48 @@ def test_without_policy_nothing_changes(node):
 def test_grants_and_refusals(node):
     d = node(policy=POLICY)
     # nobody: reads only
-    st, body = as_user(d, 65534, 65534, "GET", "/gpu/get_power_limit")
+    st, body = request_as(d, 65534, 65534, "GET", "/gpu/get_power_limit")
     assert st == 200, body
-    st, body = as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")
+    st, body = request_as(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")
     assert st == 403
     msg = json.loads(body)["error"]
     assert "uid 65534 (nobody)" in msg and "'gpu-control'" in msg, msg
-    st, body = as_user(d, 65534, 65534, "GET", "/metrics")
+    st, body = request_as(d, 65534, 65534, "GET", "/metrics")
     assert st == 403 and "'metrics'" in body
     # 4242: gpu-control on GPU 1 only
-    st, body = as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=1")
+    st, body = request_as(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=1")
     assert st == 200, body
-    st, body = as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=0")
+    st, body = request_as(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=0")
     assert st == 403 and "GPU 0" in body and "'gpu-control'" in body, body
-    st, body = as_user(d, 4242, 4242, "GET", "/gpu/get_power")  # every GPU
+    st, body = request_as(d, 4242, 4242, "GET", "/gpu/get_power")  # every GPU
     assert st == 403 and "GPU 0" in body and "'gpu-read'" in body
-    st, body = as_user(d, 4242, 4242, "GET", "/cpu/get_power")
+    st, body = request_as(d, 4242, 4242, "GET", "/cpu/get_power")
     assert st == 403 and "'cpu-read'" in body
     # the grant's gpus hold for both its scopes
-    st, body = as_user(d, 4242, 4242, "GET", "/gpu/get_power_limit?gpu_ids=1")
+    st, body = request_as(d, 4242, 4242, "GET",
+                          "/gpu/get_power_limit?gpu_ids=1")
     assert st == 200
-    st, body = as_user(d, 4242, 4242, "GET", "/gpu/get_power_limit?gpu_ids=0")
+    st, body = request_as(d, 4242, 4242, "GET",
+                          "/gpu/get_power_limit?gpu_ids=0")
     assert st == 403
     # group 4343 as primary gid: metrics
-    st, body = as_user(d, 4444, 4343, "GET", "/metrics")
+    st, body = request_as(d, 4444, 4343, "GET", "/metrics")
     assert st == 200
-    st, body = as_user(d, 4444, 4343, "GET", "/gpu/get_power")
+    st, body = request_as(d, 4444, 4343, "GET", "/gpu/get_power")
     assert st == 403
     # a user no grant names holds nothing
-    st, body = as_user(d, 5555, 5555, "GET", "/gpu/get_power")
+    st, body = request_as(d, 5555, 5555, "GET", "/gpu/get_power")
     assert st == 403 and "grants it: nothing" in body
     # open endpoints stay open; root holds everything
-    assert as_user(d, 5555, 5555, "GET", "/discover")[0] == 200
+    assert request_as(d, 5555, 5555, "GET", "/discover")[0] == 200
     assert d.post(LIMIT + "&gpu_ids=0,1").status_code == 200
-    st, body = as_user(d, 4242, 4242, "GET", "/auth/whoami")
+    st, body = request_as(d, 4242, 4242, "GET", "/auth/whoami")
     w = json.loads(body)
     assert st == 200 and w["uid"] == 4242 and w["user"] is None
     assert w["node_policy"] is True
     assert sorted(w["scopes"]) == ["gpu-control", "gpu-read"]
     w = d.get("/auth/whoami").json()
     assert w["uid"] == 0 and w["user"] == "root" and len(w["scopes"]) == 4
-
-
-def as_user_groups(d, uid, gid, groups, method, target):
-    """as_user, with the process holding exactly `groups` (setpriv
-    --groups; [] clears them, None takes the user database's)."""
-    g = ["--init-groups"] if groups is None else \
-        ["--clear-groups"] if not groups else \
-        [f"--groups={','.join(str(x) for x in groups)}"]
-    out = subprocess.run(
-        ["setpriv", f"--reuid={uid}", f"--regid={gid}", *g,
-         sys.executable, "-c", CLIENT, d.sock, method, target],
-        capture_output=True, text=True, timeout=20, check=True).stdout
-    status, _, body = out.partition("\n")
-    return int(status), body.strip()
 
 
 @pytest.fixture(scope="module")
@@ -184,17 +126,19 @@ def test_group_grant_follows_the_process_groups(node, grouped_user):
     name, uid, gid, group, ggid = grouped_user
     d = node(policy=f'[[grant]]\ngroups = ["{group}"]\nscopes = ["metrics"]\n')
     # the member, with its groups from the user database: granted
-    st, body = as_user_groups(d, uid, gid, None, "GET", "/metrics")
+    st, body = request_as(d, uid, gid, "GET", "/metrics", groups=None)
     assert st == 200, body
-    st, body = as_user_groups(d, uid, gid, None, "GET", "/gpu/get_power")
+    st, body = request_as(d, uid, gid, "GET", "/gpu/get_power",
+                          groups=None)
     assert st == 403 and f"({name})" in body
     # the member that dropped the group (setgroups) is judged without it,
     # though /etc/group still lists it
-    st, body = as_user_groups(d, uid, gid, [], "GET", "/metrics")
+    st, body = request_as(d, uid, gid, "GET", "/metrics", groups=[])
     assert st == 403 and "lacks scope 'metrics'" in body, body
     # nobody, not a member, running with the group (as newgrp or a setgid
     # program leaves a process): the kernel's view, as for file access
-    st, body = as_user_groups(d, 65534, 65534, [ggid], "GET", "/metrics")
+    st, body = request_as(d, 65534, 65534, "GET", "/metrics",
+                          groups=[ggid])
     assert st == 200, body
 
 
@@ -218,7 +162,7 @@ def test_group_grant_follows_the_process_groups(node, grouped_user):
      "line 2: "),
     ("slurm_jobs = 'on'\n", 'line 1: slurm_jobs must be "confine" or "off"'),
     ("users = [1]\n", "line 1: key 'users' must be inside a [[grant]] "
-     "(the only key outside one is slurm_jobs)"),
+     "(the only keys outside one are slurm_jobs and max_leased_gpus)"),
 ])
 def test_bad_policy_refused_at_startup(node, text, want):
     d = node(policy=text, ready=False)
@@ -245,8 +189,9 @@ def test_metrics_shows_only_the_granted_gpus(node):
     # not 4242's to read, as /gpu/get_power?gpu_ids=0 is not
     d = node(policy=POLICY + '[[grant]]\nusers = [4242]\n'
              'scopes = ["metrics"]\ngpus = [1]\n')
-    assert as_user(d, 4242, 4242, "GET", "/gpu/get_power?gpu_ids=0")[0] == 403
-    st, body = as_user(d, 4242, 4242, "GET", "/metrics")
+    assert request_as(d, 4242, 4242, "GET",
+                      "/gpu/get_power?gpu_ids=0")[0] == 403
+    st, body = request_as(d, 4242, 4242, "GET", "/metrics")
     assert st == 200, body
     mine = gpu_series(body)
     assert ("zeusd_gpu_power_watts", 1) in mine, body
@@ -257,7 +202,7 @@ def test_metrics_shows_only_the_granted_gpus(node):
     assert "zeusd_uptime_seconds " in body
     # root (and a grant without gpus) still sees every GPU
     assert {i for _, i in gpu_series(d.get("/metrics").text)} == {0, 1, 2, 3}
-    st, body = as_user(d, 4444, 4343, "GET", "/metrics")
+    st, body = request_as(d, 4444, 4343, "GET", "/metrics")
     assert {i for _, i in gpu_series(body)} == {0, 1, 2, 3}
 
 
@@ -269,7 +214,7 @@ def test_unsafe_policy_file_refused(node):
 
 def test_sighup_reloads_policy(node):
     d = node(policy=POLICY)
-    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 403
+    assert request_as(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 403
     p = d.base / "policy.toml"
     p.write_text(POLICY.replace('scopes = ["gpu-read"]',
                                 'scopes = ["gpu-read", "gpu-control"]', 1))
@@ -278,7 +223,7 @@ def test_sighup_reloads_policy(node):
     while "event=policy_reloaded" not in d.logs():
         assert time.monotonic() < deadline, d.logs()
         time.sleep(0.05)
-    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
+    assert request_as(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
     # a bad file keeps the previous policy and says why
     p.write_text("[[grant]]\nusers = [1]\nbogus = 1\n")
     d.proc.send_signal(signal.SIGHUP)
@@ -288,7 +233,7 @@ def test_sighup_reloads_policy(node):
         time.sleep(0.05)
     assert "kept the previous policy" in d.logs()
     assert "line 3: unknown key 'bogus'" in d.logs()
-    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
+    assert request_as(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 200
 
 
 def test_slurm_confine_needs_the_device_process(node):
@@ -297,8 +242,8 @@ def test_slurm_confine_needs_the_device_process(node):
     --no-privsep refuses it at startup and on a reload."""
     confine = 'slurm_jobs = "confine"\n' + POLICY
     d = node(policy=confine)
-    assert as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=1")[0] == 200
-    st, body = as_user(d, 4242, 4242, "POST",
+    assert request_as(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=1")[0] == 200
+    st, body = request_as(d, 4242, 4242, "POST",
                        "/slurm/step_start?job=1&step=0&uid=4242&gpu_ids=1")
     assert st == 403 and "only root" in body, body
     assert d.stop() == 0
@@ -349,7 +294,7 @@ class UserStream:
         import queue
         import threading
         self.p = subprocess.Popen(
-            ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            [*as_user(uid),
              sys.executable, "-c", STREAMER, d.sock, target],
             stdout=subprocess.PIPE, text=True)
         self.q = queue.Queue()
@@ -423,17 +368,11 @@ def test_policy_reload_ends_streams_it_no_longer_allows(node, split):
         taken.close()
 
 
-def audit_lines(path):
-    """The audit log's lines, less the ledger's lease_end lines (one per
-    lease that ended: test_ledger.py checks them)."""
-    lines = [json.loads(x) for x in Path(path).read_text().splitlines()]
-    return [x for x in lines if x.get("operation") != "lease_end"]
-
-
 def wait_lines(path, n, timeout=5):
     deadline = time.monotonic() + timeout
     while True:
-        lines = audit_lines(path) if Path(path).exists() else []
+        lines = (audit_lines(path, exclude="lease_end")
+                 if Path(path).exists() else [])
         if len(lines) >= n or time.monotonic() > deadline:
             return lines
         time.sleep(0.05)
@@ -443,7 +382,7 @@ def test_audit_log(node):
     audit = Path(tempfile.mkdtemp(prefix="zeusd-audit-")) / "audit.jsonl"
     d = node(args=["--audit-log", str(audit)], policy=POLICY)
     assert stat.S_IMODE(os.stat(audit).st_mode) == 0o640
-    st, _ = as_user(d, 4242, 4242, "POST",
+    st, _ = request_as(d, 4242, 4242, "POST",
                     "/gpu/set_power_limit?power_limit_mw=250000&block=true"
                     "&gpu_ids=1")
     assert st == 200
@@ -489,10 +428,10 @@ def test_audit_log(node):
     lines = wait_lines(audit, 1)
     assert [x["operation"] for x in lines] == ["reset_locked_clocks"]
     assert lines[0]["requested"] is None
-    assert len(audit_lines(str(audit) + ".1")) == 4
+    assert len(audit_lines(str(audit) + ".1", exclude="lease_end")) == 4
     # refusals by the policy are audited too
-    assert as_user(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 403
-    assert as_user(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=0,1")[0] == 403
+    assert request_as(d, 65534, 65534, "POST", LIMIT + "&gpu_ids=0")[0] == 403
+    assert request_as(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=0,1")[0] == 403
     lines = wait_lines(audit, 3)
     assert [(x["identity"]["uid"], x["gpu"], x["operation"], x["result"])
             for x in lines[1:]] == [
@@ -522,7 +461,7 @@ def test_audit_names_a_process_whatever_its_name(node):
     audit = Path(tempfile.mkdtemp(prefix="zeusd-audit-")) / "audit.jsonl"
     d = node(args=["--audit-log", str(audit)])
     out = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+        [*as_user(65534),
          sys.executable, "-c", RENAMED_CLIENT, d.sock],
         capture_output=True, text=True, timeout=20, check=True).stdout
     assert out.strip() == "200"
@@ -566,7 +505,7 @@ def test_reload_looks_up_open_connections_again(node, split):
     d = node(args=["--audit-log", str(audit)] + split,
              policy='[[grant]]\nusers = ["nobody"]\nscopes = ["gpu-control"]\n')
     p = subprocess.Popen(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+        [*as_user(65534),
          sys.executable, "-c", KEEPALIVE_CLIENT, d.sock],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -597,7 +536,6 @@ def test_audit_tcp_identity(tmp_path):
         assert d.stop() == 0
 
 
-
 # ---- the audit file itself: what another user can plant at its path ------
 
 def nobody_dir():
@@ -616,11 +554,6 @@ def sticky_dir():
     return d
 
 
-def as_nobody(*cmd):
-    subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
-                    "--clear-groups", *cmd], check=True, timeout=10)
-
-
 @pytest.mark.parametrize("plant", ["fifo", "file"])
 def test_audit_path_planted_by_another_user_refused(tmp_path, plant):
     """A FIFO at the audit path used to block zeusd in open(2) for good,
@@ -629,9 +562,11 @@ def test_audit_path_planted_by_another_user_refused(tmp_path, plant):
     must stop startup with a message naming the path."""
     audit = sticky_dir() / "audit.jsonl"
     if plant == "fifo":
-        as_nobody("mkfifo", str(audit))
+        run_as(NOBODY.pw_uid, "mkfifo", audit, gid=NOBODY.pw_gid,
+               timeout=10, check=True)
     else:
-        as_nobody("touch", str(audit))
+        run_as(NOBODY.pw_uid, "touch", audit, gid=NOBODY.pw_gid,
+               timeout=10, check=True)
     d = Zeusd(tmp_path, "uds", ["--audit-log", str(audit)])
     try:
         rc = d.proc.wait(10)
@@ -701,7 +636,8 @@ def test_audit_reopen_onto_planted_fifo_keeps_old_file(node):
     audit = sticky_dir() / "audit.jsonl"
     d = node(args=["--audit-log", str(audit)])
     os.rename(audit, str(audit) + ".1")
-    as_nobody("mkfifo", str(audit))
+    run_as(NOBODY.pw_uid, "mkfifo", audit, gid=NOBODY.pw_gid,
+           timeout=10, check=True)
     d.proc.send_signal(signal.SIGHUP)
     wait_log(d, "event=audit_reopen_failed")
     assert d.post(LIMIT + "&gpu_ids=0").status_code == 200
@@ -737,20 +673,13 @@ time.sleep(3600)
 def holder(d, uid, *targets):
     """A process of uid that makes the writes, then lives until killed."""
     p = subprocess.Popen(
-        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+        [*as_user(uid),
          sys.executable, "-c", HOLDER, d.sock, *targets],
         stdout=subprocess.PIPE, text=True)
     got = [p.stdout.readline().strip() for _ in targets]
     assert got == ["200"] * len(targets), got
     assert p.stdout.readline().strip() == "holding"
     return p
-
-
-def wait_log(d, needle, timeout=5):
-    deadline = time.monotonic() + timeout
-    while needle not in d.logs():
-        assert time.monotonic() < deadline, f"{needle}:\n{d.logs()}"
-        time.sleep(0.02)
 
 
 LIMIT_BLOCK = "/gpu/set_power_limit?block=true&gpu_ids={g}&power_limit_mw={mw}"
@@ -769,15 +698,15 @@ def test_lease_conflict_and_restore_on_exit(node):
     try:
         wait_log(d, "event=gpu_lease_taken gpu=0 uid=4242")
         # another user: 409 naming the holder; reads are never blocked
-        st, body = as_user(d, 4343, 4343, "POST",
+        st, body = request_as(d, 4343, 4343, "POST",
                            LIMIT_BLOCK.format(g=0, mw=300000))
         assert st == 409, body
         msg = json.loads(body)["error"]
         assert "GPU 0 is leased by" in msg and "uid 4242" in msg, msg
-        assert as_user(d, 4343, 4343, "GET",
+        assert request_as(d, 4343, 4343, "GET",
                        "/gpu/get_power_limit?gpu_ids=0")[0] == 200
         # other GPUs are free; the same user may go on changing its GPU
-        assert as_user(d, 4343, 4343, "POST",
+        assert request_as(d, 4343, 4343, "POST",
                        LIMIT_BLOCK.format(g=1, mw=300000))[0] == 200
         b = holder(d, 4242, LIMIT_BLOCK.format(g=0, mw=260000))
         mark = sim.mark()
@@ -787,7 +716,7 @@ def test_lease_conflict_and_restore_on_exit(node):
         wait_log(d, "left=1")
         time.sleep(0.3)
         assert sim.calls(SET_PL, 0, since=mark) == []
-        st, _ = as_user(d, 4343, 4343, "POST",
+        st, _ = request_as(d, 4343, 4343, "POST",
                         LIMIT_BLOCK.format(g=0, mw=300000))
         assert st == 409
         # the last one dies: restored to the value before the first change
@@ -803,7 +732,7 @@ def test_lease_conflict_and_restore_on_exit(node):
         assert d.get("/gpu/get_power_limit?gpu_ids=0").json() == \
             {"0": {"power_limit_mw": before}}
         # free again: the other user may take it
-        assert as_user(d, 4343, 4343, "POST",
+        assert request_as(d, 4343, 4343, "POST",
                        LIMIT_BLOCK.format(g=0, mw=300000))[0] == 200
     finally:
         for p in (a, b):
@@ -875,7 +804,7 @@ def test_restore_on_shutdown(node):
     assert any(w[0] == "nvmlDeviceResetGpuLockedClocks" and w[1] == 1
                for w in writes), writes
     assert "event=gpu_restored gpu=1 op=set_persistence_mode" in d.logs()
-    lines = audit_lines(audit)
+    lines = audit_lines(audit, exclude="lease_end")
     reasons = {(x["operation"], x.get("reason")) for x in lines
                if x.get("restore")}
     assert reasons == {("set_persistence_mode", "shutdown"),
@@ -916,8 +845,7 @@ def timed_request(d, uid, target="/auth/whoami"):
     the seconds from connect to the whole answer."""
     cmd = [sys.executable, "-c", TIMED, d.sock, target]
     if uid != 0:
-        cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}",
-               "--clear-groups"] + cmd
+        cmd = as_user(uid) + cmd
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
 
 
@@ -1039,15 +967,14 @@ def test_lease_is_not_bound_to_a_reused_pid(node):
     before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
         "power_limit_mw"]
     h = subprocess.Popen(
-        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+        [*as_user(4242),
          sys.executable, "-c", HANDOFF, d.sock,
          LIMIT_BLOCK.format(g=0, mw=250000)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     other = None
     try:
         child = int(h.stdout.readline())
-        other = spawn_with_pid(child, ["setpriv", "--reuid=4343",
-                                       "--regid=4343", "--clear-groups",
+        other = spawn_with_pid(child, [*as_user(4343),
                                        "sleep", "3600"])
         assert other is not None, f"pid {child} could not be reused"
         h.stdin.write("go\n")
@@ -1061,7 +988,7 @@ def test_lease_is_not_bound_to_a_reused_pid(node):
         assert d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
             "power_limit_mw"] == before
         assert "gpu_lease_taken gpu=0 uid=4242" not in d.logs()
-        st, body = as_user(d, 4444, 4444, "POST",
+        st, body = request_as(d, 4444, 4444, "POST",
                            LIMIT_BLOCK.format(g=0, mw=260000))
         assert st == 200, body
     finally:
@@ -1077,7 +1004,7 @@ def test_lease_refused_once_connecting_process_exited(node):
     reason, and the GPU is left free."""
     d = node(args=["--gpu-leases"])
     h = subprocess.Popen(
-        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+        [*as_user(4242),
          sys.executable, "-c", HANDOFF, d.sock,
          LIMIT_BLOCK.format(g=1, mw=250000)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -1090,7 +1017,7 @@ def test_lease_refused_once_connecting_process_exited(node):
         assert status == 409, body
         assert f"(pid {child}) has exited" in json.loads(body)["error"]
         assert "gpu_lease_taken" not in d.logs()
-        assert as_user(d, 4444, 4444, "POST",
+        assert request_as(d, 4444, 4444, "POST",
                        LIMIT_BLOCK.format(g=1, mw=260000))[0] == 200
     finally:
         h.kill()
@@ -1100,6 +1027,7 @@ def test_lease_refused_once_connecting_process_exited(node):
 # ---- a restore is never skipped (issue 30) ---------------------------------
 
 from simutil import write_control  # noqa: E402
+from zeushelp import NOBODY, as_user, audit_lines, request_as, run_as, wait_log
 
 LOCK_300 = ("/gpu/set_gpu_locked_clocks?block=true&gpu_ids={g}"
             "&min_clock_mhz=300&max_clock_mhz=300")
@@ -1149,7 +1077,7 @@ def test_restore_not_skipped_when_holder_filled_the_queue(node):
     before = d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
         "power_limit_mw"]
     h = subprocess.Popen(
-        ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+        [*as_user(4242),
          sys.executable, "-c", HOG, d.sock, LOCK_300.format(g=0),
          LIMIT_BLOCK.format(g=0, mw=250000)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -1179,7 +1107,7 @@ def test_restore_not_skipped_when_holder_filled_the_queue(node):
     assert d.get("/gpu/get_power_limit?gpu_ids=0").json()["0"][
         "power_limit_mw"] == before
     # and the GPU is free
-    assert as_user(d, 4343, 4343, "POST",
+    assert request_as(d, 4343, 4343, "POST",
                    LIMIT_BLOCK.format(g=0, mw=260000))[0] == 200
 
 
@@ -1202,12 +1130,12 @@ def test_failed_restore_keeps_the_lease_and_says_why(node):
         wait_log(d, "event=gpu_restore_failed gpu=0 "
                     "op=reset_gpu_locked_clocks", timeout=30)
         # the lease is not given up (it used to be, at once)
-        st, body = as_user(d, 4343, 4343, "POST",
+        st, body = request_as(d, 4343, 4343, "POST",
                            LIMIT_BLOCK.format(g=0, mw=260000))
         assert st == 409, body
         # once the retry is armed the 409 says why
         wait_log(d, "event=gpu_restore_retry gpu=0", timeout=30)
-        st, body = as_user(d, 4343, 4343, "POST",
+        st, body = request_as(d, 4343, 4343, "POST",
                            LIMIT_BLOCK.format(g=0, mw=260000))
         assert st == 409, body
         msg = json.loads(body)["error"]
@@ -1220,7 +1148,7 @@ def test_failed_restore_keeps_the_lease_and_says_why(node):
                     "op=reset_gpu_locked_clocks uid=4242 attempt=2",
                  timeout=60)
         assert "gpu_lease_released gpu=0" not in d.logs()
-        assert as_user(d, 4343, 4343, "POST",
+        assert request_as(d, 4343, 4343, "POST",
                        LIMIT_BLOCK.format(g=0, mw=260000))[0] == 409
         # the driver takes it again: the next retry restores and frees
         write_control(ctl)
@@ -1233,14 +1161,14 @@ def test_failed_restore_keeps_the_lease_and_says_why(node):
     assert len(resets) >= 3 and resets[-1].rc == "SUCCESS", resets
     assert all(c.rc != "SUCCESS" for c in resets[:-1]), resets
     assert "event=gpu_restored gpu=0 op=reset_gpu_locked_clocks" in d.logs()
-    lines = audit_lines(audit)
+    lines = audit_lines(audit, exclude="lease_end")
     tries = [x for x in lines if x.get("restore") and x["gpu"] == 0]
     assert [x["result"] for x in tries][-1] == "ok", tries
     assert tries[0]["result"] == "error" and tries[0]["error"], tries
     refused = [x for x in lines if x.get("result") == "refused"]
     assert len(refused) == 3 and all("restore failed" in x["error"]
                                      for x in refused[1:]), refused
-    assert as_user(d, 4343, 4343, "POST",
+    assert request_as(d, 4343, 4343, "POST",
                    LIMIT_BLOCK.format(g=0, mw=260000))[0] == 200
 
 

@@ -26,57 +26,7 @@ import pytest
 
 from conftest import Zeusd, build_sanitizers
 from rapltree import RaplTree
-
-NOBODY = pwd.getpwnam("nobody")
-
-
-def children(pid):
-    """Pids whose parent is pid (from /proc/*/stat)."""
-    out = []
-    for e in os.listdir("/proc"):
-        if not e.isdigit():
-            continue
-        try:
-            stat_line = Path(f"/proc/{e}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat_line.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            out.append(int(e))
-    return out
-
-
-JANITOR = "zeusd-janitor"
-
-
-def comm(pid):
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return None
-
-
-def network_pid(d, timeout=10):
-    """The device process's first child (the janitor is forked after it),
-    once it is the only one that is not the janitor (a janitor just forked
-    has not named itself yet), and once it has logged that its sandbox is
-    in place: the listening socket accepts (wait_ready) before the network
-    process has dropped, chrooted and installed its filter, and a loaded
-    machine can show that window to a test that looks at once."""
-    deadline = time.monotonic() + timeout
-    while not re.search(r"event=network_process(_not_dropped)? ",
-                        d.logs()):
-        assert time.monotonic() < deadline, d.logs()
-        time.sleep(0.02)
-    while time.monotonic() < deadline:
-        kids = [int(k) for k in Path(f"/proc/{d.proc.pid}/task/{d.proc.pid}"
-                                     "/children").read_text().split()]
-        if kids and comm(kids[0]) != JANITOR and \
-                all(comm(k) == JANITOR for k in kids[1:]):
-            return kids[0]
-        time.sleep(0.02)
-    raise AssertionError(f"no single network process: {children(d.proc.pid)}"
-                         f"\n{d.logs()}")
+from zeushelp import JANITOR, NOBODY, as_nobody, children, comm, network_pid
 
 
 def janitor_pid(d, timeout=10):
@@ -120,8 +70,9 @@ def gone(pid):
     return st.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
-def wait_for(pred, timeout):
-    """Polls pred; returns the seconds it took, or None at the timeout."""
+def time_for(pred, timeout):
+    """Polls pred; returns the seconds it took to hold, or None at the
+    timeout."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         if pred():
@@ -284,7 +235,7 @@ def test_killing_the_network_process_stops_the_daemon(killable):
     net = network_pid(d)
     jan = janitor_pid(d)
     os.kill(net, signal.SIGKILL)
-    took = wait_for(lambda: d.proc.poll() is not None, 10)
+    took = time_for(lambda: d.proc.poll() is not None, 10)
     assert took is not None, d.logs()
     assert d.proc.returncode == 1, d.logs()
     assert not os.path.exists(d.sock)           # the device process removed it
@@ -306,19 +257,19 @@ def test_killing_the_device_process_stops_the_network_process(killable,
     jan = janitor_pid(d)
     d.proc.send_signal(signal.SIGKILL)
     d.proc.wait(10)
-    took = wait_for(lambda: gone(net), 10)
+    took = time_for(lambda: gone(net), 10)
     assert took is not None, d.logs()
     assert took < 5, took
     # its last line ("device_process_gone") went into the pipe that the
     # dead device process read (zeusd/logrelay.h): lost, as documented
     # the janitor (root, still there) saw the device process go and
     # removed the file; the bound is generous, its wake-up is at once
-    assert wait_for(lambda: not os.path.exists(d.sock), 10) is not None, \
+    assert time_for(lambda: not os.path.exists(d.sock), 10) is not None, \
         d.logs()
-    assert wait_for(lambda: "event=socket_removed_by_janitor" in d.logs(),
+    assert time_for(lambda: "event=socket_removed_by_janitor" in d.logs(),
                     10) is not None, d.logs()
     assert f'path="{d.sock}"' in d.logs()
-    assert wait_for(lambda: gone(jan), 10) is not None
+    assert time_for(lambda: gone(jan), 10) is not None
     # a new daemon starts on the same path
     d2 = start("uds")
     assert d2.get("/discover").status_code == 200
@@ -398,7 +349,7 @@ def test_signals_to_the_janitor_do_nothing(start):
     assert comm(jan) == JANITOR and not gone(jan)
     assert d.get("/discover").status_code == 200
     os.kill(jan, signal.SIGKILL)
-    assert wait_for(lambda: gone(jan), 10) is not None
+    assert time_for(lambda: gone(jan), 10) is not None
     assert d.get("/discover").status_code == 200
     assert d.stop() == 0, d.logs()
     logs = d.logs()
@@ -421,8 +372,8 @@ def test_janitor_leaves_a_socket_it_did_not_create(killable, tmp_path):
         ino = os.stat(d.sock).st_ino
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait(10)
-        assert wait_for(lambda: gone(jan), 10) is not None
-        assert wait_for(lambda: "event=socket_not_removed" in d.logs(),
+        assert time_for(lambda: gone(jan), 10) is not None
+        assert time_for(lambda: "event=socket_not_removed" in d.logs(),
                         10) is not None, d.logs()
         st = os.stat(d.sock)
         assert stat.S_ISSOCK(st.st_mode) and st.st_ino == ino
@@ -435,7 +386,7 @@ def test_sighup_to_the_network_process_is_ignored(start):
     d = start("uds")
     net = network_pid(d)
     os.kill(net, signal.SIGHUP)
-    assert wait_for(lambda: "signal=SIGHUP" in d.logs(), 5) is not None
+    assert time_for(lambda: "signal=SIGHUP" in d.logs(), 5) is not None
     assert d.get("/discover").status_code == 200
 
 
@@ -474,13 +425,6 @@ def test_unknown_user_refused(tmp_path):
     assert not os.path.exists(d.sock)
 
 
-def as_nobody():
-    """preexec_fn: the daemon runs as nobody, an ordinary user."""
-    os.setgroups([])
-    os.setgid(NOBODY.pw_gid)
-    os.setuid(NOBODY.pw_uid)
-
-
 def nobodys_dir(parent):
     """parent/pub, owned by nobody (parent must be crossable by it)."""
     base = parent / "pub"
@@ -493,7 +437,7 @@ def test_without_root_the_split_still_happens(tmp_path):
     """--simulate as an ordinary user: two processes, no drop (logged),
     no chroot, the filter still on."""
     os.chmod(tmp_path, 0o755)
-    d = Zeusd(nobodys_dir(tmp_path), "tcp", preexec=as_nobody)
+    d = Zeusd(nobodys_dir(tmp_path), "tcp", wrapper=as_nobody())
     try:
         d.wait_ready()
         net = network_pid(d)
@@ -520,7 +464,7 @@ def test_without_root_the_janitor_still_removes_the_socket(public_dir):
     """--simulate as an ordinary user over a socket file: the janitor
     needs nothing but write access to the socket's directory, which the
     daemon had."""
-    d = Zeusd(nobodys_dir(public_dir), "uds", preexec=as_nobody)
+    d = Zeusd(nobodys_dir(public_dir), "uds", wrapper=as_nobody())
     try:
         d.wait_ready()
         jan = janitor_pid(d)
@@ -529,9 +473,9 @@ def test_without_root_the_janitor_still_removes_the_socket(public_dir):
         assert s["Seccomp"] == "2" and s["NoNewPrivs"] == "1"
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait(10)
-        assert wait_for(lambda: not os.path.exists(d.sock), 10) is not None, \
+        assert time_for(lambda: not os.path.exists(d.sock), 10) is not None, \
             d.logs()
-        assert wait_for(lambda: "event=socket_removed_by_janitor"
+        assert time_for(lambda: "event=socket_removed_by_janitor"
                         in d.logs(), 10) is not None, d.logs()
     finally:
         if d.proc.poll() is None:

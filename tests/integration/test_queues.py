@@ -27,7 +27,7 @@ import pytest
 
 from conftest import ZEUSD, linux_only, run_zeusd
 from simutil import SimLog, write_control
-from test_privsep import network_pid
+from zeushelp import metric, network_pid
 
 NGPU = 4
 HELPERS = Path(__file__).resolve().parent / "helpers"
@@ -106,9 +106,7 @@ class Q:
     def metric(self, name, **labels):
         status, _, body = self.req("GET", "/metrics")
         assert status == 200
-        want = ",".join(f'{k}="{v}"' for k, v in labels.items())
-        m = re.search(rf"^{name}\{{{want}\}} (\S+)$", body.decode(), re.M)
-        return None if m is None else float(m.group(1))
+        return metric(body.decode(), name, labels, None)
 
 
 def asan_build():

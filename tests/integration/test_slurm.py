@@ -19,7 +19,6 @@ import json
 import os
 import pwd
 import re
-import signal
 import subprocess
 import time
 
@@ -28,7 +27,7 @@ import pytest
 from conftest import BUILD, build_sanitizers
 from localusers import local_users
 from slurmnode import SlurmNode, missing
-from test_ledger import Session, audit_lines, leases
+from zeushelp import Session, audit_lines, leases, wait_for
 
 PLUGIN = BUILD / "src" / "slurm" / "zeus_spank.so"
 # A plugin built with sanitizers cannot be loaded by srun and slurmstepd,
@@ -97,13 +96,6 @@ def limits(d):
     return {int(k): v["power_limit_mw"] for k, v in r.json().items()}
 
 
-def wait_for(pred, what, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 class Job:
     """An srun of JOB as `user`, waiting for its go-ahead."""
 
@@ -116,7 +108,7 @@ class Job:
 
     def started(self):
         wait_for(lambda: self.env_file.exists() or self.p.poll() is not None,
-                 f"job {self.name} did not start")
+                 f"job {self.name} did not start", timeout=30)
         assert self.env_file.exists(), self.finish()
         self.env = json.loads(self.env_file.read_text())
         self.gpus = [int(x) for x in self.env["SLURM_STEP_GPUS"].split(",")]
@@ -158,8 +150,8 @@ def test_a_capped_job_runs_at_its_limit_on_its_gpus_only(node, zeusd, users):
     # comes after the restore)
     assert set(limits(zeusd).values()) == {DEFAULT_MW}
     total, per_gpu = energy_line(err, job.label)
-    ended = [x for x in audit_lines(zeusd.audit) if x.get("label") ==
-             job.label]
+    ended = [x for x in audit_lines(zeusd.audit, "lease_end")
+             if x.get("label") == job.label]
     assert sorted(x["gpu"] for x in ended) == sorted(job.gpus)
     assert all(x["identity"]["user"] == alice for x in ended)
     assert total == pytest.approx(sum(x["energy_j"] for x in ended), abs=0.2)
@@ -178,12 +170,13 @@ def test_limits_come_back_after_scancel(node, zeusd, users):
     rc, err = job.finish()
     assert "CANCELLED" in err, err
     wait_for(lambda: set(limits(zeusd).values()) == {DEFAULT_MW},
-             "the limits did not come back after scancel")
+             "the limits did not come back after scancel", timeout=30)
     # (its energy line may or may not reach srun: srun leaves on its own
     # after a cancel, docs/slurm.md; the audit log has the energy)
-    wait_for(lambda: not leases(zeusd)["leases"], "the leases did not end")
-    ended = [x for x in audit_lines(zeusd.audit) if x.get("label") ==
-             job.label]
+    wait_for(lambda: not leases(zeusd)["leases"], "the leases did not end",
+             timeout=30)
+    ended = [x for x in audit_lines(zeusd.audit, "lease_end")
+             if x.get("label") == job.label]
     assert sorted(x["gpu"] for x in ended) == sorted(job.gpus)
     assert {x["settings_restored"] for x in ended} == {"power_limit,gpu_clocks"}
 
@@ -321,7 +314,7 @@ def test_a_batch_script_caps_its_own_gpus_not_the_ones_it_names(
     assert r.returncode == 0, r.stderr
     jobid = r.stdout.strip().split(";")[0]
     env_file = node.scratch / "forged.env"
-    wait_for(env_file.exists, "the batch job did not start")
+    wait_for(env_file.exists, "the batch job did not start", timeout=30)
     env = json.loads(env_file.read_text())
     assert env["SLURM_STEP_GPUS"] == "2,3"      # it reached the script
     gpus = {int(x) for x in env["CUDA_VISIBLE_DEVICES"].split(",")}
@@ -329,7 +322,8 @@ def test_a_batch_script_caps_its_own_gpus_not_the_ones_it_names(
     now = limits(zeusd)
     assert {g for g in now if now[g] == 120_000} == gpus, now
     (node.scratch / "forged.go").touch()
-    wait_for(lambda: jobid not in node.jobs(), "the batch job did not end")
+    wait_for(lambda: jobid not in node.jobs(), "the batch job did not end",
+             timeout=30)
     assert set(limits(zeusd).values()) == {DEFAULT_MW}
 
 
@@ -371,7 +365,7 @@ def test_sbatch_job_gets_its_limit_and_its_energy_line(node, zeusd, users):
     assert r.returncode == 0, r.stderr
     jobid = r.stdout.strip().split(";")[0]
     env_file = node.scratch / "batch.env"
-    wait_for(env_file.exists, "the batch job did not start")
+    wait_for(env_file.exists, "the batch job did not start", timeout=30)
     gpus = [int(x) for x in
             json.loads(env_file.read_text())["CUDA_VISIBLE_DEVICES"]
             .split(",")]
@@ -379,8 +373,10 @@ def test_sbatch_job_gets_its_limit_and_its_energy_line(node, zeusd, users):
     (held,) = leases(zeusd)["leases"]
     assert held["label"] == f"slurm:{jobid}.batch"
     (node.scratch / "batch.go").touch()
-    wait_for(lambda: jobid not in node.jobs(), "the batch job did not end")
-    wait_for(lambda: "GPU energy" in out.read_text(), "no energy line")
+    wait_for(lambda: jobid not in node.jobs(), "the batch job did not end",
+             timeout=30)
+    wait_for(lambda: "GPU energy" in out.read_text(), "no energy line",
+             timeout=30)
     energy_line(out.read_text(), f"slurm:{jobid}.batch")
     assert set(limits(zeusd).values()) == {DEFAULT_MW}
 
@@ -393,8 +389,8 @@ def test_two_tasks_share_the_lease_and_report_once(node, zeusd, users):
     assert r.returncode == 0, r.stderr
     assert len(re.findall(r"^zeus: slurm:\d+\.0: GPU energy [0-9.]+ J",
                           r.stderr, re.M)) == 1, r.stderr
-    ended = [x for x in audit_lines(zeusd.audit) if x["operation"] ==
-             "lease_end"]
+    ended = [x for x in audit_lines(zeusd.audit, "lease_end")
+             if x["operation"] == "lease_end"]
     assert len(ended) == 2 and {x["label"] for x in ended} == {
         ended[0]["label"]}, ended
     assert set(limits(zeusd).values()) == {DEFAULT_MW}
@@ -553,7 +549,7 @@ def test_confine_a_jobs_processes_change_only_its_gpus(cgnode, confined,
                              d.sock])
     out = cgnode.scratch / f"{name}.out"
     wait_for(lambda: out.exists() or p.poll() is not None,
-             "the job did not write")
+             "the job did not write", timeout=30)
     assert out.exists(), p.communicate()
     r = json.loads(out.read_text())
     assert r["own_write"]["status"] == 200, r

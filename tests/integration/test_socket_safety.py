@@ -21,6 +21,7 @@ import time
 import pytest
 
 from conftest import ZEUSD, Zeusd, run_zeusd
+from zeushelp import as_nobody, as_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root (the daemon's real case)")
@@ -28,11 +29,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 NOBODY = pwd.getpwnam("nobody").pw_uid
 NOGROUP = pwd.getpwnam("nobody").pw_gid
 SECRET = b"root's secret\n"
-
-
-def as_nobody():
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOGROUP}",
-            "--clear-groups"]
 
 
 @pytest.fixture
@@ -162,8 +158,7 @@ def test_symlink_race_where_the_directory_is_not_refused(scratch):
     sock = os.path.join(shared, "zeusd.sock")
     ready = os.path.join(shared, "ready")
     stop = os.path.join(scratch, "stop")
-    racer = subprocess.Popen(["setpriv", "--reuid=4242", "--regid=4242",
-                              "--clear-groups", sys.executable, "-c", RACER,
+    racer = subprocess.Popen([*as_user(4242), sys.executable, "-c", RACER,
                               sock, secret, ready, stop])
     try:
         deadline = time.monotonic() + 20

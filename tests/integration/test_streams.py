@@ -19,108 +19,12 @@ import pytest
 
 from conftest import linux_only, run_zeusd
 from simutil import SimLog, write_control
+from zeushelp import GPU_EVENT, Stream, wait_log
 
 FIELD = "nvmlDeviceGetFieldValues"
-GPU_EVENT = re.compile(
-    rb'data: \{"timestamp_ms":(\d+),"gpu_id":(\d+),"power_mw":(\d+)\}')
 CPU_EVENT = re.compile(
     rb'data: \{"timestamp_ms":(\d+),"cpu_id":(\d+),"cpu_mw":(\d+),'
     rb'"dram_mw":(\d+|null)\}')
-
-
-class Stream:
-    """One SSE connection: sends the request, decodes chunked transfer
-    encoding, splits events on the blank line (exactly \\n\\n)."""
-
-    def __init__(self, d, target, rcvbuf=None, blocking=True, headers=""):
-        if d.mode == "uds":
-            self.sock = socket.socket(socket.AF_UNIX)
-            if rcvbuf:
-                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF,
-                                     rcvbuf)
-            self.sock.connect(d.sock)
-        else:
-            self.sock = socket.socket()
-            if rcvbuf:
-                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
-                                     rcvbuf)
-            self.sock.connect((d.host, d.port))
-        self.sock.sendall(f"GET {target} HTTP/1.1\r\nHost: zeusd\r\n"
-                          f"{headers}\r\n".encode())
-        self.raw = b""
-        self.head = None
-        self.body = b""
-        self.events = []        # (arrival monotonic, bytes without \n\n)
-        self.marks = []         # per event: (arrival Unix ms, bytes read)
-        self.nread = 0
-        self.ended = False
-        self.closed = False
-        self.chunked = True
-        if not blocking:
-            self.sock.setblocking(False)
-
-    def feed(self, data):
-        now = time.monotonic()
-        wall_ms = time.time() * 1000
-        if not data:
-            self.closed = True
-            return
-        self.nread += len(data)
-        self.raw += data
-        if self.head is None:
-            if b"\r\n\r\n" not in self.raw:
-                return
-            self.head, _, self.raw = self.raw.partition(b"\r\n\r\n")
-            self.chunked = b"chunked" in self.head.lower()
-        if not self.chunked:
-            self.body += self.raw
-            self.raw = b""
-        while self.chunked and not self.ended:
-            line, sep, rest = self.raw.partition(b"\r\n")
-            if not sep:
-                break
-            size = int(line.split(b";")[0], 16)
-            if len(rest) < size + 2:
-                break
-            if size == 0:
-                self.ended = True
-            self.body += rest[:size]
-            self.raw = rest[size + 2:]
-        while b"\n\n" in self.body:
-            ev, _, self.body = self.body.partition(b"\n\n")
-            self.events.append((now, ev))
-            self.marks.append((wall_ms, self.nread))
-
-    @property
-    def status(self):
-        return int(self.head.split(b" ", 2)[1]) if self.head else None
-
-    def header(self, name):
-        for line in self.head.split(b"\r\n")[1:]:
-            k, _, v = line.partition(b":")
-            if k.strip().lower() == name.lower().encode():
-                return v.strip().decode()
-        return None
-
-    def pump(self, seconds):
-        """Reads (blocking socket) for `seconds`."""
-        deadline = time.monotonic() + seconds
-        while not self.closed and not self.ended:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            self.sock.settimeout(left)
-            try:
-                self.feed(self.sock.recv(65536))
-            except socket.timeout:
-                break
-        return self
-
-    def data(self):
-        return [e for _, e in self.events if e.startswith(b"data: ")]
-
-    def close(self):
-        self.sock.close()
 
 
 def pump_all(streams, seconds, bufsize=65536):
@@ -671,7 +575,6 @@ def test_stream_ends_when_its_token_expires(start, tmp_path):
     gpu = Stream(d, "/gpu/stream_power", headers=auth(exp))
     cpu = Stream(d, "/cpu/stream_power", headers=auth(exp))
     never = Stream(d, "/gpu/stream_power?gpu_ids=0", headers=auth(None))
-    t0 = time.monotonic()
     for s in (gpu, cpu):
         s.pump(1.0)
         assert s.status == 200 and s.data(), s.head
@@ -681,24 +584,12 @@ def test_stream_ends_when_its_token_expires(start, tmp_path):
     # ended by its expiry: not before it, and said so (the network
     # process's line reaches the log through the device process)
     assert time.time() >= exp + 60
-    assert wait_logged(d, "reason=token_expired"), d.logs()
+    wait_log(d, "reason=token_expired", timeout=20)
     # a token without exp keeps its stream
     never.pump(0.5)
     assert not (never.ended or never.closed) and never.data()
     for s in (gpu, cpu, never):
         s.close()
-
-
-def wait_logged(d, needle, timeout=20):
-    """Whether `needle` reaches the daemon's log within `timeout` s: a
-    network process's line is written after its event, through the device
-    process (zeusd/logrelay.h)."""
-    deadline = time.monotonic() + timeout
-    while needle not in d.logs():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 @linux_only("signals", "a reload on SIGHUP")

@@ -18,6 +18,7 @@ import jwt
 import pytest
 
 from conftest import ROOT, ZEUSD, Zeusd, free_port
+from zeushelp import Notify, wait_log
 
 UNITS = ROOT / "packaging" / "systemd"
 ANALYZE = shutil.which("systemd-analyze")
@@ -117,43 +118,6 @@ def test_every_hardening_line_has_a_reason():
 
 
 # --- notify / watchdog --------------------------------------------------------
-
-class Notify:
-    """A NOTIFY_SOCKET receiver: AF_UNIX datagrams, as systemd's."""
-
-    def __init__(self, tmp_path):
-        self.path = str(tmp_path / "notify.sock")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.msgs = []
-
-    def wait_for(self, pred, timeout=15):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for m in self.msgs:
-                if pred(m):
-                    return m
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                self.msgs.append(self.sock.recv(4096).decode())
-            except socket.timeout:
-                break
-        for m in self.msgs:
-            if pred(m):
-                return m
-        raise AssertionError(f"not received; got {self.msgs}")
-
-    def drain(self, seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.sock.settimeout(max(0.01, end - time.monotonic()))
-            try:
-                self.msgs.append(self.sock.recv(4096).decode())
-            except socket.timeout:
-                pass
-
-    def close(self):
-        self.sock.close()
 
 
 def test_ready_status_watchdog_stopping(tmp_path):
@@ -368,14 +332,6 @@ def sign(key_bytes, sub="alice"):
 def whoami(d, tok):
     return d.get("/auth/whoami",
                  headers={"Authorization": f"Bearer {tok}"}).status_code
-
-
-def wait_log(d, needle, count=1, timeout=15):
-    deadline = time.monotonic() + timeout
-    while d.logs().count(needle) < count:
-        assert time.monotonic() < deadline, d.logs()
-        assert d.proc.poll() is None, d.logs()
-        time.sleep(0.02)
 
 
 def test_sighup_reloads_signing_key(start, tmp_path):

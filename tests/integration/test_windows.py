@@ -34,7 +34,6 @@ What runs:
                   daemon talking TCP to the Linux zeusd (when built)
 """
 import json
-import os
 import re
 import shutil
 import signal
@@ -45,11 +44,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_sanitizers
+from conftest import free_port
+from zeushelp import (BUILD_WIN, WINE, WinZeusd, ZEUSD_EXE,
+                      assert_ctrl_c_ended_a_stream, check_gpu_requests,
+                      check_tokens, first_power_event, needs_zeusd,
+                      read_to_eof, run_zeusd_exe, windows_skips,
+                      winpath)
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD_WIN = Path(os.environ.get("ZEUS_WIN_BUILD", ROOT / "build-win"))
-WINE = shutil.which("wine")
 SIM = BUILD_WIN / "nvml-sim.dll"
 PROBE = BUILD_WIN / "nvml_probe.exe"
 DEPS = BUILD_WIN / "deps_probe.exe"
@@ -59,38 +61,8 @@ SPAWN = BUILD_WIN / "spawn_probe.exe"
 HANG = BUILD_WIN / "hang.exe"
 DLL = BUILD_WIN / "zeus.dll"
 DLL_PROBE = BUILD_WIN / "dll_probe.exe"
-ZEUSD_EXE = BUILD_WIN / "zeusd.exe"
 
-if WINE is None:
-    pytest.skip("wine is not installed (scripts/win-deps.sh tools)",
-                allow_module_level=True)
-if not (SIM.exists() and PROBE.exists()):
-    pytest.skip(f"no Windows build in {BUILD_WIN} (make windows)",
-                allow_module_level=True)
-if build_sanitizers():
-    # the Windows binaries are the same in both of make check's runs
-    pytest.skip("the Windows tests run once, with the plain build",
-                allow_module_level=True)
-
-
-def winpath(p):
-    """A Linux path as wine's programs see it (drive Z: is /)."""
-    return "Z:" + str(p).replace("/", "\\")
-
-
-@pytest.fixture(scope="module")
-def wine_env(tmp_path_factory):
-    prefix = tmp_path_factory.mktemp("wineprefix")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ZEUS_SIM_", "ZEUSD_")) and k != "DISPLAY"}
-    env.update(WINEPREFIX=str(prefix), WINEDEBUG="-all",
-               WINEDLLOVERRIDES="mscoree,mshtml=")
-    # the prefix is made by the first start; do it once, here
-    subprocess.run([WINE, "cmd", "/c", "exit"], env=env, timeout=180,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    yield env
-    subprocess.run(["wineserver", "-k"], env=env, timeout=60,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+windows_skips()
 
 
 def run_probe(env, *args, extra=None, timeout=60):
@@ -216,12 +188,6 @@ def test_a_missing_library_is_one_clear_error(wine_env):
     assert p.returncode == 1
     assert fields[0]["open_error"].startswith(
         "cannot load NVML library 'nothere.dll': ")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(port, path):
@@ -489,71 +455,6 @@ def test_programs_need_only_system_dlls():
 
 # ---- zeusd.exe ---------------------------------------------------------------
 
-needs_zeusd = pytest.mark.skipif(
-    not ZEUSD_EXE.exists(), reason="zeusd.exe not built (-Dwin_deps=false)")
-
-
-class NoAnswer(AssertionError):
-    """A connection that ended before any byte of an answer came."""
-
-
-class WinZeusd:
-    """`wine zeusd.exe serve --simulate --mode tcp` on 127.0.0.1."""
-
-    def __init__(self, env, tmp, args=()):
-        self.port = free_port()
-        self.log_path = Path(tmp) / f"zeusd-{self.port}.log"
-        self.log = open(self.log_path, "wb")
-        e = dict(env)
-        e["ZEUSD_LOG"] = "info"
-        self.proc = subprocess.Popen(
-            [WINE, str(ZEUSD_EXE), "serve", "--simulate", "--mode", "tcp",
-             "--tcp-bind-address", f"127.0.0.1:{self.port}", *args],
-            env=e, stdout=self.log, stderr=self.log)
-        deadline = time.monotonic() + 60
-        while b" event=listening " not in self.log_path.read_bytes():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"zeusd.exe not ready:\n{self.logs()}")
-            time.sleep(0.05)
-
-    def logs(self):
-        return self.log_path.read_text(errors="replace")
-
-    def request(self, method, path, headers=None, timeout=20):
-        """(status, headers, body bytes) of one request."""
-        h = {"Host": f"127.0.0.1:{self.port}", "Connection": "close"}
-        h.update(headers or {})
-        with socket.create_connection(("127.0.0.1", self.port),
-                                      timeout=timeout) as s:
-            s.sendall((f"{method} {path} HTTP/1.1\r\n" + "".join(
-                f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n").encode())
-            data = b""
-            while chunk := s.recv(65536):
-                data += chunk
-        if not data:
-            raise NoAnswer(f"{method} {path}: the connection closed "
-                           "without an answer")
-        head, _, body = data.partition(b"\r\n\r\n")
-        return int(head.split(b" ", 2)[1]), head.decode(), body
-
-    def json(self, method, path, status=200, **kw):
-        code, head, body = self.request(method, path, **kw)
-        assert code == status, (code, body)
-        return json.loads(body) if body else None
-
-    def stop(self, timeout=30):
-        """Ctrl-C (SIGINT, which wine delivers as CTRL_C_EVENT)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError(f"zeusd.exe did not stop:\n{self.logs()}")
-        self.log.close()
-        return self.proc.returncode
-
 
 @pytest.fixture
 def win_zeusd(wine_env, tmp_path):
@@ -568,11 +469,6 @@ def win_zeusd(wine_env, tmp_path):
     for d in daemons:
         rc = d.stop()
         assert rc == 0, f"zeusd.exe exited {rc}:\n{d.logs()}"
-
-
-def run_zeusd_exe(env, *args, timeout=60):
-    return subprocess.run([WINE, str(ZEUSD_EXE), *args], env=env,
-                          timeout=timeout, capture_output=True, text=True)
 
 
 @needs_zeusd
@@ -613,36 +509,6 @@ def test_zeusd_exe_gpu_reads_and_writes(win_zeusd):
     check_gpu_requests(win_zeusd())
 
 
-def check_gpu_requests(d):
-    """Platform-independent GPU reads, writes and their errors, asked of
-    a zeusd.exe `d` (over TCP here, over the pipe in
-    test_windows_pipe.py)."""
-    power = d.json("GET", "/gpu/get_power?gpu_ids=0,2")
-    assert sorted(power["power_mw"]) == ["0", "2"]
-    assert all(v > 0 for v in power["power_mw"].values())
-    energy = d.json("GET", "/gpu/get_cumulative_energy?gpu_ids=1")
-    assert energy["1"]["energy_mj"] > 0
-    lim = d.json("GET", "/gpu/get_power_limit_constraints?gpu_ids=0")
-    assert lim["0"] == {"min_power_limit_mw": 100000,
-                        "max_power_limit_mw": 400000}
-    assert d.json("POST", "/gpu/set_power_limit?gpu_ids=0,1&"
-                  "power_limit_mw=250000&block=true") is None
-    assert d.json("GET", "/gpu/get_power_limit?gpu_ids=0,1") == {
-        "0": {"power_limit_mw": 250000}, "1": {"power_limit_mw": 250000}}
-    assert d.json("POST", "/gpu/set_gpu_locked_clocks?gpu_ids=3&"
-                  "min_clock_mhz=500&max_clock_mhz=1000&block=false") is None
-    assert d.json("POST", "/gpu/reset_locked_clocks?gpu_ids=3&block=true") \
-        is None
-    # the shared query parser and limits
-    err = d.json("POST", "/gpu/set_power_limit?gpu_ids=0&power_limit_mw=1&"
-                 "block=true", status=400)
-    assert "GPU 0" in err["errors"]["0"]
-    assert d.json("GET", "/gpu/get_power?gpu_ids=9", status=400)
-    assert "unknown field" in d.json(
-        "GET", "/gpu/get_power?bogus=1", status=400)["error"]
-    assert d.json("GET", "/nothere", status=404)
-
-
 @needs_zeusd
 def test_zeusd_exe_persistence_mode_is_windows(win_zeusd):
     d = win_zeusd()
@@ -674,41 +540,6 @@ def test_zeusd_exe_streams_power_and_ends_streams_on_ctrl_c(wine_env,
     assert_ctrl_c_ended_a_stream(d, rc)
 
 
-def first_power_event(s, gpu, host):
-    """Opens GPU `gpu`'s power stream on socket `s`; checks and returns
-    its first event."""
-    s.sendall(f"GET /gpu/stream_power?gpu_ids={gpu} HTTP/1.1\r\n"
-              f"Host: {host}\r\n\r\n".encode())
-    data = b""
-    while b"\n\n" not in data.partition(b"\r\n\r\n")[2]:
-        data += s.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    assert b"text/event-stream" in head
-    # chunked: the first event is in the first chunk
-    event = json.loads(body[body.index(b"data: ") + 6:
-                            body.index(b"\n\n")])
-    assert event["gpu_id"] == gpu and event["power_mw"] > 0
-    return event
-
-
-def read_to_eof(s):
-    """Reads `s` until the other end closes it (10 s at most), closes it."""
-    s.settimeout(10)
-    while s.recv(65536):
-        pass
-    s.close()
-
-
-def assert_ctrl_c_ended_a_stream(d, rc):
-    """zeusd.exe `d` stopped by Ctrl-C (exit status `rc`) ended one
-    stream on its way out."""
-    logs = d.logs()
-    assert rc == 0, logs[-3000:]
-    assert "event=stopping event=ctrl_c" in logs
-    assert "event=streams_ending subscribers=1" in logs
-    assert "event=stopped" in logs
-
-
 @needs_zeusd
 def test_zeusd_exe_metrics(win_zeusd):
     d = win_zeusd()
@@ -725,34 +556,6 @@ def test_zeusd_exe_metrics(win_zeusd):
 @needs_zeusd
 def test_zeusd_exe_tokens(wine_env, win_zeusd, tmp_path):
     check_tokens(wine_env, tmp_path, win_zeusd)
-
-
-def check_tokens(wine_env, tmp_path, start):
-    """Tokens of `zeusd.exe token issue` against a zeusd.exe that
-    start(*args) starts with a signing key (TCP here, the pipe in
-    test_windows_pipe.py): 401 without, the scopes, a bad signature."""
-    key = tmp_path / "key"
-    key.write_bytes(b"a signing key\n")
-    def issue(scope):
-        p = run_zeusd_exe(wine_env, "token", "issue", "--signing-key-path",
-                          winpath(key), "--user", "alice", "--scope", scope,
-                          "--expires", "1h")
-        assert p.returncode == 0, p.stderr
-        return p.stdout.strip()
-    read = issue("gpu-read")
-    d = start("--signing-key-path", winpath(key))
-    assert d.json("GET", "/discover")["auth_required"] is True
-    code, head, _ = d.request("GET", "/gpu/get_power")
-    assert code == 401 and 'WWW-Authenticate: Bearer realm="zeusd"' in head
-    auth = {"Authorization": f"Bearer {read}"}
-    assert d.json("GET", "/gpu/get_power", headers=auth)["power_mw"]
-    me = d.json("GET", "/auth/whoami", headers=auth)
-    assert me["sub"] == "alice" and me["scopes"] == ["gpu-read"]
-    err = d.json("POST", "/gpu/set_power_limit?gpu_ids=0&"
-                 "power_limit_mw=200000&block=true", headers=auth, status=403)
-    assert "gpu-control" in err["error"]
-    bad = {"Authorization": f"Bearer {read[:-2]}xx"}
-    assert d.json("GET", "/gpu/get_power", headers=bad, status=401)
 
 
 @needs_zeusd

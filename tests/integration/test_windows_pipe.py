@@ -1,8 +1,8 @@
 """zeusd.exe's named pipe (issue 32, docs/windows.md), run under wine.
 
-Skipped, with the reason, as test_windows.py is (no wine, no build-win/,
-the sanitizer run). Linux processes cannot open a wine pipe, so two
-mingw tools from tests/win/ do it:
+Skipped, with the reason, as test_windows.py is (zeushelp.windows_skips:
+no wine, no build-win/, the sanitizer run). Linux processes cannot open a
+wine pipe, so two mingw tools from tests/win/ do it:
 
   pipe_proxy.exe   listens on a loopback TCP port and relays each
                    connection to a pipe client of its own: the tests
@@ -14,26 +14,27 @@ mingw tools from tests/win/ do it:
 and zeus.exe (libzeus) speaks to the pipe itself (libcurl on a relayed
 socket, src/lib/os_win.c).
 
-One wine prefix for the file (wine_env, test_windows.py's fixture); one
+One wine prefix for the file (wine_env, conftest's fixture); one
 pipe-mode zeusd.exe for the tests that do not stop or flood it.
 """
 import json
 import re
-import signal
 import socket
 import subprocess
-import threading
 import time
 import uuid
 import weakref
 
 import pytest
 
-from test_windows import (BUILD_WIN, WINE, ZEUSD_EXE, NoAnswer,  # noqa: F401
-                          WinZeusd,
-                          assert_ctrl_c_ended_a_stream, check_gpu_requests,
-                          check_tokens, first_power_event, needs_zeusd, read_to_eof,
-                          run_zeusd_exe, wine_env, winpath)
+from zeushelp import (BUILD_WIN, NoAnswer, WINE, WinZeusd, ZEUSD_EXE,
+                      assert_ctrl_c_ended_a_stream, check_gpu_requests,
+                      check_tokens, first_power_event, needs_zeusd,
+                      read_to_eof, run_zeusd_exe, wait_log, windows_skips,
+                      winpath)
+
+
+windows_skips()
 
 PROXY = BUILD_WIN / "pipe_proxy.exe"
 CLIENT = BUILD_WIN / "pipe_client.exe"
@@ -135,15 +136,6 @@ def read_response(s):
     return int(head.split(b" ", 2)[1]), head, body[:n]
 
 
-def wait_log(d, pattern, timeout=10):
-    """The daemon's log once `pattern` (a regex) is in it: a line about a
-    close may be written just after the close was seen."""
-    deadline = time.monotonic() + timeout
-    while not re.search(pattern, d.logs()):
-        assert time.monotonic() < deadline, (pattern, d.logs()[-2000:])
-        time.sleep(0.1)
-
-
 def send_get(s, path):
     s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
 
@@ -213,8 +205,9 @@ def test_pipe_many_concurrent_clients_then_the_per_peer_cap(shared):
     finally:
         for s in socks:
             s.close()
-    wait_log(shared, r"event=connection_refused pipe_pid=\d+ "
-             rf"reason=per_peer_limit limit={CAP}\n")
+    wait_log(shared, re.compile(r"event=connection_refused pipe_pid=\d+ "
+                                rf"reason=per_peer_limit limit={CAP}\n"),
+             timeout=10)
     # the slots come back once the closes went through proxy and relay.
     # Until then a try is refused, and a refusal of a client that already
     # wrote its request can reach it as a close without the 503 (the
@@ -250,8 +243,10 @@ def test_pipe_client_that_never_writes_is_dropped_at_the_deadline(shared):
     assert out["bytes"] == "0"
     assert DEADLINE_S * 1000 - 300 <= int(out["closed_after_ms"]) <= \
         DEADLINE_S * 1000 + 3000, out
-    wait_log(shared, rf"event=request_deadline_expired pipe_pid=\d+ "
-             rf"timeout_ms={DEADLINE_S * 1000}")
+    ms = DEADLINE_S * 1000
+    wait_log(shared, re.compile(r"event=request_deadline_expired "
+                                rf"pipe_pid=\d+ timeout_ms={ms}"),
+             timeout=10)
 
 
 def test_pipe_streams(shared):

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from conftest import BUILD, SIM
+from zeushelp import as_user
 
 ZEUS = BUILD / "zeus"
 
@@ -218,7 +219,6 @@ def test_daemon_write_and_error(daemon):
     assert "HTTP 400" in r.stderr and "Invalid Argument" in r.stderr
 
 
-
 @pytest.mark.parametrize("verb", ["power", "energy", "stream-gpu",
                                   "set-power-limit"])
 def test_daemon_4xx_exits_4_for_every_verb(daemon, verb):
@@ -332,7 +332,7 @@ def test_measured_command_does_not_inherit_the_zeusd_connection(
     d = start_public(["--policy-file", str(base / "policy.toml")])
     before = d.get("/gpu/get_power_limit?gpu_ids=0").json()
     target = "/gpu/set_power_limit?gpu_ids=0&power_limit_mw=200000&block=true"
-    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    drop = as_user(65534)
     # nobody's own connection is refused
     own = subprocess.run([*drop, sys.executable, "-c",
                           "import socket,sys; s=socket.socket(socket.AF_UNIX);"

@@ -13,17 +13,15 @@ time at the highest power the GPU may draw, and never fall below them.
 """
 import json
 import os
-import pwd
-import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 
 from conftest import BUILD
 from localusers import local_users
-from test_ledger import Session, audit_lines, leases, limit_mw
+from zeushelp import (Node, Session, WAIT, audit_lines, leases, limit_mw,
+                      wait_for)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
@@ -36,63 +34,6 @@ MAX_W = 400.0               # ... and the most it draws
 @pytest.fixture(scope="module")
 def users():
     yield from local_users(USERS)
-
-
-class Node:
-    """A zeusd every user can reach, with the zeus binary and a scratch
-    directory (0777) beside it: the build tree may not be readable by
-    the test users."""
-
-    def __init__(self, start_public, args=(), env=None):
-        base = start_public.base
-        self.audit = base / "audit.jsonl"
-        self.d = start_public(["--gpu-leases", "--audit-log",
-                               str(self.audit)] + list(args), env)
-        self.zeus = base / "zeus"
-        if not self.zeus.exists():
-            shutil.copy(BUILD / "zeus", self.zeus)
-            os.chmod(self.zeus, 0o755)
-        self.scratch = base / "scratch"
-        self.scratch.mkdir(exist_ok=True)
-        os.chmod(self.scratch, 0o777)
-
-    def argv(self, user, *args):
-        pre = []
-        if user is not None:
-            pw = pwd.getpwnam(user)
-            pre = ["setpriv", f"--reuid={pw.pw_uid}",
-                   f"--regid={pw.pw_gid}", "--init-groups"]
-        return pre + [str(self.zeus), "measure", *args]
-
-    def env(self):
-        e = {k: v for k, v in os.environ.items()
-             if not k.startswith(("ZEUSD_", "CUDA_VISIBLE"))}
-        e["ZEUSD_SOCK_PATH"] = self.d.sock
-        return e
-
-    def run(self, user, *args, timeout=60):
-        return subprocess.run(self.argv(user, *args), env=self.env(),
-                              capture_output=True, text=True,
-                              timeout=timeout)
-
-    def popen(self, user, *args):
-        return subprocess.Popen(self.argv(user, *args), env=self.env(),
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(pred, what, timeout=20):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
-# A command that says it runs (a file) and waits for the test's go-ahead.
-WAIT = ("import os, sys, time\n"
-        "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
-        "while not os.path.exists(sys.argv[2]):\n"
-        "    time.sleep(0.01)\n")
 
 
 def test_alice_measures_under_a_limit_while_bob_is_refused(start_public,
@@ -141,7 +82,8 @@ def test_alice_measures_under_a_limit_while_bob_is_refused(start_public,
     (ended,) = [x for x in leases(n.d)["ended"] if x["gpu"] == 0]
     assert ended["user"] == alice and ended["reason"] == "release"
     assert ended["energy_j"] == pytest.approx(led["energy_j"], abs=1e-6)
-    (line,) = [x for x in audit_lines(n.audit) if x["gpu"] == 0]
+    (line,) = [x for x in audit_lines(n.audit, "lease_end")
+               if x["gpu"] == 0]
     assert line["identity"]["user"] == alice
     assert line["energy_j"] == pytest.approx(led["energy_j"], abs=1e-6)
     assert line["settings_restored"] == "power_limit"
