@@ -431,3 +431,11 @@ def raw_request(d, target, method="GET", headers=(), timeout=5,
     head, _, body = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     return status, head.decode(errors="replace"), body
+
+
+@pytest.fixture(scope="module")
+def users(request):
+    """The local users the module names in USERS, made for the module and
+    removed after it (localusers.py)."""
+    from localusers import local_users
+    yield from local_users(request.module.USERS)

@@ -30,6 +30,7 @@ import pytest
 from conftest import SIM, STOP_SIGNAL, WINE_RUN, Zeusd, linux_only, \
     raw_request, run_zeusd
 from simutil import PROFILES, SimLog, write_control
+from zeushelp import wait_until
 
 NGPU = 4                    # the NVML simulator's default; AMD's is set
 A100_LIMIT = PROFILES["a100"].default_limit   # the default profile's
@@ -307,13 +308,6 @@ def limits(s, ids=None):
     return {int(k): v["power_limit_mw"] for k, v in r.json().items()}
 
 
-def wait_until(pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 

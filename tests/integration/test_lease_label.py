@@ -11,7 +11,6 @@ import os
 
 import pytest
 
-from localusers import local_users
 from zeushelp import (Node, Session, WAIT, audit_lines, leases, limit_mw,
                       wait_for)
 
@@ -21,11 +20,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 USERS = ("zeuslabel-a",)
 HDR = "X-Zeus-Lease-Label"
 SET200 = "/gpu/set_power_limit?gpu_ids=0&power_limit_mw=200000&block=true"
-
-
-@pytest.fixture(scope="module")
-def users():
-    yield from local_users(USERS)
 
 
 def open_lease(d, gpu=0):

@@ -15,7 +15,6 @@ import time
 
 import pytest
 
-from localusers import local_users
 from simutil import SimLog
 from zeushelp import Session, audit_lines, leases, limit_mw
 
@@ -23,11 +22,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
 
 USERS = ("zeusledger-a", "zeusledger-b")
-
-
-@pytest.fixture(scope="module")
-def users():
-    yield from local_users(USERS)
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ import pytest
 
 from conftest import ZEUSD, linux_only, run_zeusd
 from simutil import SimLog, write_control
-from zeushelp import metric, network_pid
+from zeushelp import metric, network_pid, wait_until
 
 NGPU = 4
 HELPERS = Path(__file__).resolve().parent / "helpers"
@@ -223,13 +223,6 @@ timeout_s = 300
             self.file.touch()
 
 
-def wait_until(pred, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 class Later:

@@ -25,7 +25,6 @@ import time
 import pytest
 
 from conftest import BUILD, build_sanitizers
-from localusers import local_users
 from slurmnode import SlurmNode, missing
 from zeushelp import Session, audit_lines, leases, wait_for
 
@@ -57,11 +56,6 @@ os.rename(tmp, os.path.join(d, name + ".env"))
 while len(sys.argv) > 3 and not os.path.exists(os.path.join(d, name + ".go")):
     time.sleep(0.02)
 """
-
-
-@pytest.fixture(scope="module")
-def users():
-    yield from local_users(USERS)
 
 
 @pytest.fixture(scope="module")

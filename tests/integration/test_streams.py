@@ -662,7 +662,7 @@ def test_reader_that_never_reads_is_dropped_after_idle_timeout(simd):
     assert wait_subscribers(d, 0)
 
 
-def scrape(d, series):
+def series_value(d, series):
     """A series of /metrics, on a connection of its own."""
     c = d.make_client(timeout=10)
     try:
@@ -675,7 +675,7 @@ def scrape(d, series):
 
 
 def streams_open(d):
-    return scrape(d, "zeusd_streams_open")
+    return series_value(d, "zeusd_streams_open")
 
 
 def seconds_until_no_stream(d, limit):
@@ -735,8 +735,8 @@ def test_closed_streams_that_never_read_are_freed_at_once(simd, mode):
             break
         assert time.monotonic() < deadline, now
         last = now
-    first = scrape(d, skipped)
-    while scrape(d, skipped) < first + n * 8 * 10:
+    first = series_value(d, skipped)
+    while series_value(d, skipped) < first + n * 8 * 10:
         assert time.monotonic() < deadline, d.logs()[-3000:]
         time.sleep(0.1)
     assert streams_open(d) == n

@@ -19,7 +19,6 @@ import subprocess
 import pytest
 
 from conftest import BUILD
-from localusers import local_users
 from zeushelp import (Node, Session, WAIT, audit_lines, leases, limit_mw,
                       wait_for)
 
@@ -29,11 +28,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 USERS = ("zeuscap-a", "zeuscap-b")
 DEFAULT_MW = 400_000        # the A100 profile's default limit
 MAX_W = 400.0               # ... and the most it draws
-
-
-@pytest.fixture(scope="module")
-def users():
-    yield from local_users(USERS)
 
 
 def test_alice_measures_under_a_limit_while_bob_is_refused(start_public,

@@ -733,3 +733,13 @@ def check_tokens(wine_env, tmp_path, start):
     assert "gpu-control" in err["error"]
     bad = {"Authorization": f"Bearer {read[:-2]}xx"}
     assert d.json("GET", "/gpu/get_power", headers=bad, status=401)
+
+
+def wait_until(pred, timeout=10.0, step=0.005):
+    """Polls pred() until it is true (True) or `timeout` s pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
