@@ -59,6 +59,13 @@ policy_allows(const struct policy *p, const struct policy_peer *pp,
 	return false;
 }
 
+unsigned
+policy_max_leased_gpus(const struct policy *p)
+{
+	(void)p;
+	return 0;		/* no leases to bound */
+}
+
 /* ---- lease.h: no ledger (leases are Unix peers' processes) ------------- */
 
 int
