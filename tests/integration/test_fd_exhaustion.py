@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 from conftest import linux_only
-from zeushelp import as_user, device_pid, run_as
+from zeushelp import as_user, device_pid, request_as
 
 HERE = Path(__file__).resolve().parent
 NOBODY = 65534
@@ -49,29 +49,9 @@ print(answered)
 """
 
 # One write as this user: prints its status and body.
-WRITE = """
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(b"POST /gpu/set_power_limit?gpu_ids=0&block=true"
-          b"&power_limit_mw=" + sys.argv[2].encode() + b" HTTP/1.1\\r\\n"
-          b"Host: z\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")
-data = b""
-while True:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    data += chunk
-head, _, body = data.partition(b"\\r\\n\\r\\n")
-print(head.split(b" ")[1].decode(), body.decode())
-"""
-
-
 def write_as(uid, d, mw):
-    r = run_as(uid, sys.executable, "-c", WRITE, d.sock, mw)
-    assert r.returncode == 0, r.stderr
-    status, _, body = r.stdout.strip().partition(" ")
-    return int(status), body
+    return request_as(d, uid, uid, "POST", "/gpu/set_power_limit?gpu_ids=0"
+                      f"&block=true&power_limit_mw={mw}")
 
 
 def open_fds(pid):

@@ -11,12 +11,11 @@ zeusd says what a caller may use in GET /auth/whoami's "devices"
 """
 import json
 import os
-import sys
 
 import pytest
 
 from conftest import BUILD, linux_only
-from zeushelp import run_as
+from zeushelp import request_as, run_as
 
 ZEUS = BUILD / "zeus"
 NOBODY = 65534
@@ -33,22 +32,6 @@ users = [1]
 scopes = ["gpu-read", "cpu-read"]
 gpus = [1, 2]
 """
-
-WHOAMI = """
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(b"GET /auth/whoami HTTP/1.1\\r\\nHost: z\\r\\n"
-          b"Connection: close\\r\\n\\r\\n")
-data = b""
-while True:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    data += chunk
-print(data.partition(b"\\r\\n\\r\\n")[2].decode())
-"""
-
 
 def client_env(extra=None):
     """This environment less zeusd's own settings, and `extra`."""
@@ -81,9 +64,9 @@ def marker(start_public):
 
 
 def whoami(d, uid):
-    r = run_as(uid, sys.executable, "-c", WHOAMI, d.sock, env=client_env())
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    status, body = request_as(d, uid, uid, "GET", "/auth/whoami")
+    assert status == 200, body
+    return json.loads(body)
 
 
 @linux_only("unix-socket")
