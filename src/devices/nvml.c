@@ -602,7 +602,11 @@ nvml_get_persistence_mode(struct gpu_backend *b, unsigned gpu, bool *enabled,
 
 /*
  * Both clock domains: the memory reset runs even if the GPU reset failed,
- * and a domain the driver has no reset for is skipped (write_lacks).
+ * and a domain the driver has no reset for is skipped (write_lacks). A
+ * domain the GPU answers Not Supported for is skipped too when the other
+ * one was reset: it cannot be locked, so there is nothing to reset (an
+ * H200 on driver 580 refuses memory locked clocks this way,
+ * docs/hardware.md). Both unsupported is still the GPU's error.
  */
 static int
 nvml_reset_locked_clocks(const struct nvml_ctx *c, struct nvml_gpu *g,
@@ -617,6 +621,12 @@ nvml_reset_locked_clocks(const struct nvml_ctx *c, struct nvml_gpu *g,
 	if (c->fn.reset_gpu_clocks == NULL && c->fn.reset_mem_clocks == NULL)
 		return nvml_fail_lacks(err, gpu, "reset_locked_clocks",
 		    "nvmlDeviceResetGpuLockedClocks");
+	if (rc_mem == NVML_ERROR_NOT_SUPPORTED && rc_gpu == NVML_SUCCESS &&
+	    c->fn.reset_gpu_clocks != NULL)
+		rc_mem = NVML_SUCCESS;
+	else if (rc_gpu == NVML_ERROR_NOT_SUPPORTED && rc_mem == NVML_SUCCESS &&
+	    c->fn.reset_mem_clocks != NULL)
+		rc_gpu = NVML_SUCCESS;
 	if (rc_gpu != NVML_SUCCESS)
 		return nvml_fail(c, err, gpu,
 		    "reset_locked_clocks (GPU clocks)", true, rc_gpu);

@@ -769,9 +769,14 @@ def test_reset_locked_clocks_tries_both_reports_first(sim):
         assert sorted(sim.log.writes()) == [
             (fn, g, ["AUTO"]) for g in (0, 1, 2)]
         return
+    # GPU 1: both domains unsupported is the GPU's error; GPU 2: a domain
+    # the GPU cannot lock (memory, as an H200 answers) has nothing to
+    # reset, so resetting the other one is the whole answer
     sim.control("fail nvmlDeviceResetGpuLockedClocks 0 NO_PERMISSION",
                 "fail nvmlDeviceResetMemoryLockedClocks 0 UNKNOWN",
-                "fail nvmlDeviceResetMemoryLockedClocks 1 NOT_SUPPORTED")
+                "fail nvmlDeviceResetGpuLockedClocks 1 NOT_SUPPORTED",
+                "fail nvmlDeviceResetMemoryLockedClocks 1 NOT_SUPPORTED",
+                "fail nvmlDeviceResetMemoryLockedClocks 2 NOT_SUPPORTED")
     r = sim.write("reset_locked_clocks", "0,1,2")
     assert r.status_code == 403, r.text
     errs = r.json()["errors"]
@@ -784,6 +789,8 @@ def test_reset_locked_clocks_tries_both_reports_first(sim):
         (fn, g, []) for g in (0, 1, 2)
         for fn in ("nvmlDeviceResetGpuLockedClocks",
                    "nvmlDeviceResetMemoryLockedClocks"))
+    r = sim.write("reset_locked_clocks", "2")
+    assert r.status_code == 200, r.text
 
 
 def test_power_falls_back_to_average(sim_start, target):
