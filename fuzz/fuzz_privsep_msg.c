@@ -20,6 +20,11 @@
  * limits, or an end of nothing but its ids; without a warden here the
  * executor refuses it.
  *
+ * The input also goes through the boundary's table (psop_dispatch) as the
+ * device process's channel thread takes it: what the table accepts has a
+ * row, that row's exact size, no descriptor, and a reply of at most the
+ * largest reply's size.
+ *
  * The network side's reply check gets the input too (as a whole reply
  * and laid over a valid one): what it accepts must have a NUL-terminated
  * message, valid kinds and the id and op asked for.
@@ -32,6 +37,7 @@
 #include "common/sockdiag.h"
 #include "devices/gpu.h"
 #include "devices/rapl.h"
+#include "privsep/boundary.h"
 #include "privsep/exec.h"
 #include "privsep/msg.h"
 
@@ -175,6 +181,26 @@ run_one(const uint8_t *data, size_t size, const struct psmsg_limits *l)
 
 	cur = l;
 	calls = 0;
+	{
+		static union psop_msg m;
+		static union psop_reply out;
+		size_t outlen = 0;
+		uint32_t op;
+
+		if (psop_dispatch(&x, l, data, size, -1, 0, &m, &out, &outlen,
+		    why, sizeof(why)) == 0) {
+			const struct psop *row;
+
+			memcpy(&op, data + 4, sizeof(op));
+			row = psop_find(op);
+			must(row != NULL && size == row->size &&
+			    !(row->flags & PSOP_FD) && outlen > 0 &&
+			    outlen <= sizeof(out));
+		} else {
+			must(why[0] != '\0');
+		}
+		calls = 0;
+	}
 	if (size == sizeof(tok)) {
 		/* the token request: checked, then (no key here) refused */
 		if (psmsg_token_check(data, size, &tok, why, sizeof(why)) != 0) {

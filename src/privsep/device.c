@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "boundary.h"
 
 struct psdev_chan {
 	struct psdev *d;
@@ -112,86 +113,6 @@ psdev_recv(int chan, void *buf, size_t len, int *fd, bool *bad)
 	return n;
 }
 
-/*
- * One datagram, told apart by its size (a request, a token, an audit
- * line, writes, a TCP owner's look-up, a Slurm step), checked in full and
- * run. 0 with the reply to send in *out (*rep, or for writes a reply of
- * its own) and its length in *outlen,
- * or -1 with `why` (a message that does not check out). `fd`, the
- * descriptor that came with it (-1: none), is closed here; `bad`: more
- * came, or not SCM_RIGHTS.
- */
-struct psdev_writes {
-	struct psmsg_writes w;
-	struct psmsg_writes_reply rep;
-};
-
-static int
-psdev_one(struct psdev *d, const void *raw, size_t n, int fd, bool bad,
-    struct psdev_writes *wr, struct psmsg_reply *rep, const void **out,
-    size_t *outlen, char *why, size_t whysz)
-{
-	/* on the stack: static _Thread_local would put it in every thread */
-	struct psmsg_token tok;
-	struct psmsg_audit audit;
-	struct psmsg_tcp_owner owner;
-	struct psmsg_slurm_step step;
-	/* 7 + 33 KiB: the channel's own (psdev_main's `wr`), not TLS, which
-	 * every thread of the process would carry */
-	struct psmsg_writes *writes = &wr->w;
-	struct psmsg_writes_reply *wrep = &wr->rep;
-	struct psmsg_request req;
-	bool big = n == sizeof(tok) || n == sizeof(audit) ||
-	    n == sizeof(*writes) || n == sizeof(owner) || n == sizeof(step);
-	int rc = 0;
-
-	why[0] = '\0';
-	*out = rep;
-	*outlen = sizeof(*rep);
-	memset(&req, 0, sizeof(req));
-	if (n == sizeof(tok))
-		(void)psmsg_token_check(raw, n, &tok, why, whysz);
-	else if (n == sizeof(audit))
-		(void)psmsg_audit_check(raw, n, &d->lim, &audit, why, whysz);
-	else if (n == sizeof(*writes))
-		(void)psmsg_writes_check(raw, n, &d->lim, writes, why, whysz);
-	else if (n == sizeof(owner))
-		(void)psmsg_tcp_owner_check(raw, n, &owner, why, whysz);
-	else if (n == sizeof(step))
-		(void)psmsg_slurm_step_check(raw, n, &d->lim, &step, why,
-		    whysz);
-	else
-		(void)psmsg_request_check(raw, n, &d->lim, &req, why, whysz);
-	if (why[0] == '\0' && bad)
-		snprintf(why, whysz, "more than one descriptor, or not "
-		    "SCM_RIGHTS");
-	else if (why[0] == '\0' && !big && req.op == PSMSG_PEER && fd == -1)
-		snprintf(why, whysz, "a peer request without its socket");
-	else if (why[0] == '\0' && fd != -1 && (big || req.op != PSMSG_PEER))
-		snprintf(why, whysz, "a descriptor with a request that takes "
-		    "none");
-	if (why[0] != '\0')
-		rc = -1;
-	else if (n == sizeof(tok))
-		psexec_token(&d->x, &tok, rep);
-	else if (n == sizeof(audit))
-		psexec_audit(&d->x, &audit, rep);
-	else if (n == sizeof(owner))
-		psexec_tcp_owner(&d->x, &owner, rep);
-	else if (n == sizeof(step))
-		psexec_slurm_step(&d->x, &step, rep);
-	else if (n == sizeof(*writes)) {
-		psexec_writes(&d->x, writes, wrep);
-		*out = wrep;
-		*outlen = psmsg_writes_reply_size(writes->n);
-	} else
-		psexec_run(&d->x, &req, fd, rep);
-	explicit_bzero(&tok, sizeof(tok));
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
 static void *
 psdev_main(void *arg)
 {
@@ -199,15 +120,13 @@ psdev_main(void *arg)
 	struct psdev *d = c->d;
 	/* one byte more than the largest request: a longer one shows */
 	union {
-		struct psmsg_request req;
-		struct psmsg_token tok;
-		struct psmsg_audit audit;
-		struct psmsg_writes writes;
-		char raw[sizeof(struct psmsg_token) + 1];
+		union psop_msg m;
+		char raw[sizeof(union psop_msg) + 1];
 	} in;
-	struct psmsg_reply rep;
-	struct psdev_writes wr;		/* 40 KiB of this thread's stack */
-	const void *out;
+	/* the checked copy and the reply: 2 x 40 KiB of this thread's stack,
+	 * not TLS, which every thread of the process would carry */
+	union psop_msg msg;
+	union psop_reply out;
 	size_t outlen;
 	char why[128];
 	ssize_t n;
@@ -220,15 +139,16 @@ psdev_main(void *arg)
 			continue;
 		if (n <= 0)
 			break;		/* end of file: the network side left */
-		if (psdev_one(d, in.raw, (size_t)n, fd, bad, &wr, &rep, &out,
-		    &outlen, why, sizeof(why)) != 0) {
+		if (psop_dispatch(&d->x, &d->lim, in.raw, (size_t)n, fd, bad,
+		    &msg, &out, &outlen, why, sizeof(why)) != 0) {
 			psdev_refuse(d, why);
 			break;
 		}
-		if ((size_t)n == sizeof(in.tok))	/* no token stays */
-			explicit_bzero(&in, sizeof(in));
+		/* no token stays (n fits: a longer one was refused) */
+		explicit_bzero(&in, (size_t)n < sizeof(in) ? (size_t)n :
+		    sizeof(in));
 		do
-			n = send(c->fd, out, outlen, MSG_NOSIGNAL);
+			n = send(c->fd, &out, outlen, MSG_NOSIGNAL);
 		while (n < 0 && errno == EINTR);
 		if (n != (ssize_t)outlen)
 			break;		/* the network side left mid-request */

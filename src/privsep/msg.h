@@ -343,31 +343,10 @@ _Static_assert(sizeof(struct psmsg_write_result) == 4 * 4 + ZERR_MSG_MAX,
 _Static_assert(sizeof(struct psmsg_writes_reply) == 2 * 4 + 8 + 2 * 4 +
     PSMSG_WRITES_MAX * sizeof(struct psmsg_write_result),
     "struct psmsg_writes_reply has padding");
-_Static_assert(sizeof(struct psmsg_audit) != sizeof(struct psmsg_token) &&
-    sizeof(struct psmsg_audit) != sizeof(struct psmsg_request) &&
-    sizeof(struct psmsg_writes) != sizeof(struct psmsg_token) &&
-    sizeof(struct psmsg_writes) != sizeof(struct psmsg_audit) &&
-    sizeof(struct psmsg_writes) != sizeof(struct psmsg_request),
-    "requests are told apart by their size");
 _Static_assert(sizeof(struct psmsg_tcp_owner) == sizeof(struct
     psmsg_request) + 4 * 4 + 2 * 16, "struct psmsg_tcp_owner has padding");
-_Static_assert(sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_request) &&
-    sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_token) &&
-    sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_audit) &&
-    sizeof(struct psmsg_tcp_owner) != sizeof(struct psmsg_writes),
-    "requests are told apart by their size");
 _Static_assert(sizeof(struct psmsg_slurm_step) == sizeof(struct
     psmsg_request) + 6 * 4 + 2 * 8, "struct psmsg_slurm_step has padding");
-_Static_assert(sizeof(struct psmsg_slurm_step) != sizeof(struct
-    psmsg_request) && sizeof(struct psmsg_slurm_step) != sizeof(struct
-    psmsg_token) && sizeof(struct psmsg_slurm_step) != sizeof(struct
-    psmsg_audit) && sizeof(struct psmsg_slurm_step) != sizeof(struct
-    psmsg_writes) && sizeof(struct psmsg_slurm_step) != sizeof(struct
-    psmsg_tcp_owner), "requests are told apart by their size");
-_Static_assert(sizeof(struct psmsg_writes) < sizeof(struct psmsg_token) &&
-    sizeof(struct psmsg_tcp_owner) < sizeof(struct psmsg_token) &&
-    sizeof(struct psmsg_slurm_step) < sizeof(struct psmsg_token),
-    "the device process's buffer is sized for the token request");
 
 /* What the device process serves: the bounds a request is checked against. */
 struct psmsg_limits {

@@ -561,13 +561,29 @@ test_reset_locked_clocks(void **state)
 	    "rc=GPU_IS_LOST"), 1);
 
 	/* Only the second fails: its error is reported. */
-	write_control("fail nvmlDeviceResetMemoryLockedClocks 2 "
-	    "NOT_SUPPORTED\n");
+	write_control("fail nvmlDeviceResetMemoryLockedClocks 2 UNKNOWN\n");
 	assert_int_equal(b.ops->write(&b, 2, &w, &err), -1);
-	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_int_equal(err.kind, ZERR_INTERNAL);
 	assert_non_null(strstr(err.msg, "memory"));
 	assert_int_equal(log_count("nvmlDeviceResetGpuLockedClocks 2 "
 	    "rc=SUCCESS"), 1);
+
+	/*
+	 * A domain the GPU cannot lock (an H200's memory clocks answer Not
+	 * Supported): nothing to reset there, the other reset is the answer.
+	 */
+	write_control("fail nvmlDeviceResetMemoryLockedClocks 3 "
+	    "NOT_SUPPORTED\n");
+	zerr_clear(&err);
+	assert_int_equal(b.ops->write(&b, 3, &w, &err), 0);
+	assert_int_equal(log_count("nvmlDeviceResetMemoryLockedClocks 3 "
+	    "rc=NOT_SUPPORTED"), 1);
+	/* both unsupported: the GPU's error */
+	write_control("fail nvmlDeviceResetGpuLockedClocks 0 NOT_SUPPORTED\n"
+	    "fail nvmlDeviceResetMemoryLockedClocks 0 NOT_SUPPORTED\n");
+	assert_int_equal(b.ops->write(&b, 0, &w, &err), -1);
+	assert_int_equal(err.kind, ZERR_INVALID);
+	assert_non_null(strstr(err.msg, "Not Supported"));
 	b.ops->destroy(&b);
 }
 
