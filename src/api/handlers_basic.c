@@ -13,7 +13,7 @@
 
 #include "devices/rapl.h"
 #include "access/auth.h"
-#include "http/handlers.h"
+#include "api/handlers.h"
 #include "node/node.h"
 #include "access/peer.h"
 #include "http/query.h"

@@ -15,7 +15,7 @@
 #include "common/jsonw.h"
 #include "devices/cpu_cmd.h"
 #include "api/batch.h"
-#include "http/handlers.h"
+#include "api/handlers.h"
 #include "api/handlers_util.h"
 #include "node/node.h"
 #include "http/reply_share.h"

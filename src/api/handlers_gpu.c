@@ -35,7 +35,7 @@
 #include "api/batch.h"
 #include "access/lease.h"
 #include "access/peer.h"
-#include "http/handlers.h"
+#include "api/handlers.h"
 #include "api/handlers_util.h"
 #include "node/node.h"
 #include "http/query.h"

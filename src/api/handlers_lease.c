@@ -14,7 +14,7 @@
  * Energy is read only here, at a lease's start and at its end: an idle
  * daemon with leases open reads nothing.
  */
-#include "http/handlers.h"
+#include "api/handlers.h"
 
 #include <stdlib.h>
 #include <string.h>

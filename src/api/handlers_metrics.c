@@ -31,7 +31,7 @@
 #include "access/lease.h"
 #include "api/batch.h"
 #include "http/deadline.h"
-#include "http/handlers.h"
+#include "api/handlers.h"
 #include "api/handlers_util.h"
 #include "node/node.h"
 #include "http/gate.h"
@@ -496,7 +496,7 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 	    "Device requests whose client left while they waited "
 	    "unsuspended; their commands ran, their answer was dropped.",
 	    atomic_load(&srv->ctx.orphaned));
-	stats_write(&srv->stats, out);
+	stats_write(&srv->stats, srv->ctx.routes, out);
 }
 
 static void

@@ -13,7 +13,7 @@
  * (access/slurmjobs.h). The call blocks on the look-up pool, never on the
  * loop.
  */
-#include "http/handlers.h"
+#include "api/handlers.h"
 
 #include <stdint.h>
 #include <stdlib.h>

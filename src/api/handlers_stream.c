@@ -7,7 +7,7 @@
  * connection and answers the never-ending SSE response (handlers_reply_
  * stream). The stream module does everything after that.
  */
-#include "http/handlers.h"
+#include "api/handlers.h"
 
 #include "api/handlers_util.h"
 #include "api/streams.h"

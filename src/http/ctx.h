@@ -29,8 +29,14 @@ struct tokens;
 struct reply_share;
 struct MHD_Response;
 struct request;
+struct routes;
 
 struct http_ctx {
+	/*
+	 * The route table (router.h), the api's (api/routes.h: api_routes),
+	 * handed over by the wiring: http names no handler itself.
+	 */
+	const struct routes *routes;
 	const struct zeusd_config *cfg;
 	struct node *node;
 	/*

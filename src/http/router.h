@@ -3,7 +3,9 @@
  * router.h - one canonical path decides the route, its method, its API group
  * and the scope a token needs. The same lookup serves routing and
  * authorisation, so no spelling of a path can reach a route under a weaker
- * scope.
+ * scope. The table is not http's: the layer that has the handlers (src/api,
+ * api/routes.c) makes it, and the wiring hands it to the server (ctx.h,
+ * `routes`), so http names no handler.
  */
 #ifndef ZEUS_ROUTER_H
 #define ZEUS_ROUTER_H
@@ -31,8 +33,14 @@ struct route {
 	int op;				/* handler-specific operation */
 };
 
-/* Looks up a canonical path; NULL when unknown. */
-const struct route *router_lookup(const char *path);
+/* A route table: `n` routes, each path once. */
+struct routes {
+	const struct route *table;
+	size_t n;
+};
+
+/* Looks up a canonical path in `rt`; NULL when unknown. */
+const struct route *router_lookup(const struct routes *rt, const char *path);
 
 /*
  * Canonicalises a percent-encoded request path (no query) into `out`:
@@ -42,8 +50,5 @@ const struct route *router_lookup(const char *path);
  */
 int router_canonical_path(const char *raw, size_t len, char *out,
     size_t size);
-
-/* The table, for tests and docs. */
-const struct route *router_routes(size_t *count);
 
 #endif

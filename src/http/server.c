@@ -370,7 +370,7 @@ server_dispatch(struct request *req)
 		    "--tcp-allowed-hosts (refused against DNS rebinding)"));
 		return;
 	}
-	r = router_lookup(req->path);
+	r = router_lookup(ctx->routes, req->path);
 	/* /auth/whoami: with auth, or on the Unix socket (the peer's uid) */
 	if (r != NULL && r->needs_auth_enabled && !ctx->auth &&
 	    (req->cstate == NULL || req->cstate->peer.kind != PEER_UNIX))
@@ -462,7 +462,8 @@ server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	if (req == NULL)
 		return;
 	if (req->status != 0)
-		stats_record(&srv->stats, req->route, req->status);
+		stats_record(&srv->stats, srv->ctx.routes, req->route,
+		    req->status);
 	request_log(req, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	gate_release(req);
 	/*
@@ -649,6 +650,11 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 
 	if (!srv->configured && server_configure(srv, err) != 0)
 		return -1;
+	if (srv->ctx.routes == NULL || srv->ctx.routes->n > STATS_MAX_ROUTES) {
+		zerr_set(err, ZERR_INTERNAL, "The server was handed %s route "
+		    "table", srv->ctx.routes == NULL ? "no" : "too large a");
+		return -1;
+	}
 	/* here: after the wiring raised the limit and set ctx.leases */
 	srv->conn_limit = server_conn_limit(srv);
 	if (srv->conn_limit < SERVER_CONNECTION_LIMIT)

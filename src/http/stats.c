@@ -19,10 +19,11 @@ stats_status_index(unsigned status)
 }
 
 void
-stats_record(struct stats *st, const struct route *r, unsigned status)
+stats_record(struct stats *st, const struct routes *rt,
+    const struct route *r, unsigned status)
 {
-	size_t n, idx = STATS_MAX_ROUTES;
-	const struct route *table = router_routes(&n);
+	size_t n = rt->n, idx = STATS_MAX_ROUTES;
+	const struct route *table = rt->table;
 
 	if (r != NULL && r >= table && r < table + n &&
 	    (size_t)(r - table) < STATS_MAX_ROUTES)
@@ -32,10 +33,10 @@ stats_record(struct stats *st, const struct route *r, unsigned status)
 }
 
 void
-stats_write(struct stats *st, FILE *out)
+stats_write(struct stats *st, const struct routes *rt, FILE *out)
 {
-	size_t n;
-	const struct route *table = router_routes(&n);
+	size_t n = rt->n;
+	const struct route *table = rt->table;
 
 	fputs("# HELP zeusd_http_requests_total HTTP requests answered, by "
 	    "route (\"other\" for unknown paths) and status.\n"

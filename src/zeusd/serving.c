@@ -4,6 +4,7 @@
  */
 #include "zeusd/serving.h"
 
+#include "api/routes.h"
 #include "api/streams.h"
 #include "common/log.h"
 #include "common/pool.h"
@@ -13,6 +14,7 @@ serving_prepare(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, unsigned threads, unsigned queue, struct zerr *err)
 {
 	srv->ctx.node = node;
+	srv->ctx.routes = api_routes();
 	if (streams_create(cfg, node, &srv->ctx.streams, err) != 0 ||
 	    pool_create(threads, queue, &srv->ctx.lookups, err) != 0)
 		return -1;

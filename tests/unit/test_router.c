@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "api/routes.h"
 #include "http/router.h"
 #include "http/stats.h"
 
@@ -73,8 +74,9 @@ test_too_long(void **state)
 static void
 test_table_invariants(void **state)
 {
-	size_t n;
-	const struct route *r = router_routes(&n);
+	const struct routes *rt = api_routes();
+	const struct route *r = rt->table;
+	size_t n = rt->n;
 
 	assert_true(n >= 17);
 	/* every route gets its own request counter in /metrics */
@@ -85,7 +87,7 @@ test_table_invariants(void **state)
 		    strcmp(r[i].path, "/gpu/release") == 0 ||
 		    strncmp(r[i].path, "/slurm/", 7) == 0;
 
-		assert_ptr_equal(router_lookup(r[i].path), &r[i]);
+		assert_ptr_equal(router_lookup(rt, r[i].path), &r[i]);
 		if (write) {
 			assert_string_equal(r[i].method, "POST");
 			assert_int_equal(r[i].group, GROUP_GPU_CONTROL);
@@ -105,8 +107,8 @@ test_table_invariants(void **state)
 			    strcmp(r[i].path, "/time") == 0 ||
 			    strcmp(r[i].path, "/auth/whoami") == 0);
 	}
-	assert_null(router_lookup("/gpu/set_power_limit/"));
-	assert_null(router_lookup("/GPU/set_power_limit"));
+	assert_null(router_lookup(rt, "/gpu/set_power_limit/"));
+	assert_null(router_lookup(rt, "/GPU/set_power_limit"));
 }
 
 int

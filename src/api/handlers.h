@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * handlers.h - the route handlers, one function per endpoint. Each parses
+ * handlers.h - the route handlers, one function per endpoint (the route
+ * table, routes.c, names them; http calls them through it). Each parses
  * its query with query_parse(), builds device commands (never calling a
  * backend itself) and answers through request.h.
  */
