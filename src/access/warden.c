@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,6 +46,7 @@
 
 #include "access/audit.h"
 #include "access/auth.h"
+#include "access/journal.h"
 #include "access/lease.h"
 #include "access/peer.h"
 #include "access/policy.h"
@@ -108,7 +110,14 @@ struct wgpu {
 	char comm[IDENTITY_COMM_MAX];
 	int pidfd[WARDEN_MAX_PIDS];
 	pid_t pid[WARDEN_MAX_PIDS];
+	uint64_t start[WARDEN_MAX_PIDS];	/* procstat_start_ticks */
 	unsigned npid;
+	/*
+	 * Taken back from the lease journal at start-up (warden_recover):
+	 * the network process does not know this lease, so the journal's
+	 * watcher thread restores it when its processes are gone.
+	 */
+	bool adopted;
 	/* the values before the lease's first change of each setting */
 	bool has_limit, has_persist, gpu_clocks, mem_clocks;
 	uint32_t limit_mw;
@@ -140,6 +149,15 @@ struct warden {
 	atomic_ulong refused;
 	struct wgpu *gpu;		/* [cfg.ngpu] */
 	struct slurmjobs *jobs;		/* the Slurm job steps that hold GPUs */
+	/* the lease journal (--state-dir): -1 none */
+	int jdir;
+	char boot[JOURNAL_BOOT_LEN + 1];
+	/* the watcher of leases taken back from it (warden_recover) */
+	struct gpu_backend *jb;
+	pthread_mutex_t jlock;
+	pthread_cond_t jcond;
+	bool jstop, jrunning;
+	pthread_t jthread;
 };
 
 static time_t
@@ -194,6 +212,20 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	}
 	w->cfg = *cfg;
+	w->jdir = -1;
+	pthread_mutex_init(&w->jlock, NULL);
+	pthread_cond_init(&w->jcond, NULL);
+	if (cfg->state_dir != NULL && cfg->leases &&
+	    (journal_boot_id(w->boot, err) != 0 ||
+	    (w->jdir = journal_open_dir(cfg->state_dir, err)) < 0)) {
+		slurmjobs_destroy(w->jobs);
+		free(w->slot);
+		free(w->freed);
+		free(w->gpu);
+		free(w->tok);
+		free(w);
+		return -1;
+	}
 	pthread_mutex_init(&w->lock, NULL);
 	w->closed_head = w->closed_tail = NO_SLOT;
 	/* a random start: a handle from an earlier run names nothing */
@@ -222,6 +254,7 @@ static void
 wgpu_end(struct wgpu *g)
 {
 	g->held = false;
+	g->adopted = false;
 	atomic_store(&g->holder_key, 0);
 	g->ended = true;
 	g->ended_uid = g->uid;
@@ -233,6 +266,16 @@ warden_destroy(struct warden *w)
 {
 	if (w == NULL)
 		return;
+	pthread_mutex_lock(&w->jlock);
+	w->jstop = true;
+	pthread_cond_broadcast(&w->jcond);
+	pthread_mutex_unlock(&w->jlock);
+	if (w->jrunning)
+		pthread_join(w->jthread, NULL);
+	if (w->jdir >= 0)
+		close(w->jdir);
+	pthread_cond_destroy(&w->jcond);
+	pthread_mutex_destroy(&w->jlock);
 	for (uint32_t i = 0; i < w->nused; i++)
 		free(w->slot[i]);
 	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
@@ -738,6 +781,7 @@ wgpu_live(struct wgpu *g)
 			continue;
 		}
 		g->pidfd[k] = g->pidfd[i];
+		g->start[k] = g->start[i];
 		g->pid[k++] = g->pid[i];
 	}
 	g->npid = k;
@@ -787,6 +831,7 @@ wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
 		known |= g->pid[i] == p->pid;
 	if (!known && p->pidfd >= 0 && g->npid < WARDEN_MAX_PIDS) {
 		g->pidfd[g->npid] = p->pidfd;
+		g->start[g->npid] = p->start;
 		g->pid[g->npid++] = p->pid;
 		p->pidfd = -1;
 	}
@@ -857,6 +902,346 @@ audit_ran(const struct audit_who *a, unsigned gpu, const struct gpu_write *wr,
 }
 
 
+/* ---- The lease journal (--state-dir, journal.h) --------------------------- */
+
+/* GPU `gpu`'s record as the journal keeps it. */
+static void
+rec_of(const struct wgpu *g, unsigned gpu, struct journal_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->gpu = gpu;
+	r->uid = (uint32_t)g->uid;
+	r->has_limit = g->has_limit;
+	r->limit_mw = g->limit_mw;
+	r->has_persist = g->has_persist;
+	r->persist = g->persist;
+	r->gpu_clocks = g->gpu_clocks;
+	r->mem_clocks = g->mem_clocks;
+	for (unsigned i = 0; i < g->npid && i < JOURNAL_MAX_PIDS; i++) {
+		r->pid[r->npid] = (int32_t)g->pid[i];
+		r->start[r->npid++] = g->start[i];
+	}
+}
+
+static bool
+rec_pending(const struct journal_rec *r)
+{
+	return r->has_limit || r->has_persist || r->gpu_clocks ||
+	    r->mem_clocks;
+}
+
+/*
+ * The journal made to match the record (lock held): the file replaced, or
+ * removed when nothing waits for a restore. 0, or -1 with err.
+ */
+static int
+journal_keep(struct warden *w, const struct wgpu *g, unsigned gpu,
+    struct zerr *err)
+{
+	struct journal_rec r;
+
+	if (w->jdir < 0)
+		return 0;
+	rec_of(g, gpu, &r);
+	if (!g->held || !rec_pending(&r))
+		return journal_remove(w->jdir, gpu, err);
+	return journal_save(w->jdir, &r, w->boot, err);
+}
+
+/* journal_keep where nothing can be refused any more: a failure is logged. */
+static void
+journal_keep_logged(struct warden *w, const struct wgpu *g, unsigned gpu)
+{
+	char q[ZERR_MSG_MAX + 64];
+	struct zerr e;
+
+	zerr_clear(&e);
+	if (journal_keep(w, g, gpu, &e) != 0)
+		zlog(ZLOG_ERROR, "lease_journal_failed", "gpu=%u error=%s "
+		    "msg=\"the journal may not match the lease until its "
+		    "next change\"", gpu, zlog_quote(q, sizeof(q), e.msg));
+}
+
+/*
+ * Before a write of non-root peer `p` runs (lock held): the lease as it
+ * will be if the write succeeds goes to the journal first, when it
+ * changes what the journal holds (a new lease, a setting's first change,
+ * a new holder process). 0, or -1 with err (503: nothing runs).
+ */
+static int
+journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
+    const struct wwho *p, const struct gpu_write *wr,
+    const struct wbefore *bf, struct zerr *err)
+{
+	unsigned t = gpu_write_touches(wr->op);
+	struct journal_rec r, now;
+	bool known = false;
+
+	if (w->jdir < 0)
+		return 0;
+	memset(&now, 0, sizeof(now));
+	if (g->held)
+		rec_of(g, gpu, &now);
+	r = now;
+	r.gpu = gpu;
+	r.uid = (uint32_t)p->uid;
+	if ((t & GPU_SETTING_POWER_LIMIT) && !r.has_limit && bf->limit_ok) {
+		r.has_limit = true;
+		r.limit_mw = bf->limit_mw;
+	}
+	if ((t & GPU_SETTING_PERSISTENCE) && !r.has_persist &&
+	    bf->persist_ok) {
+		r.has_persist = true;
+		r.persist = bf->persist;
+	}
+	r.gpu_clocks |= (t & GPU_SETTING_GPU_CLOCKS) != 0;
+	r.mem_clocks |= (t & GPU_SETTING_MEM_CLOCKS) != 0;
+	for (unsigned i = 0; i < r.npid; i++)
+		known |= r.pid[i] == (int32_t)p->pid;
+	if (!known && p->proc_known && r.npid < JOURNAL_MAX_PIDS) {
+		r.pid[r.npid] = (int32_t)p->pid;
+		r.start[r.npid++] = p->start;
+	}
+	if (!rec_pending(&r) || memcmp(&r, &now, sizeof(r)) == 0)
+		return 0;
+	return journal_save(w->jdir, &r, w->boot, err);
+}
+
+/*
+ * Every setting the lease changed, back to its recorded value (lock
+ * held), each write audited with `reason`; the lease ends when all are
+ * back, and the journal follows. true when all went back.
+ */
+static bool
+restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
+    unsigned gpu, const char *reason)
+{
+	struct audit_who holder;
+	bool all = true;
+
+	memset(&holder, 0, sizeof(holder));
+	holder.unix_peer = true;
+	holder.uid = g->uid;
+	holder.pid = g->last_pid;
+	snprintf(holder.user, sizeof(holder.user), "%s", g->user);
+	for (unsigned k = 0; k < 4; k++) {
+		struct gpu_write wr;
+		struct wbefore bf;
+		struct zerr e;
+		bool *flag;
+
+		memset(&wr, 0, sizeof(wr));
+		switch (k) {
+		case 0:
+			flag = &g->has_limit;
+			wr.op = GPU_SET_POWER_LIMIT;
+			wr.power_limit_mw = g->limit_mw;
+			break;
+		case 1:
+			flag = &g->has_persist;
+			wr.op = GPU_SET_PERSISTENCE_MODE;
+			wr.enabled = g->persist;
+			break;
+		case 2:
+			flag = &g->gpu_clocks;
+			wr.op = GPU_RESET_GPU_LOCKED_CLOCKS;
+			break;
+		default:
+			flag = &g->mem_clocks;
+			wr.op = GPU_RESET_MEM_LOCKED_CLOCKS;
+			break;
+		}
+		if (!*flag)
+			continue;
+		zerr_clear(&e);
+		memset(&bf, 0, sizeof(bf));
+		if (audit_enabled())
+			before_read(b, gpu, &wr, &bf);
+		if (b->ops->write(b, gpu, &wr, &e) == 0)
+			*flag = false;
+		else
+			all = false;
+		audit_ran(&holder, gpu, &wr, &bf, all ? 0 : -1, &e, reason);
+	}
+	if (!wgpu_pending(g))
+		wgpu_end(g);
+	journal_keep_logged(w, g, gpu);
+	return all;
+}
+
+#define JOURNAL_WATCH_MS 250
+
+/*
+ * The watcher of the leases taken back at start-up: every
+ * JOURNAL_WATCH_MS, while
+ * one is left, each whose processes are all gone is restored (the network
+ * process, which restores the leases it took itself, never heard of
+ * these). Nothing runs when none was taken back.
+ */
+static void *
+journal_watch(void *arg)
+{
+	struct warden *w = arg;
+	bool left = true;
+
+	pthread_mutex_lock(&w->jlock);
+	while (!w->jstop && left) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += JOURNAL_WATCH_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&w->jcond, &w->jlock, &until);
+		if (w->jstop)
+			break;
+		pthread_mutex_unlock(&w->jlock);
+		left = false;
+		for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+			struct wgpu *g = &w->gpu[i];
+
+			pthread_mutex_lock(&g->lock);
+			if (g->adopted && g->held && !wgpu_live(g)) {
+				zlog(ZLOG_INFO, "lease_journal_holder_exited",
+				    "gpu=%u uid=%u", i, (unsigned)g->uid);
+				(void)restore_all(w, g, w->jb, i,
+				    "process_exit");
+			}
+			if (!g->held)
+				g->adopted = false;
+			left |= g->adopted;
+			pthread_mutex_unlock(&g->lock);
+		}
+		pthread_mutex_lock(&w->jlock);
+	}
+	pthread_mutex_unlock(&w->jlock);
+	return NULL;
+}
+
+/* The holder processes of `r` that still run (pid and start time). */
+static void
+adopt_pids(struct wgpu *g, const struct journal_rec *r)
+{
+	g->npid = 0;
+	for (unsigned i = 0; i < r->npid; i++) {
+		uint64_t start;
+		int fd = (int)syscall(SYS_pidfd_open, (pid_t)r->pid[i], 0);
+
+		if (fd < 0)
+			continue;
+		if (procstat_start_ticks((pid_t)r->pid[i], &start) != 0 ||
+		    start != r->start[i] || pidfd_exited(fd)) {
+			close(fd);	/* gone, or its pid is another's now */
+			continue;
+		}
+		g->pidfd[g->npid] = fd;
+		g->pid[g->npid] = (pid_t)r->pid[i];
+		g->start[g->npid++] = r->start[i];
+	}
+}
+
+int
+warden_recover(struct warden *w, struct gpu_backend *b)
+{
+	static const char *const bad_names[] = {
+		[JOURNAL_GARBLED] = "garbled",
+		[JOURNAL_OTHER_BOOT] = "other_boot",
+		[JOURNAL_UNSAFE] = "unsafe",
+	};
+	bool any = false;
+	int held = 0;
+
+	if (w->jdir < 0)
+		return 0;
+	w->jb = b;
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct wgpu *g = &w->gpu[i];
+		struct journal_rec r;
+		enum journal_bad bad;
+		char why[160], q[200];
+		struct passwd pw, *res = NULL;
+		char pwbuf[1024];
+		int rc = journal_load(w->jdir, i, w->boot, &r, &bad, why,
+		    sizeof(why));
+
+		if (rc == 1)
+			continue;
+		if (rc != 0) {
+			zlog(bad == JOURNAL_OTHER_BOOT ? ZLOG_INFO : ZLOG_ERROR,
+			    "lease_journal_refused", "gpu=%u reason=%s why=%s "
+			    "msg=\"%s\"", i, bad_names[bad], zlog_quote(q,
+			    sizeof(q), why), bad == JOURNAL_OTHER_BOOT ?
+			    "GPU settings do not outlive a reboot: the record "
+			    "is dropped" : bad == JOURNAL_GARBLED ? "what the "
+			    "GPU was before its lease is unknown: it is left "
+			    "as it is (check it: nvidia-smi -q); the file is "
+			    "kept as gpu-N.lease.refused" : "the file is not "
+			    "trusted and not read: the GPU is left as it is "
+			    "(check it: nvidia-smi -q)");
+			if (bad == JOURNAL_OTHER_BOOT) {
+				struct zerr e;
+
+				(void)journal_remove(w->jdir, i, &e);
+			} else if (bad == JOURNAL_GARBLED) {
+				(void)journal_set_aside(w->jdir, i);
+			}
+			continue;
+		}
+		pthread_mutex_lock(&g->lock);
+		memset(&g->has_limit, 0, sizeof(*g) - offsetof(struct wgpu,
+		    has_limit));
+		g->held = true;
+		g->uid = (uid_t)r.uid;
+		atomic_store(&g->holder_key, (uint64_t)r.uid + 1);
+		if (getpwuid_r((uid_t)r.uid, &pw, pwbuf, sizeof(pwbuf),
+		    &res) == 0 && res != NULL)
+			snprintf(g->user, sizeof(g->user), "%s", pw.pw_name);
+		g->has_limit = r.has_limit;
+		g->limit_mw = r.limit_mw;
+		g->has_persist = r.has_persist;
+		g->persist = r.persist;
+		g->gpu_clocks = r.gpu_clocks;
+		g->mem_clocks = r.mem_clocks;
+		adopt_pids(g, &r);
+		g->first_pid = g->last_pid = r.npid > 0 ? r.pid[0] : 0;
+		if (g->npid > 0) {
+			g->adopted = true;
+			any = true;
+			held++;
+			zlog(ZLOG_INFO, "lease_journal_taken_back", "gpu=%u "
+			    "uid=%u processes=%u msg=\"the lease holds again; "
+			    "it is restored when they exit\"", i,
+			    (unsigned)r.uid, g->npid);
+			journal_keep_logged(w, g, i);
+		} else if (restore_all(w, g, b, i,
+		    "holder_gone_while_zeusd_was_down")) {
+			zlog(ZLOG_INFO, "lease_journal_restored", "gpu=%u "
+			    "uid=%u msg=\"its holder is gone: the GPU is put "
+			    "back\"", i, (unsigned)r.uid);
+		} else {
+			/* retried by the watcher, refused to others meanwhile */
+			g->adopted = true;
+			any = true;
+			zlog(ZLOG_ERROR, "lease_journal_restore_failed",
+			    "gpu=%u uid=%u msg=\"retried every %d ms\"", i,
+			    (unsigned)r.uid, JOURNAL_WATCH_MS);
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	if (any) {
+		int e = pthread_create(&w->jthread, NULL, journal_watch, w);
+
+		if (e == 0)
+			w->jrunning = true;
+		else
+			zlog(ZLOG_ERROR, "lease_journal_watch_failed",
+			    "error=\"%s\"", strerror(e));
+	}
+	return held;
+}
+
 /*
  * A restore: only of a change recorded here, only to the recorded value,
  * only when the holder's processes are gone, the holder or root released
@@ -925,6 +1310,7 @@ restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 	}
 	if (!wgpu_pending(g))		/* every change is back: it ends */
 		wgpu_end(g);
+	journal_keep_logged(w, g, gpu);
 	return 0;
 }
 
@@ -1130,10 +1516,18 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	    (((t & GPU_SETTING_POWER_LIMIT) && !(g->held && g->has_limit)) ||
 	    ((t & GPU_SETTING_PERSISTENCE) && !(g->held && g->has_persist)))))
 		before_read(b, gpu, wr, &bf);
+	/* written ahead: on disk before the GPU changes (journal.h) */
+	if (w->cfg.leases && p != NULL && p->uid != 0 &&
+	    journal_ahead(w, g, gpu, p, wr, &bf, err) != 0) {
+		pthread_mutex_unlock(&g->lock);
+		goto refused;
+	}
 	rc = b->ops->write(b, gpu, wr, err);
 	if (rc == 0 && w->cfg.leases && p != NULL && p->uid != 0)
 		wgpu_take(g, p, wr, bf.limit_ok, bf.limit_mw, bf.persist_ok,
 		    bf.persist);
+	else if (rc != 0 && w->cfg.leases && p != NULL && p->uid != 0)
+		journal_keep_logged(w, g, gpu);	/* back to what holds */
 	pthread_mutex_unlock(&g->lock);
 	if (p != NULL)
 		who_of(p, c, &a);

@@ -83,11 +83,27 @@ struct warden_config {
 	 * split; "" unknown): a peer's socket must be connected to it.
 	 */
 	char listen_path[108];
+	/*
+	 * --state-dir: the lease journal's directory (journal.h), opened by
+	 * warden_create (NULL: no journal; only with leases).
+	 */
+	const char *state_dir;
 };
 
 int warden_create(const struct warden_config *cfg, struct warden **out,
     struct zerr *err);
 void warden_destroy(struct warden *w);
+
+/*
+ * Start-up, before any request is served: the leases the journal holds
+ * (--state-dir) are taken back. One whose holder still runs (its pid with
+ * the same start time) holds again and is restored when those processes
+ * exit; one whose holder is gone is restored now (audited with reason
+ * holder_gone_while_zeusd_was_down). A file from another boot is dropped;
+ * a garbled one is set aside and its GPU left as it is; one that is not
+ * root's and private is not read. Returns the leases that hold again.
+ */
+int warden_recover(struct warden *w, struct gpu_backend *b);
 
 /* The calls privsep/exec.c makes (struct psexec_guard), ctx = w. */
 void warden_guard(struct warden *w, struct psexec_guard *g);

@@ -49,6 +49,7 @@ struct zeusd_config {
 	bool audit_required;			/* --audit-required */
 	bool gpu_leases;			/* --gpu-leases */
 	bool restore_on_shutdown;		/* --restore-on-shutdown */
+	const char *state_dir;			/* --state-dir; NULL: none */
 	const char *nvml_library;		/* NULL: the driver's */
 	const char *rapl_dir;			/* NULL: default detection */
 	bool simulate;

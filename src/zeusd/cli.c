@@ -137,7 +137,7 @@ enum {
 	OPT_NVML_LIBRARY, OPT_RAPL_DIR, OPT_SIMULATE, OPT_POLICY,
 	OPT_AUDIT_LOG, OPT_GPU_LEASES, OPT_RESTORE_ON_SHUTDOWN, OPT_USER,
 	OPT_NO_PRIVSEP, OPT_AUDIT_REQUIRED, OPT_TCP_ALLOWED_HOSTS,
-	OPT_PIPE_NAME, OPT_PIPE_SDDL,
+	OPT_PIPE_NAME, OPT_PIPE_SDDL, OPT_STATE_DIR,
 };
 
 static const struct option cli_serve_options[] = {
@@ -163,6 +163,7 @@ static const struct option cli_serve_options[] = {
 	{ "audit-required", no_argument, NULL, OPT_AUDIT_REQUIRED },
 	{ "gpu-leases", no_argument, NULL, OPT_GPU_LEASES },
 	{ "restore-on-shutdown", no_argument, NULL, OPT_RESTORE_ON_SHUTDOWN },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
 	{ "nvml-library", required_argument, NULL, OPT_NVML_LIBRARY },
@@ -245,6 +246,10 @@ static const struct cli_help {
 	    "                                 when its processes exit\n" },
 	{ OPT_RESTORE_ON_SHUTDOWN, CLI_OS_LINUX,
 	    "  --restore-on-shutdown          restore leased GPUs on SIGTERM\n" },
+	{ OPT_STATE_DIR, CLI_OS_LINUX,
+	    "  --state-dir DIR                keep a journal of the leases\n"
+	    "                                 there, so a restarted zeusd\n"
+	    "                                 takes them back (root's)\n" },
 	{ OPT_USER, CLI_OS_LINUX,
 	    "  --user NAME                    user of the network process\n"
 	    "                                 (default: zeusd if it exists,\n"
@@ -470,6 +475,12 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 		return 0;
 	case OPT_RESTORE_ON_SHUTDOWN:
 		cfg->restore_on_shutdown = true;
+		return 0;
+	case OPT_STATE_DIR:
+		if (arg[0] != '/')
+			return zerr_set(err, ZERR_INVALID, "--state-dir wants "
+			    "an absolute path");
+		cfg->state_dir = arg;
 		return 0;
 	case OPT_NVML_LIBRARY:
 		cfg->nvml_library = arg;

@@ -395,7 +395,8 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 	    .enabled = cfg->enabled, .unix_transport = cfg->mode == MODE_UDS,
 	    .tcp_transport = cfg->mode == MODE_TCP, .leases = cfg->gpu_leases,
 	    .audit_required = cfg->audit_required,
-	    .policy = srv->ctx.policy, .net = ends->net };
+	    .policy = srv->ctx.policy, .net = ends->net,
+	    .state_dir = cfg->state_dir };
 	struct psexec_guard guard;
 	struct logrelay *relay = NULL;
 	struct psdev *ps = NULL;
@@ -428,6 +429,8 @@ device_proc_run(const struct zeusd_config *cfg, struct server *srv,
 		device_failed(&err, status);
 		return;
 	}
+	/* before any request: the journal's leases are taken back */
+	(void)warden_recover(dev.warden, &node->gpu);
 	warden_guard(dev.warden, &guard);
 	x.guard = &guard;
 	(void)reaper_spare(dev.net);	/* the first of two: cannot fail */

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * journal.h - the lease journal: what a GPU lease changed, on disk before
+ * the change runs, so that a zeusd killed with the lease open can put the
+ * GPU back (or keep the lease) when it starts again (docs/design.md,
+ * "The lease journal"; docs/operations.md says where it lives).
+ *
+ * One small text file per leased GPU in the state directory
+ * (`--state-dir`), `gpu-N.lease`, replaced whole (written to
+ * `gpu-N.lease.tmp`, synced, renamed over, the directory synced), removed
+ * when the lease ends. It holds the boot it was written in, the holder's
+ * uid and processes (pid and start time, so a reused pid is never taken
+ * for the holder), and each setting's value before the lease's first
+ * change of it, closed by a SHA-256 of everything before it:
+ *
+ *   zeusd-lease 1
+ *   boot 6f0c...-...
+ *   gpu 0
+ *   uid 1000
+ *   limit_mw 300000          (only when the power limit was changed)
+ *   persistence 1            (likewise, the mode before: 0 or 1)
+ *   gpu_clocks 1             (GPU clocks were locked: reset them)
+ *   mem_clocks 1             (memory clocks were locked)
+ *   pid 4242 123456          (each holder process: pid, start ticks)
+ *   sum <64 hex digits>
+ *
+ * The reader (journal_parse) takes nothing else: every line known, in
+ * that order, each number in range, the sum matching. It is fuzzed
+ * (fuzz/fuzz_lease_journal.c).
+ */
+#ifndef ZEUS_ACCESS_JOURNAL_H
+#define ZEUS_ACCESS_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+#define JOURNAL_MAX_PIDS 64		/* WARDEN_MAX_PIDS */
+#define JOURNAL_MAX_BYTES 4096		/* a file's size at most */
+#define JOURNAL_BOOT_LEN 36		/* a boot id: 8-4-4-4-12 hex */
+#define JOURNAL_MAX_GPU 63
+
+struct journal_rec {
+	unsigned gpu;
+	uint32_t uid;
+	bool has_limit, has_persist, gpu_clocks, mem_clocks;
+	uint32_t limit_mw;
+	bool persist;
+	unsigned npid;
+	int32_t pid[JOURNAL_MAX_PIDS];
+	uint64_t start[JOURNAL_MAX_PIDS];
+};
+
+/*
+ * `r` as the file's bytes, for the boot `boot` (JOURNAL_BOOT_LEN chars);
+ * the length, or -1 when it does not fit `size`.
+ */
+int journal_format(const struct journal_rec *r, const char *boot, char *buf,
+    size_t size);
+
+/*
+ * Why a file was not taken (journal_parse, journal_load).
+ */
+enum journal_bad {
+	JOURNAL_OK = 0,
+	JOURNAL_GARBLED,		/* truncated, unknown line, bad sum */
+	JOURNAL_OTHER_BOOT,		/* written before the last reboot */
+	JOURNAL_UNSAFE,			/* not root's, writable by others, a
+					 * link, not a regular file */
+};
+
+/*
+ * Reads the bytes of one file: JOURNAL_OK with *r and the boot it names in
+ * boot[JOURNAL_BOOT_LEN + 1], or JOURNAL_GARBLED with `why`.
+ */
+enum journal_bad journal_parse(const char *buf, size_t len,
+    struct journal_rec *r, char *boot, char *why, size_t whysz);
+
+/* This boot's id (/proc/sys/kernel/random/boot_id): 0, or -1 with err. */
+int journal_boot_id(char boot[JOURNAL_BOOT_LEN + 1], struct zerr *err);
+
+/*
+ * Opens the state directory `path` (created 0700 when missing): root's
+ * (this process's user), not writable by group or others, not a link.
+ * The directory fd, or -1 with err.
+ */
+int journal_open_dir(const char *path, struct zerr *err);
+
+/* Writes and syncs GPU r->gpu's file (replaced whole); 0 or -1 with err. */
+int journal_save(int dirfd, const struct journal_rec *r, const char *boot,
+    struct zerr *err);
+
+/* Removes GPU `gpu`'s file (none is fine) and syncs; 0 or -1 with err. */
+int journal_remove(int dirfd, unsigned gpu, struct zerr *err);
+
+/*
+ * GPU `gpu`'s file: 1 when there is none, 0 with *r when it was taken, or
+ * -1 with `bad` and `why` (its boot is not `boot`, it is garbled or
+ * unsafe, or it names another GPU).
+ */
+int journal_load(int dirfd, unsigned gpu, const char *boot,
+    struct journal_rec *r, enum journal_bad *bad, char *why, size_t whysz);
+
+/*
+ * Moves GPU `gpu`'s file aside as gpu-N.lease.refused (an operator's to
+ * look at; it is not read again); 0 or -1.
+ */
+int journal_set_aside(int dirfd, unsigned gpu);
+
+#endif
