@@ -31,9 +31,11 @@ import sys
 # bottom up; a folder may include (and take symbols from) those before it
 # and itself. Folders on the same rung (overrides, privsep) may not reach
 # each other. os/ holds the platform seams' bodies (*_posix.c, *_win.c);
-# their interfaces are common/'s headers, so os/ sits just above common/.
+# their interfaces are common/'s headers (and they use struct zerr), so
+# os/ sits just above common/, and nothing of common/ may call into it.
 LAYERS = [
     ["common"],
+    ["os"],
     ["devices"],
     ["overrides", "privsep"],
     ["node"],
@@ -43,7 +45,7 @@ LAYERS = [
     ["zeusd"],
 ]
 # Beside the daemon: folder -> the highest daemon folder it stands on.
-# libzeus (src/lib) on common/ and devices/; the Slurm plugin and the zeus
+# libzeus (src/lib) on common/, os/ and devices/; the Slurm plugin and the zeus
 # tool (tools/) on common/ and libzeus's public interface (its headers in
 # include/zeus, its zeus_* functions: PUBLIC); the simulators (sim/) on
 # devices/ for the ABI declarations they implement (nvml_api.h,

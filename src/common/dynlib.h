@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dynlib.h - loading a shared library at run time and finding its symbols
- * (the NVML driver library or its simulator). dynlib_posix.c is dlopen and
- * dlsym; dynlib_win.c is LoadLibraryExA and GetProcAddress. meson picks one
- * by the host system (src/common/meson.build).
+ * (the NVML driver library or its simulator). os/dynlib_posix.c is dlopen
+ * and dlsym; os/dynlib_win.c is LoadLibraryExA and GetProcAddress. meson
+ * picks one by the host system (src/os/meson.build, meson.build).
  */
 #ifndef ZEUS_DYNLIB_H
 #define ZEUS_DYNLIB_H

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * membuf.h - a FILE that writes into memory, for text built with fprintf
- * (/metrics): open_memstream on Linux (membuf_posix.c); on Windows, which
- * has none, a temporary file that is deleted when closed and read back
- * whole (membuf_win.c).
+ * (/metrics): open_memstream on Linux (os/membuf_posix.c); on Windows,
+ * which has none, a temporary file that is deleted when closed and read
+ * back whole (os/membuf_win.c).
  */
 #ifndef ZEUS_MEMBUF_H
 #define ZEUS_MEMBUF_H

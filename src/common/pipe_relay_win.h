@@ -4,7 +4,7 @@
  * the named pipe's HTTP rides on sockets at both ends (zeusd's
  * libmicrohttpd, http/pipe_win.c; libzeus's libcurl, lib/os_win.c), and
  * this relays the bytes between the pipe and one end of a loopback socket
- * pair whose other end the HTTP library holds.
+ * pair whose other end the HTTP library holds (os/pipe_relay_win.c).
  *
  * Winsock has no socketpair (and AF_UNIX only on recent Windows, not
  * under wine's emulation for this): a pair is a TCP connection on

@@ -3,8 +3,8 @@
  * sock.h - the socket calls whose meaning differs between platforms, for
  * the shared HTTP and stream code: a socket is an int fd on Linux and a
  * Winsock SOCKET on Windows (closed by closesocket, shut down with SD_BOTH,
- * no MSG_NOSIGNAL, no SIOCOUTQ). sock_posix.c and sock_win.c; meson picks
- * one. The fds are libmicrohttpd's (MHD_socket, which fits an int on both).
+ * no MSG_NOSIGNAL, no SIOCOUTQ). os/sock_posix.c and os/sock_win.c; meson
+ * picks one. The fds are libmicrohttpd's (MHD_socket, which fits an int on both).
  */
 #ifndef ZEUS_SOCK_H
 #define ZEUS_SOCK_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wfile.h - reading a small configuration file whole on Windows
- * (wfile_win.c; the Windows build only): the signing key and the command
+ * (os/wfile_win.c; the Windows build only): the signing key and the command
  * overrides. The Linux build reads them through fileio.h and pathwalk.h.
  */
 #ifndef ZEUS_WFILE_H

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wipe.h - clearing secrets (key bytes, MACs) so the compiler cannot drop
- * it as a dead store: explicit_bzero on Linux (wipe_posix.c),
- * SecureZeroMemory on Windows (wipe_win.c).
+ * it as a dead store: explicit_bzero on Linux (os/wipe_posix.c),
+ * SecureZeroMemory on Windows (os/wipe_win.c).
  */
 #ifndef ZEUS_WIPE_H
 #define ZEUS_WIPE_H

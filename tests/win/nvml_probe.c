@@ -2,7 +2,7 @@
 /*
  * nvml_probe.c - the Windows build's NVML check (tests/integration/
  * test_windows.py runs it under wine): opens an NVML library through the
- * daemon's own NVML backend (src/devices/nvml.c over dynlib_win.c), prints
+ * daemon's own NVML backend (src/devices/nvml.c over os/dynlib_win.c), prints
  * one line per GPU, sets GPU 0's power limit to the middle of its range,
  * reads it back and restores the limit it found; with a second argument
  * "denied" it expects the write to be refused (the simulator told to answer

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dynlib_posix.c - dynlib.h with dlopen (Linux). */
-#include "dynlib.h"
+#include "common/dynlib.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

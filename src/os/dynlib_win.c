@@ -5,7 +5,7 @@
  * current directory, no PATH); a name with a slash or backslash is loaded
  * from there, with that folder searched for its own dependencies.
  */
-#include "dynlib.h"
+#include "common/dynlib.h"
 
 #include <stdio.h>
 #include <string.h>
