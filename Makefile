@@ -8,7 +8,7 @@
 #               static libraries it needs: scripts/win-deps.sh; docs/windows.md)
 #   make bench  benchmarks (docs/performance.md): bench-http (against
 #               nginx), bench-metrics (scrapes), bench-privsep (against
-#               --no-privsep), bench-streams (SSE, long)
+#               the build before), bench-streams (SSE, long)
 BUILD ?= build
 ASAN ?= build-asan
 

@@ -5,7 +5,8 @@
 #   bench/merge_bench.sh BUILD BASE_BUILD
 #
 # Starts each build's zeusd on the NVML simulator (8 GPUs, 2 simulated RAPL
-# packages, UDS), split and --no-privsep, and runs the load generator
+# packages, UDS; split, as zeusd always is since --no-privsep went, issue
+# 43), and runs the load generator
 # (bench/loadgen.c) on GET /gpu/get_power at each of CONNS connections, the
 # builds taking turns at going first, ROUNDS times (one-connection runs
 # pin the daemon's processes and the load generator to one CPU, as
@@ -49,11 +50,10 @@ cc -O2 -std=c17 -D_GNU_SOURCE -Wall -Wextra -o "$lg" "$root/bench/loadgen.c"
 
 # start NAME BUILD_DIR MODE [ENV=VALUE...]: the pid in $started
 start() {
-	local name=$1 b=$2 mode=$3 flag=()
+	local name=$1 b=$2 mode=$3
 	shift 3
-	[ "$mode" = single ] && flag=(--no-privsep)
 	env ZEUS_SIM_GPUS=8 ZEUSD_LOG=warn ZEUSD_MAX_CONNS_PER_PEER=0 "$@" \
-	    "$b/zeusd" serve --simulate "${flag[@]}" \
+	    "$b/zeusd" serve --simulate \
 	    --socket-path "$tmp/$name.sock" >"$tmp/$name.log" 2>&1 &
 	started=$!
 	daemons+=("$started")
@@ -90,7 +90,7 @@ results=$tmp/results.txt
 : >"$results"
 declare -A pid pp
 for b in build base; do
-	for m in privsep single; do
+	for m in privsep; do
 		[ $b = build ] && dir=$build || dir=$base
 		start "$b-$m" "$dir" "$m"
 		pid[$b-$m]=$started
@@ -102,7 +102,7 @@ for r in $(seq "$rounds"); do
 	echo "bench: round $r of $rounds" >&2
 	[ $((r % 2)) = 1 ] && order="build base" || order="base build"
 	for c in $conns_list; do
-		for m in privsep single; do
+		for m in privsep; do
 			for b in $order; do
 				P=()
 				pin=()
@@ -135,7 +135,7 @@ counts=$tmp/counts.txt
 : >"$counts"
 c=${conns_list##* }
 for b in build base; do
-	for m in privsep single; do
+	for m in privsep; do
 		[ $b = build ] && dir=$build || dir=$base
 		start "$b-$m-count" "$dir" "$m" ZEUS_SIM_LOG="$tmp/$b-$m.simlog"
 		before=$(grep -c ' nvmlDeviceGetFieldValues ' "$tmp/$b-$m.simlog" || true)
@@ -169,7 +169,7 @@ print()
 print("| mode | conns | req/s merged / base | ratio | p50 µs | p99 µs "
       "| CPU µs/req |")
 print("|---|---:|---:|---:|---:|---:|---:|")
-for m in ("privsep", "single"):
+for m in ("privsep",):
     for c in conns:
         a = lambda k: med(f"build-{m}", c, k)
         b = lambda k: med(f"base-{m}", c, k)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/pinned_ab.sh - one path at 1 connection, pinned to one CPU, for two
-# builds side by side (a change against the build before it), in both
-# modes (privilege separation on and --no-privsep).
+# builds side by side (a change against the build before it). (It also ran
+# both in `--no-privsep` until that flag went, issue 43: zeusd is always
+# two processes now.)
 #
 #   bench/pinned_ab.sh BASE_BUILD_DIR NEW_BUILD_DIR
 #
@@ -39,11 +40,10 @@ bench_single_setup pinned-ab "$root"
 # run ROUND NAME BUILD MODE: one daemon, one loadgen run; one line of
 # results, printed and kept.
 run() {
-	local r=$1 name=$2 b=$3 m=$4 sock=$tmp/s flag=() pids P=() p line
-	[ "$m" = single ] && flag=(--no-privsep)
+	local r=$1 name=$2 b=$3 m=$4 sock=$tmp/s pids P=() p line
 	rm -f "$sock"
 	ZEUS_SIM_GPUS=8 ZEUSD_LOG=warn ZEUSD_MAX_CONNS_PER_PEER=0 \
-	    "$b/zeusd" serve --simulate --socket-path "$sock" "${flag[@]}" \
+	    "$b/zeusd" serve --simulate --socket-path "$sock" \
 	    >"$tmp/log" 2>&1 &
 	pid=$!
 	for _ in $(seq 200); do
@@ -69,9 +69,7 @@ run() {
 echo "round build mode p50_us cpu_us_per_req" | tee "$tmp/results"
 for r in $(seq "$rounds"); do
 	run "$r" base "$base" privsep
-	run "$r" base "$base" single
 	run "$r" new "$new" privsep
-	run "$r" new "$new" single
 done
 
 python3 - "$tmp/results" <<'EOF'
@@ -79,11 +77,11 @@ import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]).read().splitlines()[1:]]
 med = {}
 for b in ("base", "new"):
-    for m in ("privsep", "single"):
+    for m in ("privsep",):
         sel = [r for r in rows if r[1] == b and r[2] == m]
         med[b, m] = (statistics.median(float(r[3]) for r in sel),
                      statistics.median(float(r[4]) for r in sel))
-for m in ("privsep", "single"):
+for m in ("privsep",):
     (bp, bc), (np_, nc) = med["base", m], med["new", m]
     print(f"{m}: p50 {bp:.1f} -> {np_:.1f} us ({np_ / bp:.2f}x), "
           f"CPU {bc:.1f} -> {nc:.1f} us/req ({nc / bc:.2f}x)")

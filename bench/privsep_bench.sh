@@ -1,6 +1,12 @@
 #!/bin/bash
-# bench/privsep_bench.sh - `make bench-privsep`: the cost of privilege
-# separation (issue 13), zeusd against `zeusd --no-privsep`, in one run.
+# bench/privsep_bench.sh - `make bench-privsep`: zeusd (two processes)
+# against the build before, in one run. It compared with `zeusd
+# --no-privsep` (issue 13) until that flag went (issue 43): zeusd is always
+# split now, so the "prev" columns are the same figures of a zeusd built
+# from an earlier commit (BENCH_PREV_REF, default HEAD~1: a release build
+# in a git worktree under $TMPDIR, kept between runs in
+# BENCH_PREV_BUILD, default /tmp/zeusd-bench-prev-<commit>), or of the
+# binary BENCH_PREV_ZEUSD names. nginx is bench/run.sh's (make bench-http).
 #
 #   bench/privsep_bench.sh [BUILD_DIR]      (default: build-bench)
 #
@@ -20,9 +26,9 @@
 #   - memory: RSS summed, PSS summed (smaps_rollup) and, where pagemap shows
 #     page frames (root), the distinct physical pages of the processes
 #     together (pages the processes share counted once).
-# In privsep mode every figure of the daemon is the sum over its three
-# processes: the device process (the pid started), the network process and
-# the socket janitor (its two children). Every measurement runs BENCH_ROUNDS times, the modes
+# Every figure of a daemon is the sum over its three processes: the device
+# process (the pid started), the network process and the socket janitor
+# (its two children). Every measurement runs BENCH_ROUNDS times, the modes
 # interleaved and taking turns at going first, and the median is reported:
 # the machine is shared, so the figures that mean something are the ratios
 # measured side by side. Ends with a markdown table and one verdict per
@@ -46,7 +52,7 @@ sconns=${BENCH_STREAM_CONNS:-1000}
 warm=0.2
 gpus=8
 hz=20
-modes="privsep single"
+modes="privsep prev"
 
 tmp=$(mktemp -d /tmp/zeusd-privsep-bench.XXXXXX)
 daemons=()
@@ -76,6 +82,25 @@ if ! grep -q "sse_load" "$build/build.ninja" 2>/dev/null; then
 fi
 ninja -C "$build" zeusd libnvml-sim.so sse_load >/dev/null
 zeusd=$build/zeusd
+# the build before: a binary given, or one built from BENCH_PREV_REF
+prev_ref=${BENCH_PREV_REF:-HEAD~1}
+if [ -n "${BENCH_PREV_ZEUSD:-}" ]; then
+	prev_zeusd=$BENCH_PREV_ZEUSD
+	export BENCH_PREV_LABEL=$BENCH_PREV_ZEUSD
+else
+	prev_commit=$(git -C "$root" rev-parse --short "$prev_ref")
+	prev=${BENCH_PREV_BUILD:-/tmp/zeusd-bench-prev-$prev_commit}
+	if [ ! -x "$prev/build/zeusd" ]; then
+		rm -rf "$prev"
+		git -C "$root" worktree add --detach "$prev" "$prev_commit" \
+		    >/dev/null 2>&1
+		meson setup "$prev/build" "$prev" -Dtests=false \
+		    --buildtype=release >/dev/null
+		ninja -C "$prev/build" zeusd libnvml-sim.so >/dev/null
+	fi
+	prev_zeusd=$prev/build/zeusd
+	export BENCH_PREV_LABEL="$prev_ref = $prev_commit"
+fi
 lg=$tmp/loadgen
 cc -O2 -std=c17 -D_GNU_SOURCE -Wall -Wextra -o "$lg" "$root/bench/loadgen.c"
 need=$((sconns + 64))
@@ -90,11 +115,11 @@ ulimit -Sn "$(ulimit -Hn)"
 # start_zeusd MODE NAME ARGS...: starts zeusd in the background (this
 # shell's child, so cleanup can wait for it); the pid is in $started.
 start_zeusd() {
-	local mode=$1 name=$2 flag=()
+	local mode=$1 name=$2 bin=$zeusd
 	shift 2
-	[ "$mode" = single ] && flag=(--no-privsep)
+	[ "$mode" = prev ] && bin=$prev_zeusd
 	ZEUS_SIM_GPUS=$gpus ZEUSD_LOG=warn ZEUSD_MAX_CONNS_PER_PEER=0 \
-	    "$zeusd" serve --simulate "${flag[@]}" "$@" >"$tmp/$name.log" 2>&1 &
+	    "$bin" serve --simulate "$@" >"$tmp/$name.log" 2>&1 &
 	started=$!
 	daemons+=("$started")
 }
@@ -124,17 +149,13 @@ wait_ready() {
 	exit 1
 }
 
-# procs MODE PID: the daemon's processes, the pid and (privsep) its two
-# children, the network process and the socket janitor.
+# procs MODE PID: the daemon's processes, the pid and its two children,
+# the network process and the socket janitor.
 procs() {
 	local kids
-	if [ "$1" = single ]; then
-		echo "$2"
-		return
-	fi
 	kids=$(cat /proc/"$2"/task/*/children 2>/dev/null | xargs)
 	if [ -z "$kids" ] || [ "$(echo "$kids" | wc -w)" != 2 ]; then
-		echo "bench: privsep zeusd $2 has children '$kids', not the" \
+		echo "bench: zeusd $2 ($1) has children '$kids', not the" \
 		    "network process and the janitor" >&2
 		exit 1
 	fi
@@ -301,7 +322,7 @@ run() {
 
 # order R: the modes, the first one changing every round.
 order() {
-	if [ $(( $1 % 2 )) = 1 ]; then echo "privsep single"; else echo "single privsep"; fi
+	if [ $(( $1 % 2 )) = 1 ]; then echo "privsep prev"; else echo "prev privsep"; fi
 }
 
 for r in $(seq "$rounds"); do
@@ -365,6 +386,7 @@ done
 # --- report ----------------------------------------------------------------------------
 python3 - "$results" "$streams" "$facts" "$rounds" "$dur" "$sdur" "$sconns" \
     "$idle_s" <<'EOF'
+import os
 import statistics
 import sys
 
@@ -373,7 +395,7 @@ rounds, dur, sdur, sconns, idle_s = sys.argv[4:9]
 parse = lambda line: dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 runs = [parse(l) for l in open(results)]
 sruns = [parse(l) for l in open(streams)]
-fact = {"privsep": {}, "single": {}}
+fact = {"privsep": {}, "prev": {}}
 for line in open(facts):
     mode, rest = line.split(" ", 1)
     fact[mode].update(parse(rest))
@@ -387,11 +409,11 @@ def med(rs, mode, key, **sel):
     return statistics.median(v) if v else float("nan")
 
 def per_round(rs, key, **sel):
-    """privsep/single per round: the spread the noise leaves."""
+    """this build / the build before, per round: the spread the noise leaves."""
     out = []
     for r in sorted({int(x["round"]) for x in rs}):
         a = vals(rs, "privsep", key, round=r, **sel)
-        b = vals(rs, "single", key, round=r, **sel)
+        b = vals(rs, "prev", key, round=r, **sel)
         if a and b and b[0]:
             out.append(f"{a[0] / b[0]:.2f}")
     return ", ".join(out)
@@ -411,30 +433,30 @@ for e in ("power", "energy"):
             sel = dict(endpoint=e, conns=1, pinned=pin)
             ratios[e, pin, k] = row(
                 f"{paths[e]}, 1 conn, {pin}: {k[:3]} µs",
-                med(runs, "privsep", k, **sel), med(runs, "single", k, **sel),
+                med(runs, "privsep", k, **sel), med(runs, "prev", k, **sel),
                 ",.0f", per_round(runs, k, **sel))
     sel = dict(endpoint=e, conns=1, pinned="pinned")
     row(f"{paths[e]}, 1 conn, pinned: CPU µs/req",
         med(runs, "privsep", "server_cpu_us_per_req", **sel),
-        med(runs, "single", "server_cpu_us_per_req", **sel), ",.1f",
+        med(runs, "prev", "server_cpu_us_per_req", **sel), ",.1f",
         per_round(runs, "server_cpu_us_per_req", **sel))
     sel = dict(endpoint=e, conns=50)
     ratios[e, "rps"] = row(f"{paths[e]}, 50 conns: req/s",
-        med(runs, "privsep", "rps", **sel), med(runs, "single", "rps", **sel),
+        med(runs, "privsep", "rps", **sel), med(runs, "prev", "rps", **sel),
         ",.0f", per_round(runs, "rps", **sel))
     row(f"{paths[e]}, 50 conns: CPU µs/req",
         med(runs, "privsep", "server_cpu_us_per_req", **sel),
-        med(runs, "single", "server_cpu_us_per_req", **sel), ",.1f",
+        med(runs, "prev", "server_cpu_us_per_req", **sel), ",.1f",
         per_round(runs, "server_cpu_us_per_req", **sel))
 
 sn = f"streams (a), {int(sconns):,} x 8 GPUs x 20 Hz"
 ratios["streams"] = row(f"{sn}: CPU % of one core",
-    med(sruns, "privsep", "cpu_pct"), med(sruns, "single", "cpu_pct"), ".1f",
+    med(sruns, "privsep", "cpu_pct"), med(sruns, "prev", "cpu_pct"), ".1f",
     per_round(sruns, "cpu_pct"))
 row(f"{sn}: events delivered", med(sruns, "privsep", "delivered"),
-    med(sruns, "single", "delivered"), ".4f", per_round(sruns, "delivered"))
+    med(sruns, "prev", "delivered"), ".4f", per_round(sruns, "delivered"))
 row(f"{sn}: gap p99 ms", med(sruns, "privsep", "gap_p99_ms"),
-    med(sruns, "single", "gap_p99_ms"), ".1f", per_round(sruns, "gap_p99_ms"))
+    med(sruns, "prev", "gap_p99_ms"), ".1f", per_round(sruns, "gap_p99_ms"))
 drops = {m: sum(int(r["dropped"]) + int(r["bad_status"]) for r in sruns
                 if r["label"] == m) for m in fact}
 
@@ -444,11 +466,11 @@ for key, when in (("idle", "after startup"), ("idle_after", "after load")):
     wk = {m: f"{F(m, key + '_wakeups')} ({F(m, key + '_woken_threads')})"
           for m in fact}
     rows.append(f"| idle {idle_s} s {when}: context switches (threads "
-                f"that woke) | {wk['privsep']} | {wk['single']} | - | |")
+                f"that woke) | {wk['privsep']} | {wk['prev']} | - | |")
     cpu = {m: f"{F(m, key + '_ticks_ms')} / {ms(F(m, key + '_sched_us'))}"
            for m in fact}
     rows.append(f"| idle {idle_s} s {when}: CPU ms (ticks / scheduler) "
-                f"| {cpu['privsep']} | {cpu['single']} | - | |")
+                f"| {cpu['privsep']} | {cpu['prev']} | - | |")
 
 mib = lambda v: "-" if v in ("-", "nan") else f"{int(float(v)) / 1024:.1f}"
 def stream_mem(m, what):
@@ -462,23 +484,25 @@ for key, when in (("idle", "idle"), ("load", "after request load"),
                   ("streams", f"{int(sconns):,} streams open")):
     for what, name in (("rss", "RSS summed"), ("pss", "PSS summed"),
                        ("union", "distinct pages")):
-        p, s = F("privsep", f"{key}_{what}_kib"), F("single", f"{key}_{what}_kib")
+        p, s = F("privsep", f"{key}_{what}_kib"), F("prev", f"{key}_{what}_kib")
         r = (f"{float(p) / float(s):.2f}x" if "-" not in (p, s) else "-")
         rows.append(f"| memory {when}: {name}, MiB | {mib(p)} | {mib(s)} "
                     f"| {r} | |")
 rows.append(f"| processes (threads) | {F('privsep', 'procs').count(',') + 1} "
-            f"({F('privsep', 'threads')}) | 1 ({F('single', 'threads')}) "
+            f"({F('privsep', 'threads')}) | {F('prev', 'procs').count(',') + 1} "
+            f"({F('prev', 'threads')}) "
             f"| - | |")
 
 print()
-print(f"### Privilege separation: zeusd vs `--no-privsep`, median of "
+print(f"### Privilege separation: zeusd vs the build before "
+      f"({os.environ.get('BENCH_PREV_LABEL', 'prev')}), median of "
       f"{rounds} rounds")
 print()
 print(f"8 simulated GPUs, 2 simulated RAPL packages, UDS; request runs of "
       f"{dur} s, stream windows of {sdur} s. privsep = device process + "
       f"network process + socket janitor, summed.")
 print()
-print("| figure | privsep | no-privsep | ratio | per-round ratios |")
+print("| figure | this build | build before | ratio | per-round ratios |")
 print("|---|---:|---:|---:|---|")
 for r in rows:
     print(r)
@@ -500,13 +524,13 @@ for e in ("power", "energy"):
 x = ratios["streams"]
 print(f"- streams (a) CPU <= 1.2x: {verdict(x <= 1.2)} ({x:.2f}x; "
       f"dropped or refused streams: privsep {drops['privsep']}, "
-      f"no-privsep {drops['single']})")
+      f"build before {drops['prev']})")
 w = {m: (int(F(m, "idle_wakeups")), int(F(m, "idle_after_wakeups")))
      for m in fact}
 print(f"- idle, zero wake-ups: {verdict(max(w['privsep']) == 0)} (context "
       f"switches in {idle_s} s, privsep {w['privsep'][0]} after startup and "
-      f"{w['privsep'][1]} after load; no-privsep {w['single'][0]} and "
-      f"{w['single'][1]})")
+      f"{w['privsep'][1]} after load; build before {w['prev'][0]} and "
+      f"{w['prev'][1]})")
 p_rss = int(F("privsep", "load_rss_kib")) / 1024
 p_pss = int(F("privsep", "load_pss_kib")) / 1024
 p_uni = F("privsep", "load_union_kib")
@@ -515,8 +539,8 @@ uni = f"{int(p_uni) / 1024:.1f} MiB distinct pages" if p_uni != "-" else \
 print(f"- the processes together (device, network, janitor) <= 8 MiB "
       f"(after request load): RSS summed "
       f"{verdict(p_rss <= 8)} ({p_rss:.1f} MiB); PSS summed "
-      f"{verdict(p_pss <= 8)} ({p_pss:.1f} MiB); {uni}; no-privsep RSS "
-      f"{int(F('single', 'load_rss_kib')) / 1024:.1f} MiB")
+      f"{verdict(p_pss <= 8)} ({p_pss:.1f} MiB); {uni}; build before RSS "
+      f"{int(F('prev', 'load_rss_kib')) / 1024:.1f} MiB")
 
 bad = [r for r in runs if int(r["non2xx"]) or int(r["transport_errors"])]
 if bad:

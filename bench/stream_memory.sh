@@ -5,7 +5,7 @@
 #   bench/stream_memory.sh [BUILD_DIR] [-- ZEUSD_SERVE_ARGS...]
 #
 # Starts BUILD_DIR/zeusd serve --simulate (8 GPUs, 20 Hz) with the extra
-# arguments (e.g. --no-privsep), opens CONNS (10000) streams of one GPU
+# arguments (e.g. --gpu-leases), opens CONNS (10000) streams of one GPU
 # each with BUILD_DIR/sse_load, waits until they are all up and SETTLE (8)
 # seconds more, and prints VmRSS, Pss and Anonymous of every process of the
 # daemon, then their sums. Needs the hard RLIMIT_NOFILE above CONNS + 64.

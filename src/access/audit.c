@@ -168,8 +168,9 @@ audit_open_readonly(void)
 }
 
 void
-audit_set_readonly(int fd)
+audit_set_readonly(const char *path, int fd)
 {
+	audit_path = path;		/* audit_enabled: the log is on */
 	atomic_store(&audit_ro, true);
 	audit_swap_fd(fd);
 }

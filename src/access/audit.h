@@ -62,12 +62,13 @@ void audit_replace_fd(int fd);
  * process writes every line, the network process's ones sent to it as
  * typed records (node_audit). The device process opens a read-only fd of
  * the file (audit_open_readonly: at start and at each SIGHUP) for the
- * network process, which keeps it (audit_set_readonly) only so that
- * audit_ready can check free space for --audit-required; a line this
- * process would write there is dropped and counted instead.
+ * network process, which keeps it (audit_set_readonly, with the path of
+ * --audit-log: the log is on there too) only so that audit_ready can
+ * check free space for --audit-required; a line this process would write
+ * there is dropped and counted instead.
  */
 int audit_open_readonly(void);
-void audit_set_readonly(int fd);
+void audit_set_readonly(const char *path, int fd);
 bool audit_readonly(void);
 
 /*

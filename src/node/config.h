@@ -53,7 +53,6 @@ struct zeusd_config {
 	const char *nvml_library;		/* NULL: the driver's */
 	const char *rapl_dir;			/* NULL: default detection */
 	bool simulate;
-	bool privsep;				/* off: --no-privsep */
 	const char *user;			/* --user; NULL: the default */
 };
 

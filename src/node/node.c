@@ -299,7 +299,7 @@ node_slurm_step(struct node *node, const struct node_slurm_step *s,
 	(void)s;
 	return zerr_set(err, ZERR_NOT_FOUND, "Not found: Slurm job steps are "
 	    "known to zeusd's device process, and this zeusd runs as one "
-	    "process (--no-privsep)");
+	    "process (zeusd.exe)");
 }
 
 void

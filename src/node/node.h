@@ -165,11 +165,12 @@ int node_open_devices(struct node *node, const struct zeusd_config *cfg,
 int node_start(struct node *node, struct zerr *err);
 
 /*
- * The network process's node: the same GPUs and packages as `dev` (the
- * device process's node, as copied by fork), reached through `pool`
+ * The network process's node: the same GPUs and packages as the device
+ * process's, as it described them (node_remote.h), reached through `pool`
  * (not owned), with its own workers started.
  */
-int node_open_remote(struct node *net, const struct node *dev,
+struct node_remote_desc;
+int node_open_remote(struct node *net, const struct node_remote_desc *dev,
     struct pschan_pool *pool, struct zerr *err);
 
 /*

@@ -9,7 +9,9 @@
  * nothing of privsep/.
  */
 #include "node/node.h"
+#include "node/node_remote.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,12 +68,82 @@ static const struct node_remote_ops node_remote_ops = {
 };
 
 int
-node_open_remote(struct node *net, const struct node *dev,
-    struct pschan_pool *pool, struct zerr *err)
+node_remote_describe(const struct node *dev, struct node_remote_desc *out,
+    struct zerr *err)
 {
 	struct gpu_backend devgpu = dev->gpu;	/* lacks take it non-const */
-	struct rapl_package_desc descs[PSMSG_MAX_PKGS];
-	struct psgpu_lacks *lacks;
+
+	memset(out, 0, sizeof(*out));
+	if (dev->ngpu > PSMSG_MAX_GPUS || dev->ncpu > PSMSG_MAX_PKGS)
+		return zerr_set(err, ZERR_INVALID, "%u GPUs and %u RAPL "
+		    "packages: privilege separation handles at most %d of "
+		    "each", dev->ngpu, dev->ncpu, PSMSG_MAX_GPUS);
+	out->queue_max = dev->queue_max;
+	out->overrides = dev->overrides;
+	if (dev->gpu.ops != NULL) {
+		out->has_gpu = true;
+		out->ngpu = dev->ngpu;
+		psgpu_lacks_of(&devgpu, &out->lacks);
+		memcpy(out->gpu_info, dev->gpu_info,
+		    dev->ngpu * sizeof(*out->gpu_info));
+		for (unsigned i = 0; i < dev->ngpu; i++)
+			if (devgpu.ops->lost(&devgpu, i))
+				out->lost |= 1ull << i;
+	}
+	if (dev->rapl != NULL) {
+		out->has_rapl = true;
+		out->ncpu = dev->ncpu;
+		for (unsigned i = 0; i < dev->ncpu; i++) {
+			rapl_describe(dev->rapl, i, &out->pkg[i]);
+			for (unsigned z = 0; z < 2; z++) {
+				const char *l = rapl_zone_label(dev->rapl, i,
+				    (enum rapl_zone)z);
+
+				if (l != NULL)
+					snprintf(out->label[i][z],
+					    sizeof(out->label[i][z]), "%s", l);
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * The packages as the device process described them, for psrapl_create
+ * (which takes their labels from a struct rapl): a stand-in whose
+ * counters read 0, closed once psrapl_create has the labels.
+ */
+static const char *
+node_desc_label(void *ctx, unsigned pkg, enum rapl_zone zone)
+{
+	const struct node_remote_desc *d = ctx;
+
+	return d->label[pkg][zone][0] != '\0' ? d->label[pkg][zone] : NULL;
+}
+
+static int
+node_desc_read(void *ctx, unsigned pkg, enum rapl_zone zone, uint64_t *uj,
+    struct zerr *err)
+{
+	(void)ctx;
+	(void)pkg;
+	(void)zone;
+	(void)err;
+	*uj = 0;
+	return 0;
+}
+
+static const struct rapl_source_ops node_desc_ops = {
+	.name = "described",
+	.read = node_desc_read,
+	.label = node_desc_label,
+};
+
+int
+node_open_remote(struct node *net, const struct node_remote_desc *dev,
+    struct pschan_pool *pool, struct zerr *err)
+{
+	struct rapl *described;
 	void *ctx;
 
 	memset(net, 0, sizeof(*net));
@@ -79,19 +151,16 @@ node_open_remote(struct node *net, const struct node *dev,
 	net->overrides = dev->overrides;
 	net->pool = pool;
 	net->remote = &node_remote_ops;
-	if (dev->gpu.ops != NULL) {
-		if ((lacks = malloc(sizeof(*lacks))) == NULL)
-			return zerr_set(err, ZERR_INTERNAL, "out of memory");
-		psgpu_lacks_of(&devgpu, lacks);
-		if (psgpu_create(pool, dev->ngpu, dev->gpu_info, lacks,
-		    &net->gpu, err) != 0) {
-			free(lacks);
+	if (dev->ngpu > PSMSG_MAX_GPUS || dev->ncpu > PSMSG_MAX_PKGS)
+		return zerr_set(err, ZERR_INTERNAL, "%u GPUs and %u RAPL "
+		    "packages: privilege separation handles at most %d of "
+		    "each", dev->ngpu, dev->ncpu, PSMSG_MAX_GPUS);
+	if (dev->has_gpu) {
+		if (psgpu_create(pool, dev->ngpu, dev->gpu_info, &dev->lacks,
+		    &net->gpu, err) != 0)
 			return -1;
-		}
-		free(lacks);
 		for (unsigned i = 0; i < dev->ngpu; i++)
-			psgpu_set_lost(&net->gpu, i,
-			    devgpu.ops->lost(&devgpu, i));
+			psgpu_set_lost(&net->gpu, i, (dev->lost >> i) & 1);
 		net->ngpu = dev->ngpu;
 		net->gpu_info = calloc(net->ngpu ? net->ngpu : 1,
 		    sizeof(*net->gpu_info));
@@ -100,19 +169,18 @@ node_open_remote(struct node *net, const struct node *dev,
 		memcpy(net->gpu_info, dev->gpu_info,
 		    net->ngpu * sizeof(*net->gpu_info));
 	}
-	if (dev->rapl != NULL) {
-		if (dev->ncpu > PSMSG_MAX_PKGS) {
+	if (dev->has_rapl) {
+		if (rapl_open_source(&node_desc_ops, (void *)dev, dev->pkg,
+		    dev->ncpu, &described, err) != 0) {
 			node_close(net);
-			return zerr_set(err, ZERR_INTERNAL, "%u RAPL packages: "
-			    "privilege separation handles at most %d (try "
-			    "--no-privsep)", dev->ncpu, PSMSG_MAX_PKGS);
+			return -1;
 		}
-		for (unsigned i = 0; i < dev->ncpu; i++)
-			rapl_describe(dev->rapl, i, &descs[i]);
-		if ((ctx = psrapl_create(pool, dev->rapl)) == NULL)
+		ctx = psrapl_create(pool, described);
+		rapl_close(described);
+		if (ctx == NULL)
 			goto oom;
 		/* rapl_open_source destroys ctx when it fails */
-		if (rapl_open_source(&psrapl_ops, ctx, descs, dev->ncpu,
+		if (rapl_open_source(&psrapl_ops, ctx, dev->pkg, dev->ncpu,
 		    &net->rapl, err) != 0) {
 			node_close(net);
 			return -1;

@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,6 +61,31 @@ pschan_pool_create(unsigned n, struct pschan_pool **out, int *peer,
 		}
 		p->fds[made] = p->free[made] = sv[0];
 		peer[made] = sv[1];
+	}
+	p->n = p->nfree = n;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	atomic_init(&p->next_id, 1);
+	*out = p;
+	return 0;
+}
+
+int
+pschan_pool_adopt(const int *fds, unsigned n, struct pschan_pool **out,
+    struct zerr *err)
+{
+	struct pschan_pool *p = calloc(1, sizeof(*p));
+
+	if (p == NULL || n == 0 || (p->fds = calloc(n, sizeof(int))) == NULL ||
+	    (p->free = calloc(n, sizeof(int))) == NULL) {
+		if (p != NULL)
+			free(p->fds);
+		free(p);
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	}
+	for (unsigned i = 0; i < n; i++) {
+		(void)fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+		p->fds[i] = p->free[i] = fds[i];
 	}
 	p->n = p->nfree = n;
 	pthread_mutex_init(&p->lock, NULL);

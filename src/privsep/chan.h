@@ -37,6 +37,14 @@ struct pschan_pool;
 int pschan_pool_create(unsigned n, struct pschan_pool **out, int *peer,
     struct zerr *err);
 
+/*
+ * A pool of the n channel ends fds[0..n-1] that a process was started with
+ * (the network process, exec'd with its ends at fixed numbers): taken, and
+ * made close-on-exec.
+ */
+int pschan_pool_adopt(const int *fds, unsigned n, struct pschan_pool **out,
+    struct zerr *err);
+
 /* Number of channels. */
 unsigned pschan_pool_size(const struct pschan_pool *p);
 

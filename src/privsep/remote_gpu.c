@@ -431,7 +431,7 @@ psgpu_create(struct pschan_pool *pool, unsigned ngpu,
 
 	if (ngpu > PSMSG_MAX_GPUS)
 		return zerr_set(err, ZERR_INTERNAL, "%u GPUs: privilege "
-		    "separation handles at most %d (try --no-privsep)", ngpu,
+		    "separation handles at most %d", ngpu,
 		    PSMSG_MAX_GPUS);
 	g = calloc(1, sizeof(*g));
 	l = malloc(sizeof(*l));

@@ -21,8 +21,8 @@
 enum spank_step_result {
 	SPANK_STEP_DONE,		/* 200 */
 	SPANK_STEP_NO_ZEUSD,		/* nothing listens, or 404 (a zeusd
-					 * without the routes: --no-privsep,
-					 * gpu-control off, an older one) */
+					 * without the routes: gpu-control
+					 * off, an older one) */
 	SPANK_STEP_REFUSED,		/* any other answer, or no answer */
 };
 

@@ -35,7 +35,6 @@ config_defaults(struct zeusd_config *cfg)
 	cfg->cpu_power_poll_hz = 10;
 	cfg->gpu_backend = GPU_BACKEND_AUTO;
 	cfg->enabled = GROUP_DEFAULT_SET;
-	cfg->privsep = true;
 	cli_os_defaults(cfg);
 }
 
@@ -254,10 +253,6 @@ static const struct cli_help {
 	    "  --user NAME                    user of the network process\n"
 	    "                                 (default: zeusd if it exists,\n"
 	    "                                 else nobody)\n" },
-	/* Windows zeusd is always one process (main_win.c) */
-	{ OPT_NO_PRIVSEP, CLI_OS_LINUX,
-	    "  --no-privsep                   one process, all of it root\n"
-	    "                                 (debugging and benchmarks only)\n" },
 	{ 'h', CLI_OS_ALL,
 	    "  -h, --help                     show this help\n" },
 	{ 0, CLI_OS_ALL,
@@ -495,8 +490,14 @@ cli_apply(struct zeusd_config *cfg, int opt, const char *arg, struct zerr *err)
 		cfg->user = arg;
 		return 0;
 	case OPT_NO_PRIVSEP:
-		cfg->privsep = false;
-		return 0;
+		/* gone, named so that the refusal says why (as OpenSSH did
+		 * with UsePrivilegeSeparation=no) */
+		return zerr_set(err, ZERR_INVALID, "--no-privsep is no longer "
+		    "supported: privilege separation is always on (an "
+		    "unprivileged, confined network process serves HTTP and "
+		    "asks the device process, which keeps root; "
+		    "docs/security.md, \"Privilege separation\"); remove the "
+		    "flag");
 	case OPT_SIMULATE:
 		cfg->simulate = true;
 		return 0;

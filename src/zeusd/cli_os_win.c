@@ -29,8 +29,6 @@ cli_os_defaults(struct zeusd_config *cfg)
 	cfg->socket_path = NULL;
 	cfg->enabled = GROUP_BIT(GROUP_GPU_CONTROL) |
 	    GROUP_BIT(GROUP_GPU_READ) | GROUP_BIT(GROUP_METRICS);
-	/* one process: there is no privilege separation on Windows */
-	cfg->privsep = false;
 }
 
 int

@@ -1,33 +1,39 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * network_proc.c - the network process (network_proc.h): serving HTTP,
- * and, in a split daemon, the confinement after the fork and the control
- * channel to the device process.
+ * network_proc.c - zeusd's network process (network_proc.h): its whole
+ * life, from the exec (netstart.h) to its exit; network_proc_main never
+ * returns.
  *
- * Serving is the same code in the network process of a split daemon and in
- * the one-process daemon (--no-privsep); what differs is a wiring (struct
- * serve_wiring): the network process's starts its control thread once it
- * serves and leaves SIGHUP to the device process, the one process reloads
- * itself (main.c).
+ * Start, in order: refuse unless started by zeusd's device process (the
+ * control channel at fd 3 is a socket whose other end is our parent, the
+ * start record at fd 4 is ours); parse the flags again; keep only the fds
+ * of netstart.h; take the policy, the audit log and the channels; open the
+ * node over the device process (node_open_remote); lose the filesystem
+ * (chroot), drop to the network user and install the seccomp filter
+ * (privsep/sandbox.c).
  *
  * Serving, in order: leases, streams, the loop and the shared readers on
- * it (a split daemon's), the server, READY=1, the watchdog; then the
- * signal loop (signals.h); then the stop: override commands first (a
- * request blocked in one gets its failed answer at once), then the server.
- * What was opened is torn down by main.c's one teardown, in its order.
+ * it, the server, the control thread, READY=1 (relayed: the device process
+ * sends it), the watchdog; then the signal loop (signals.h; SIGHUP is the
+ * device process's); then the stop: the server, then leases (restored with
+ * --restore-on-shutdown), streams, the node, and exit.
  */
 #include "zeusd/network_proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "access/audit.h"
 #include "access/lease.h"
+#include "access/policy.h"
 #include "api/streams.h"
 #include "common/fileio.h"
 #include "common/log.h"
@@ -35,16 +41,18 @@
 #include "common/pool.h"
 #include "common/procstat.h"
 #include "http/server.h"
+#include "http/tokens.h"
+#include "node/node.h"
+#include "node/node_remote.h"
 #include "node/remote_read.h"
 #include "node/remote_write.h"
-#include "overrides/reaper.h"
-#include "access/auth.h"
-#include "http/tokens.h"
 #include "privsep/chan.h"
 #include "privsep/control.h"
 #include "privsep/remote_gpu.h"
 #include "privsep/sandbox.h"
+#include "zeusd/cli.h"
 #include "zeusd/listen.h"
+#include "zeusd/netstart.h"
 #include "zeusd/notify.h"
 #include "zeusd/reload.h"
 #include "zeusd/serving.h"
@@ -53,6 +61,7 @@
 
 #define SHUTDOWN_GRACE_MS 5000	/* in-flight requests finish */
 #define SHUTDOWN_STUCK_MS 30000	/* then device commands, at most */
+#define SHUTDOWN_RESTORE_MS 10000	/* --restore-on-shutdown, at most */
 /*
  * Look-ups off the loop (common/pool.h): a Unix peer's identity, the
  * device process's figures. As many slow NSS answers as threads can be
@@ -61,18 +70,18 @@
 #define LOOKUP_THREADS 4
 #define LOOKUP_QUEUE 1024
 
-/* The network process of a split daemon: what its control thread needs. */
+/* What the control thread needs. */
 static struct {
 	int ctl;			/* our end of the control channel */
 	const struct zeusd_config *cfg;
 	struct server *srv;
 	struct node *node;
-	struct node dev;		/* the device node as forked: kept
-					 * reachable, never used or closed */
-	struct pschan_pool *pool;	/* reachable too: lives to the exit */
 } net = { .ctl = -1 };
 
-/* ---- The network process of a split daemon -------------------------------- */
+/* The start record: its node part is 40 KiB, not for a stack. */
+static struct netstart_info info;
+
+/* ---- The control channel ------------------------------------------------- */
 
 /*
  * A state for systemd, as the device process's kind of it (control.h):
@@ -180,65 +189,136 @@ network_fail(const char *what, const struct zerr *err)
 	_exit(1);
 }
 
-void
-network_proc_become(const struct zeusd_config *cfg, struct server *srv,
-    struct node *node, const struct split_ends *ends)
-{
-	const struct sandbox_user *user = ends->user;
-	struct pschan_pool *pool = ends->pool;
-	int listen_fd = ends->listen_fd;
-	int keep[PSMSG_MAX_GPUS + PSMSG_MAX_PKGS + 16];
-	unsigned nkeep = 0;
-	struct zerr err;
-	bool dropped = false, chrooted = false;
+/* ---- Start ---------------------------------------------------------------- */
 
-	keep[nkeep++] = 0;
-	keep[nkeep++] = 1;
-	keep[nkeep++] = 2;
-	keep[nkeep++] = listen_fd;
-	net.ctl = ends->ctl;
-	keep[nkeep++] = net.ctl;
-	if (audit_fileno() >= 0)
-		keep[nkeep++] = audit_fileno();
-	for (unsigned i = 0; i < pschan_pool_size(pool); i++)
-		keep[nkeep++] = pschan_pool_fd(pool, i);
-	/*
-	 * Every other fd goes: the device files, RAPL counters, the key,
-	 * anything a driver library opened. A memory image of the device
-	 * side remains (fork copies it), but nothing to reach a device
-	 * through.
-	 */
+/* Run by hand, or by anything but zeusd's device process: exit 2. */
+static _Noreturn void
+network_refuse(const char *why)
+{
+	fprintf(stderr, "zeusd: %s is the internal entry point of zeusd's "
+	    "network process, which `zeusd serve` starts with its channels "
+	    "open; it does not run by hand (%s)\n", NETSTART_ARG, why);
+	exit(2);
+}
+
+/*
+ * Started by zeusd's device process: the control channel is a
+ * SOCK_SEQPACKET socket made by our parent, as our user, and the start
+ * record is one of this binary's. Reads the record.
+ */
+static void
+network_check_start(void)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int type;
+	socklen_t tlen = sizeof(type);
+
+	if (getsockopt(NETSTART_FD_CTL, SOL_SOCKET, SO_TYPE, &type,
+	    &tlen) != 0 || type != SOCK_SEQPACKET)
+		network_refuse("fd 3 is not its control channel");
+	if (getsockopt(NETSTART_FD_CTL, SOL_SOCKET, SO_PEERCRED, &cr,
+	    &len) != 0 || cr.pid != getppid() || cr.uid != geteuid())
+		network_refuse("the control channel does not come from its "
+		    "parent");
+	if (pread(NETSTART_FD_INFO, &info, sizeof(info), 0) !=
+	    (ssize_t)sizeof(info) || info.magic != NETSTART_MAGIC ||
+	    info.size != sizeof(info) || info.nchan == 0 ||
+	    info.nchan > 4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS))
+		network_refuse("no start record at fd 4");
+	close(NETSTART_FD_INFO);
+}
+
+/*
+ * Only the fds of netstart.h stay (a device library's fd leaked without
+ * close-on-exec into the exec would go here too); the policy, the audit
+ * log and the channels are taken.
+ */
+static struct pschan_pool *
+network_take_fds(const struct zeusd_config *cfg, struct server *srv)
+{
+	int keep[NETSTART_FD_CHAN + 4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS)];
+	int chan[4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS)];
+	unsigned nkeep = 0;
+	struct pschan_pool *pool;
+	struct policy *p;
+	struct zerr err;
+
+	for (int fd = 0; fd < NETSTART_FD_CHAN; fd++)
+		if (fd != NETSTART_FD_INFO)
+			keep[nkeep++] = fd;
+	for (unsigned i = 0; i < info.nchan; i++)
+		keep[nkeep++] = chan[i] = NETSTART_FD_CHAN + (int)i;
 	if (fileio_close_all_but(keep, nkeep) != 0) {
 		zerr_set(&err, ZERR_INTERNAL, "cannot list /proc/self/fd");
 		network_fail("close_fds", &err);
 	}
-	reaper_disable();		/* no commands run here */
-	listen_forget_socket();		/* the device process removes it */
-	/*
-	 * The signing key is the device process's alone: ours is wiped
-	 * (auth_key_free) and tokens go there (PSMSG_TOKEN), their verdicts
-	 * kept here (http/tokens.h).
-	 */
-	if (srv->ctx.key != NULL) {
-		auth_key_free(srv->ctx.key);
-		srv->ctx.key = NULL;
-		if ((srv->ctx.tokens = tokens_create()) == NULL) {
+	(void)fcntl(NETSTART_FD_CTL, F_SETFD, FD_CLOEXEC);
+	(void)fcntl(NETSTART_FD_LISTEN, F_SETFD, FD_CLOEXEC);
+	net.ctl = NETSTART_FD_CTL;
+	if (info.policy) {
+		if (policy_read_fd(NETSTART_FD_POLICY, cfg->policy_file, &p,
+		    &err) != 0)
+			network_fail("policy", &err);
+		if (policy_holder_new(p, &srv->ctx.policy) != 0) {
+			policy_free(p);
 			zerr_set(&err, ZERR_INTERNAL, "out of memory");
-			network_fail("tokens", &err);
+			network_fail("policy", &err);
 		}
+		close(NETSTART_FD_POLICY);
 	}
-	notify_relay_to(network_relay);
+	/* the audit log is written by the device process only */
+	if (info.audit) {
+		(void)fcntl(NETSTART_FD_AUDIT, F_SETFD, FD_CLOEXEC);
+		audit_set_readonly(cfg->audit_log, NETSTART_FD_AUDIT);
+	}
+	if (pschan_pool_adopt(chan, info.nchan, &pool, &err) != 0)
+		network_fail("channels", &err);
+	return pool;
+}
+
+/*
+ * Everything up to serving: the configuration again, the fds, the node
+ * over the device process, then the confinement. On any failure it logs
+ * and exits 1.
+ */
+static void
+network_start(int argc, char **argv, struct zeusd_config *cfg,
+    struct server *srv, struct node *node)
+{
+	struct pschan_pool *pool;
+	struct zerr err;
+	bool dropped = false, chrooted = false;
+
+	/* the same flags, the same parser: the same configuration */
+	if (cli_parse_serve(argc - 1, argv + 1, cfg, stderr, &err) != 0)
+		network_fail("flags", &err);
+	cli_own_host_names(cfg);
+	memset(srv, 0, sizeof(*srv));
+	srv->ctx.cfg = cfg;
+	if (server_configure(srv, &err) != 0)
+		network_fail("environment", &err);
+	pool = network_take_fds(cfg, srv);
+	/*
+	 * The signing key is the device process's alone: tokens go there
+	 * (PSMSG_TOKEN), their verdicts kept here (http/tokens.h).
+	 */
+	srv->ctx.auth = info.auth;
+	if (info.auth && (srv->ctx.tokens = tokens_create()) == NULL) {
+		zerr_set(&err, ZERR_INTERNAL, "out of memory");
+		network_fail("tokens", &err);
+	}
+	if (info.notify)
+		notify_relay_from(info.watchdog_usec, network_relay);
 	net.cfg = cfg;
 	net.srv = srv;
-	net.dev = *node;
-	net.pool = pool;
-	if (node_open_remote(node, &net.dev, pool, &err) != 0)
+	if (node_open_remote(node, &info.node, pool, &err) != 0)
 		network_fail("devices", &err);
 	net.node = node;
 	/*
 	 * What is read from files later is opened now: /proc/self for
 	 * /metrics, and jansson's hash seed (/dev/urandom on the first JSON
-	 * object, unless the device side drew it before the fork).
+	 * object).
 	 */
 	if (procstat_keep() != 0)
 		zlog(ZLOG_WARN, "procstat_not_kept", "error=\"%s\" "
@@ -247,15 +327,15 @@ network_proc_become(const struct zeusd_config *cfg, struct server *srv,
 	json_object_seed(0);
 	if (sandbox_lose_fs(&chrooted, &err) != 0)
 		network_fail("chroot", &err);
-	if (user != NULL && sandbox_drop(user, &dropped, &err) != 0)
+	if (info.drop && sandbox_drop(&info.user, &dropped, &err) != 0)
 		network_fail("drop", &err);
 	if (sandbox_seccomp(&err) != 0)
 		network_fail("seccomp", &err);
-	if (user != NULL)
+	if (info.drop)
 		zlog(ZLOG_INFO, "network_process", "pid=%d user=%s uid=%u "
-		    "gid=%u chroot=%s seccomp=on", (int)getpid(), user->name,
-		    (unsigned)user->uid, (unsigned)user->gid,
-		    chrooted ? "on" : "off");
+		    "gid=%u chroot=%s seccomp=on", (int)getpid(),
+		    info.user.name, (unsigned)info.user.uid,
+		    (unsigned)info.user.gid, chrooted ? "on" : "off");
 	else
 		zlog(ZLOG_WARN, "network_process_not_dropped", "pid=%d uid=%u "
 		    "seccomp=on msg=\"zeusd does not run as root: the network "
@@ -263,26 +343,7 @@ network_proc_become(const struct zeusd_config *cfg, struct server *srv,
 		    (unsigned)getuid());
 }
 
-/* Once the server runs: reloads apply from here (network_proc.h). */
-static void
-network_serving(void)
-{
-	struct zerr err;
-	pthread_t t;
-
-	if (pthread_create(&t, NULL, network_ctl_main, NULL) != 0) {
-		zerr_set(&err, ZERR_INTERNAL, "cannot start a thread");
-		network_fail("control", &err);
-	}
-	pthread_detach(t);
-}
-
-const struct serve_wiring network_proc_wiring = {
-	.serving = network_serving,
-	.reload_elsewhere = "send it to the device process (the main PID)",
-};
-
-/* ---- Serving (the network process, and the one-process daemon) ------------ */
+/* ---- Serving ---------------------------------------------------------------- */
 
 /* The server's shutdown hooks (server.h): the streams end with it. */
 static void
@@ -304,32 +365,6 @@ serve_loop_nudge(void *ctx)
 	loop_nudge(ctx);
 }
 
-/* What the signal loop's SIGHUP handler needs. */
-struct serve_state {
-	const struct zeusd_config *cfg;
-	struct server *srv;
-	struct node *node;
-	const struct serve_wiring *w;
-	char where[300];
-	char groups[80];
-};
-
-static void
-serve_reload(void *arg)
-{
-	struct serve_state *st = arg;
-	int rc;
-
-	notify_send("RELOADING=1");
-	notify_status("Reloading the signing key and overrides");
-	rc = st->w->reload(st->cfg, st->srv, st->node);
-	notify_send("READY=1");
-	notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, auth %s%s",
-	    st->where, st->node->ngpu, st->node->ncpu, st->groups,
-	    st->srv->ctx.auth ? "on" : "off", rc > 0 ? " (last reload failed, "
-	    "see the log)" : "");
-}
-
 /* Leases, streams, the loop and its readers, the server; 0 or -1 (err). */
 static int
 serve_start(const struct zeusd_config *cfg, struct server *srv,
@@ -346,14 +381,11 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 	if (serving_prepare(cfg, srv, node, LOOKUP_THREADS, LOOKUP_QUEUE,
 	    err) != 0)
 		return -1;
-	/*
-	 * a split daemon's reads, and the writes requests wait for, are
-	 * answered on the network process's loop
-	 */
-	if (node->pool != NULL && (loop_create(&srv->ctx.loop, err) != 0 ||
+	/* the reads, and the writes requests wait for, answered on the loop */
+	if (loop_create(&srv->ctx.loop, err) != 0 ||
 	    remote_read_attach(node, srv->ctx.loop, rr, err) != 0 ||
 	    remote_write_attach(node, cfg->gpu_leases, srv->ctx.loop, rw,
-	    err) != 0))
+	    err) != 0)
 		return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
 	    .stopping = serve_streams_stopping, .ctx = srv };
@@ -366,32 +398,32 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 	return 0;
 }
 
-int
-network_proc_serve(const struct zeusd_config *cfg, struct server *srv,
-    struct node *node, int *fd, const struct serve_wiring *w,
-    const sigset_t *sigs, struct remote_reads **rr,
-    struct remote_writes **rw, struct zerr *err)
+/*
+ * Serves until a signal stops it, then stops the server. 0 once stopped,
+ * -1 with err when it could not start. A device command stuck at the stop
+ * ends the process (exit 1) without teardown.
+ */
+static int
+network_serve(const struct zeusd_config *cfg, struct server *srv,
+    struct node *node, int fd, const sigset_t *sigs,
+    struct remote_reads **rr, struct remote_writes **rw, struct zerr *err)
 {
-	struct serve_state st = { .cfg = cfg, .srv = srv, .node = node,
-	    .w = w };
-	struct signals_handlers h = { .reload = w->reload != NULL ?
-	    serve_reload : NULL, .reload_elsewhere = w->reload_elsewhere,
-	    .ctx = &st };
+	struct signals_handlers h = { .reload_elsewhere = "send it to the "
+	    "device process (the main PID)" };
+	char groups[80];
+	pthread_t t;
 	int sig;
 
-	if (serve_start(cfg, srv, node, *fd, rr, rw, err) != 0)
+	if (serve_start(cfg, srv, node, fd, rr, rw, err) != 0)
 		return -1;
-	if (w->serving != NULL)
-		w->serving();
-	listen_describe(*fd, st.where, sizeof(st.where));
-	*fd = -1;			/* the server's now */
-	serving_log_listening(cfg, srv, node, st.where, st.groups,
-	    sizeof(st.groups));
+	/* reloads apply from here */
+	if (pthread_create(&t, NULL, network_ctl_main, NULL) != 0)
+		return zerr_set(err, ZERR_INTERNAL, "cannot start a thread");
+	pthread_detach(t);
+	serving_log_listening(cfg, srv, node, info.where, groups,
+	    sizeof(groups));
 	/* devices open, socket accepting: systemd may start dependents */
 	notify_send("READY=1");
-	notify_status("Serving %s: %u GPUs, %u CPUs, groups %s, auth %s",
-	    st.where, node->ngpu, node->ncpu, st.groups,
-	    srv->ctx.auth ? "on" : "off");
 	if (watchdog_start(srv, err) != 0)
 		zlog(ZLOG_WARN, "watchdog_not_started", "error=\"%s\"",
 		    err->msg);
@@ -399,22 +431,63 @@ network_proc_serve(const struct zeusd_config *cfg, struct server *srv,
 	sig = signals_loop(sigs, &h);
 	notify_stopping(sig);
 	watchdog_stop();	/* the loop is about to stop answering */
-	/*
-	 * Overrides first: a request blocked in one gets its (failed)
-	 * answer within the grace instead of holding shutdown until the
-	 * command's own timeout, and no new command starts from here on.
-	 */
-	(void)reaper_shutdown(REAPER_GRACE_MS);
 	if (server_stop(srv, SHUTDOWN_GRACE_MS, SHUTDOWN_STUCK_MS) != 0) {
 		/*
 		 * A device command never returned (a GPU fell off the bus, a
 		 * hung driver): its worker cannot be joined, so leave without
-		 * tearing anything down, but not before killing any command
-		 * still registered and what any command left behind.
+		 * tearing anything down.
 		 */
-		(void)reaper_shutdown(REAPER_GRACE_MS);
-		listen_remove_socket();
 		_exit(1);
 	}
 	return 0;
+}
+
+void
+network_proc_main(int argc, char **argv)
+{
+	static struct zeusd_config cfg;
+	struct remote_reads *rr = NULL;	/* the shared readers on the loop */
+	struct remote_writes *rw = NULL;	/* the GPU writers on the loop */
+	struct server srv;
+	struct node node;
+	struct zerr err;
+	sigset_t sigs;
+	bool served = false;
+
+	/* the name exec through an fd gave us ("4") is no name for tools */
+	(void)prctl(PR_SET_NAME, "zeusd", 0, 0, 0);
+	network_check_start();
+	/* lines through the log pipe, in the device process's format */
+	if (zlog_init_from_env() != 0)
+		exit(2);
+	(void)zlog_detect_journal();
+	signals_block(&sigs);
+	memset(&node, 0, sizeof(node));
+	network_start(argc, argv, &cfg, &srv, &node);
+	if (network_serve(&cfg, &srv, &node, NETSTART_FD_LISTEN, &sigs, &rr,
+	    &rw, &err) == 0)
+		served = true;
+	/*
+	 * The teardown: the HTTP side has let go; the streams, then leases
+	 * (put back with --restore-on-shutdown, through their queues), then
+	 * the node and its workers.
+	 */
+	loop_free(srv.ctx.loop);	/* stopped with the server */
+	pool_destroy(srv.ctx.lookups);	/* nothing waits on it now */
+	streams_destroy(srv.ctx.streams);	/* after the HTTP side let go */
+	if (served && srv.ctx.leases != NULL && cfg.restore_on_shutdown)
+		leases_restore_all(srv.ctx.leases, SHUTDOWN_RESTORE_MS);
+	leases_stop(srv.ctx.leases);
+	leases_end_all(srv.ctx.leases);	/* the ledger's last lines */
+	node_close(&node);
+	remote_read_free(rr);	/* the readers are stopped */
+	remote_write_free(rw);	/* and the GPU workers */
+	leases_destroy(srv.ctx.leases);
+	tokens_destroy(srv.ctx.tokens);
+	policy_holder_free(srv.ctx.policy);
+	audit_close();
+	if (!served)
+		network_fail("serve", &err);
+	zlog(ZLOG_INFO, "stopped", NULL);
+	exit(0);
 }

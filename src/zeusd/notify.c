@@ -93,7 +93,7 @@ notify_init(void)
 	(void)unsetenv("WATCHDOG_PID");
 }
 
-/* Set in the network process of a split daemon (notify_relay_to). */
+/* Set in the network process (notify_relay_from). */
 static void (*notify_relay)(const char *state);
 
 bool
@@ -109,12 +109,9 @@ notify_watchdog_usec(void)
 }
 
 void
-notify_relay_to(void (*fn)(const char *state))
+notify_relay_from(uint64_t watchdog_usec, void (*fn)(const char *state))
 {
-	if (notify.fd < 0)
-		return;		/* not under systemd: nothing to relay */
-	close(notify.fd);
-	notify.fd = -1;
+	notify.watchdog_usec = watchdog_usec;
 	notify_relay = fn;
 }
 

@@ -38,14 +38,17 @@ uint64_t notify_watchdog_usec(void);
 void notify_send(const char *state);
 
 /*
- * The network process of a split daemon: systemd takes notifications from
- * the main process only (NotifyAccess=main), so from now on every state
- * notify_send is given is handed to fn (which asks the device process to
- * send it: by kind, never as text; privsep/control.h), and notify_status
- * sends nothing: the device process composes every STATUS= line itself.
- * Nothing changes when not under systemd.
+ * The network process, called only when the device process is under
+ * systemd (it says so at the start, with its watchdog interval, since the
+ * network process is exec'd without $NOTIFY_SOCKET): systemd takes
+ * notifications from the main process only (NotifyAccess=main), so every
+ * state notify_send is given is handed to fn (which asks the device process
+ * to send it: by kind, never as text; privsep/control.h), and
+ * notify_status sends nothing: the device process composes every STATUS=
+ * line itself. notify_watchdog_usec then answers watchdog_usec.
  */
-void notify_relay_to(void (*fn)(const char *state));
+void notify_relay_from(uint64_t watchdog_usec,
+    void (*fn)(const char *state));
 
 /* A stop begins: logged (shutting_down), STOPPING=1 and a status. */
 void notify_stopping(int sig);

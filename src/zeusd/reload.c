@@ -133,21 +133,6 @@ reload_policy_apply(const struct zeusd_config *cfg, struct server *srv,
 	reload_streams(srv, false, true);
 }
 
-static int
-reload_key(const struct zeusd_config *cfg, struct server *srv)
-{
-	struct auth_key *fresh;
-	struct zerr err;
-
-	if (cfg->signing_key_path == NULL || srv->ctx.key == NULL)
-		return 0;
-	if (auth_key_load_trusted(cfg->signing_key_path, &fresh, &err) != 0)
-		return reload_failed(cfg->signing_key_path, "signing_key",
-		    "key", err.msg);
-	reload_key_apply(cfg, srv, fresh);
-	return 0;
-}
-
 /* "set_power_limit,set_persistence_mode" of the operations `ov` has. */
 static void
 reload_ops(const struct overrides *ov, const struct overrides *not_in,
@@ -211,53 +196,10 @@ fail:
 	    "gpu_command_overrides", "overrides", err.msg);
 }
 
-static int
-reload_policy(const struct zeusd_config *cfg, struct server *srv)
-{
-	struct policy *fresh;
-	struct zerr err;
-
-	if (cfg->policy_file == NULL || srv->ctx.policy == NULL)
-		return 0;
-	if (policy_load(cfg->policy_file, &fresh, &err) != 0)
-		return reload_failed(cfg->policy_file, "policy_file", "policy",
-		    err.msg);
-	if (policy_slurm_confine(fresh)) {	/* one process (main.c) */
-		policy_free(fresh);
-		return reload_failed(cfg->policy_file, "policy_file", "policy",
-		    "slurm_jobs = \"confine\" is decided by zeusd's device "
-		    "process, which --no-privsep does without");
-	}
-	reload_policy_apply(cfg, srv, fresh);
-	return 0;
-}
-
-int
-reload_run(const struct zeusd_config *cfg, struct server *srv,
-    struct node *node)
-{
-	int failed;
-
-	/*
-	 * First, so that it precedes the reload's log lines: groups edited
-	 * since a connection's lookup apply at its next request.
-	 */
-	atomic_fetch_add(&srv->ctx.identity_gen, 1);
-	failed = reload_key(cfg, srv) + reload_overrides(cfg, node) +
-	    reload_policy(cfg, srv);
-
-	failed += audit_reopen() != 0;
-	zlog(ZLOG_INFO, "reloaded", "failed=%d msg=\"only the signing key, "
-	    "the GPU command overrides and the node policy are re-read, and "
-	    "the audit log reopened; other changes need a restart\"", failed);
-	return failed;
-}
-
 /* ---- The split daemon (docs/design.md, "Two processes") ----------------- */
 
 
-/* Writes all of buf to a fresh memfd, seals it and rewinds it; -1 if not. */
-static int
+int
 reload_memfd(const char *name, const char *buf, size_t len)
 {
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -285,8 +227,8 @@ reload_memfd(const char *name, const char *buf, size_t len)
 }
 
 /*
- * The policy for the network process: loaded and trust-checked here, as
- * in one process, then handed over as numeric text (policy.h).
+ * The policy for the network process: loaded and trust-checked here, then
+ * handed over as numeric text (policy.h).
  */
 static int
 reload_policy_fd(const struct zeusd_config *cfg, struct policy_holder *own,

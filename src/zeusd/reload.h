@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include <stddef.h>
 #include <sys/types.h>
 
 struct zeusd_config;
@@ -14,20 +15,15 @@ struct server;
 struct node;
 
 /*
- * Re-reads the signing key (--signing-key-path) and the GPU command
- * overrides (--gpu-command-overrides) from the paths given at startup, and
- * logs what changed. Each file is judged alone: a bad one (unreadable,
- * empty, unsafe, invalid) leaves its old configuration in force with one
- * warn line naming the file and the reason, and the other may still be
- * taken. Everything else (flags, transport, groups, devices) needs a
- * restart. Runs on the main thread while requests are served. Returns the
- * number of files that failed to reload.
- */
-int reload_run(const struct zeusd_config *cfg, struct server *srv,
-    struct node *node);
-
-/*
- * The same, split between the two processes (docs/design.md, "Two
+ * SIGHUP re-reads the signing key (--signing-key-path), the GPU command
+ * overrides (--gpu-command-overrides) and the node policy (--policy-file)
+ * from the paths given at startup, reopens the audit log, and logs what
+ * changed. Each file is judged alone: a bad one (unreadable, empty, unsafe,
+ * invalid) leaves its old configuration in force with one warn line naming
+ * the file and the reason, and the other may still be taken. Everything
+ * else (flags, transport, groups, devices) needs a restart.
+ *
+ * The reload is split between the two processes (docs/design.md, "Two
  * processes"). The device process reloads the overrides and opens the
  * files the network process cannot: fds[] gets the key file, the policy
  * and a new audit-log fd (-1 for each not configured or failed, logged);
@@ -52,5 +48,11 @@ int reload_device(const struct zeusd_config *cfg, struct node *node,
     int fds[RELOAD_NFDS]);
 int reload_network(const struct zeusd_config *cfg, struct server *srv,
     const int fds[RELOAD_NFDS], bool key_changed);
+
+/*
+ * Writes all of buf to a fresh memfd, seals it and rewinds it; -1 (errno)
+ * if not. How the device process hands text to the network process.
+ */
+int reload_memfd(const char *name, const char *buf, size_t len);
 
 #endif

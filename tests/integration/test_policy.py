@@ -238,29 +238,13 @@ def test_sighup_reloads_policy(node):
 
 def test_slurm_confine_needs_the_device_process(node):
     """slurm_jobs = "confine" is the device process's to decide: without
-    Slurm steps it changes nothing, a step can be told only by root, and
-    --no-privsep refuses it at startup and on a reload."""
+    Slurm steps it changes nothing, and a step can be told only by root."""
     confine = 'slurm_jobs = "confine"\n' + POLICY
     d = node(policy=confine)
     assert request_as(d, 4242, 4242, "POST", LIMIT + "&gpu_ids=1")[0] == 200
     st, body = request_as(d, 4242, 4242, "POST",
                        "/slurm/step_start?job=1&step=0&uid=4242&gpu_ids=1")
     assert st == 403 and "only root" in body, body
-    assert d.stop() == 0
-    d = node(["--no-privsep"], policy=confine, ready=False)
-    assert d.proc.wait(10) != 0
-    assert ('slurm_jobs = "confine" is decided by zeusd\'s device process, '
-            "which --no-privsep does without") in d.logs(), d.logs()
-    d = node(["--no-privsep"], policy=POLICY)
-    (d.base / "policy.toml").write_text(confine)
-    d.proc.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + 5
-    while "kept the previous policy" not in d.logs():
-        assert time.monotonic() < deadline, d.logs()
-        time.sleep(0.05)
-    assert "which --no-privsep does without" in d.logs()
-    # root's POST names no table in one process: 404
-    assert d.post("/slurm/step_end?job=1&step=0").status_code == 404
 
 
 STREAMER = r"""
@@ -331,16 +315,10 @@ class UserStream:
         self.p.wait()
 
 
-ONE_OR_TWO = pytest.mark.parametrize("split", [[], ["--no-privsep"]],
-                                     ids=["privsep", "no-privsep"])
-
-
-@ONE_OR_TWO
-def test_policy_reload_ends_streams_it_no_longer_allows(node, split):
+def test_policy_reload_ends_streams_it_no_longer_allows(node):
     """A stream is one request, decided when it opens: a reloaded policy
     that would refuse it now ends it; the others stream on."""
-    d = node(args=split, policy=POLICY,
-             env={"ZEUSD_SSE_KEEPALIVE_MS": "200"})
+    d = node(policy=POLICY, env={"ZEUSD_SSE_KEEPALIVE_MS": "200"})
     kept = UserStream(d, 65534, "/gpu/stream_power?gpu_ids=0")
     taken = UserStream(d, 4242, "/gpu/stream_power?gpu_ids=1")
     try:
@@ -495,14 +473,13 @@ ask(s)
 """
 
 
-@ONE_OR_TWO
-def test_reload_looks_up_open_connections_again(node, split):
+def test_reload_looks_up_open_connections_again(node):
     """A connection's identity (groups, name, command) is looked up once;
     a reload (after /etc/group was edited, say) makes every open
     connection look its peer up again at its next request. Seen through
     the audit line's command name, which the client changes in between."""
     audit = Path(tempfile.mkdtemp(prefix="zeusd-audit-")) / "audit.jsonl"
-    d = node(args=["--audit-log", str(audit)] + split,
+    d = node(args=["--audit-log", str(audit)],
              policy='[[grant]]\nusers = ["nobody"]\nscopes = ["gpu-control"]\n')
     p = subprocess.Popen(
         [*as_user(65534),
@@ -855,9 +832,7 @@ def timed_result(p):
     return int(status), float(secs)
 
 
-@pytest.mark.parametrize("args", [[], ["--no-privsep"]],
-                         ids=["privsep", "one-process"])
-def test_slow_user_lookup_stalls_no_one_else(node, tmp_path, args):
+def test_slow_user_lookup_stalls_no_one_else(node, tmp_path):
     """A user whose NSS look-up takes 4 s (an LD_PRELOAD'd getpwuid_r, as a
     slow LDAP or SSSD would) waits for it alone: while it is in progress,
     another user's first requests (each a look-up of its own) and root's
@@ -870,7 +845,7 @@ def test_slow_user_lookup_stalls_no_one_else(node, tmp_path, args):
            # an ASan build's runtime must come first; this one may not
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") +
            ":verify_asan_link_order=0"}
-    d = node(args, env=env)
+    d = node(env=env)
     # the usual time of another user's first request (a look-up of its own)
     usual = [timed_result(timed_request(d, 4244 + i)) for i in range(3)]
     assert all(s == 200 for s, _ in usual), usual

@@ -18,13 +18,15 @@ import signal
 import re
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import Zeusd, build_sanitizers
+from conftest import ZEUSD, Zeusd, build_sanitizers
 from rapltree import RaplTree
 from zeushelp import JANITOR, NOBODY, as_nobody, children, comm, network_pid
 
@@ -390,11 +392,80 @@ def test_sighup_to_the_network_process_is_ignored(start):
     assert d.get("/discover").status_code == 200
 
 
-def test_no_privsep_is_one_process(start):
-    d = start("uds", args=["--no-privsep"])
+def test_no_privsep_is_refused(tmp_path):
+    """--no-privsep is gone (issue 43): privilege separation is always on,
+    and the flag is refused before anything is opened, exit 2, with a
+    message that says why (as OpenSSH did with UsePrivilegeSeparation=no)."""
+    sock = tmp_path / "z.sock"
+    p = subprocess.run([str(ZEUSD), "serve", "--simulate", "--socket-path",
+                        str(sock), "--no-privsep"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("zeusd: --no-privsep is no longer supported: "
+                               "privilege separation is always on"), p.stderr
+    assert "docs/security.md" in p.stderr and "remove the flag" in p.stderr
+    assert not sock.exists()
+    help_text = subprocess.run([str(ZEUSD), "serve", "--help"], text=True,
+                               capture_output=True, timeout=30).stdout
+    assert "--no-privsep" not in help_text and "--user" in help_text
+
+
+def test_network_process_entry_refuses_by_hand():
+    """`zeusd --network-process` is the network process's entry point, which
+    the device process starts by fork and exec with its fds by number
+    (netstart.h): run by hand it refuses, exit 2, saying so."""
+    p = subprocess.run([str(ZEUSD), "--network-process", "--simulate"],
+                       capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 2, p.stderr
+    assert "zeusd: --network-process is the internal entry point of " \
+        "zeusd's network process" in p.stderr
+    assert "it does not run by hand (fd 3 is not its control channel)" \
+        in p.stderr
+    # a control channel made by its parent, but no start record at fd 4
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with a, b:
+        p = subprocess.run(
+            [sys.executable, "-c", "import os, sys; "
+             "os.dup2(int(sys.argv[1]), 3); "
+             "os.execv(sys.argv[2], [sys.argv[2], '--network-process'])",
+             str(b.fileno()), str(ZEUSD)], capture_output=True, text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL, pass_fds=(b.fileno(),))
+    assert p.returncode == 2, p.stderr
+    assert "does not run by hand (no start record at fd 4)" in p.stderr
+
+
+def maps_base(pid, exe):
+    """The lowest address zeusd's binary is mapped at in process pid."""
+    with open(f"/proc/{pid}/maps") as f:
+        starts = [int(line.split("-")[0], 16) for line in f
+                  if line.rstrip().endswith(exe)]
+    assert starts, f"{exe} is not mapped in {pid}"
+    return min(starts)
+
+
+def test_network_process_is_a_fresh_image(start):
+    """The network process is zeusd executed again (fork + fexecve of the
+    binary the device process runs), not a fork of it: the same file, its
+    own argv, and its own layout (ASLR places the binary elsewhere), so
+    nothing of root's memory is in it."""
+    d = start("uds")
+    net = network_pid(d)
+    with open(f"/proc/{net}/cmdline") as f:
+        argv = f.read().split("\0")
+    assert argv[:2] == ["zeusd", "--network-process"], argv
+    assert "--socket-path" in argv
+    assert comm(net) == "zeusd"
+    exe = os.stat(f"/proc/{d.proc.pid}/exe")
+    net_exe = os.stat(f"/proc/{net}/exe")
+    assert (exe.st_dev, exe.st_ino) == (net_exe.st_dev, net_exe.st_ino)
+    with open("/proc/sys/kernel/randomize_va_space") as f:
+        aslr = f.read().strip() != "0"
+    if aslr:
+        path = os.readlink(f"/proc/{d.proc.pid}/exe")
+        assert maps_base(net, path) != maps_base(d.proc.pid, path)
     assert d.get("/discover").status_code == 200
-    assert children(d.proc.pid) == []
-    assert "event=network_process" not in d.logs()
 
 
 def test_user_flag(start, tmp_path):

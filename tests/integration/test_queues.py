@@ -709,16 +709,14 @@ def test_cpu_package_queue_bounded(qstart):
         assert answered - sent < min(r[4] - r[3] for r in ok)
 
 
-@pytest.mark.parametrize("split", [[], ["--no-privsep"]],
-                         ids=["privsep", "no-privsep"])
-def test_concurrent_power_reads_merge(qstart, split):
+def test_concurrent_power_reads_merge(qstart):
     """Reads of one GPU's power that arrive while one is queued and not yet
     started join it (docs/design.md, "Reads merge"): N clients at once cost
     fewer than N driver calls, the joined reads are counted, and every
     answer is still a value the driver read after its request was sent."""
     d_ms = 400
     power_fn = "nvmlDeviceGetFieldValues"	# test_gpu.py: get_power's call
-    q = qstart(rules=(f"delay {power_fn} 0 {d_ms}",), args=split)
+    q = qstart(rules=(f"delay {power_fn} 0 {d_ms}",))
     n = 16
 
     def counts():
@@ -797,16 +795,14 @@ def answers_shared(q):
     return counter(q, "zeusd_answers_shared_total")
 
 
-@pytest.mark.parametrize("split", [[], ["--no-privsep"]],
-                         ids=["privsep", "no-privsep"])
-def test_merged_reads_share_one_answer(qstart, split):
+def test_merged_reads_share_one_answer(qstart):
     """Requests answered from the same merged read with the same body get
     one response (docs/design.md, "Answers shared"): the counter rises by
     exactly the answers whose body equals the one finished before them.
     Equal bodies are consecutive in finish order (one read's requests
     finish together, timestamps never go back), so that is N minus the
     number of distinct bodies, whatever the machine's speed."""
-    q = qstart(rules=("delay nvmlDeviceGetFieldValues 0 300",), args=split)
+    q = qstart(rules=("delay nvmlDeviceGetFieldValues 0 300",))
     n = 16
     shared0 = answers_shared(q)
     bodies = get_at_once(q, n, "/gpu/get_power?gpu_ids=0")

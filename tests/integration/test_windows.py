@@ -599,13 +599,13 @@ def test_zeusd_exe_help_names_the_windows_flags(wine_env):
 
 
 # The flags of the Linux-only features (node policy, GPU leases, the audit
-# log, privilege separation, RAPL), with a value where one is needed:
+# log, the network user, RAPL), with a value where one is needed:
 # zeusd.exe neither lists nor takes them. The Unix socket's flags are
 # Linux-only too, with their own message (test_zeusd_exe_refuses_at_startup).
 LINUX_ONLY_FLAGS = {
     "--policy-file": "p.toml", "--audit-log": "audit.log",
     "--audit-required": None, "--gpu-leases": None,
-    "--restore-on-shutdown": None, "--user": "zeusd", "--no-privsep": None,
+    "--restore-on-shutdown": None, "--user": "zeusd",
     "--rapl-dir": "rapl",
 }
 SOCKET_FLAGS = {"--socket-path", "--socket-permissions", "--socket-uid",

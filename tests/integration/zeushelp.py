@@ -226,15 +226,13 @@ def network_pid(d, timeout=10):
     docs/design.md), once its sandbox is in place: the listening socket
     accepts (wait_ready) before the network process has dropped, chrooted
     and installed its filter, and a loaded machine can show that window to
-    a test that looks at once. zeusd itself under --no-privsep.
+    a test that looks at once.
 
     One rule: the pid the network process logs once it is sandboxed
     (`event=network_process pid=N`, or `network_process_not_dropped` when
     zeusd does not run as root; the last one logged); where `d` has no log
     or logs quieter than info, the device process's one child that is not
     the janitor (a janitor just forked has not named itself yet)."""
-    if "--no-privsep" in d.proc.args:
-        return d.proc.pid
     logged = hasattr(d, "logs") and \
         getattr(d, "env", {}).get("ZEUSD_LOG", "debug") in ("debug", "info")
     deadline = time.monotonic() + timeout
