@@ -289,7 +289,7 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 			    NULL, err.msg, reason);
 		else if (audit_enabled())
 			node_audit_unqueued(l->node, gpu, r->who.uid,
-			    r->who.pid, r->who.user, (int)op, err.msg, reason);
+			    r->who.pid, (int)op, (int)err.kind, reason);
 		snprintf(g->why, sizeof(g->why), "%s: %s",
 		    gpu_write_op_name(op), err.msg);
 		free(r);

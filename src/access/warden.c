@@ -51,9 +51,11 @@
 #include "access/peer.h"
 #include "access/policy.h"
 #include "access/slurmjobs.h"
+#include "common/clock.h"
 #include "common/identity.h"
 #include "common/log.h"
 #include "common/procstat.h"
+#include "common/sockdiag.h"
 #include "devices/gpu.h"
 #include "devices/gpu_cmd.h"
 #include "privsep/exec.h"
@@ -79,6 +81,19 @@ struct wpeer {
 	uint64_t start;
 	struct identity id;
 	struct policy_peer pp;
+	/*
+	 * The connection's socket as the kernel names it (sockdiag.h), so
+	 * that this process sees for itself when it closed (diag: known),
+	 * whatever the network process says; the writes decided for it so
+	 * far; and once closed, how many may still come (those the network
+	 * process had queued while it was open, as PSMSG_PEER_END says,
+	 * bounded by WARDEN_QUEUED_AFTER_CLOSE).
+	 */
+	bool diag;
+	uint32_t ino;
+	uint64_t cookie;
+	uint32_t seen;
+	uint32_t allowed;
 };
 
 /* A write's peer as the decision sees it (a copy, out of the lock). */
@@ -106,6 +121,9 @@ struct wgpu {
 	pid_t last_pid;			/* the last writer (restores' lines) */
 	bool ended;			/* ended_uid: the last lease's holder */
 	uid_t ended_uid;
+	bool end_written;		/* its lease_end line is in the log */
+	uint64_t started_ns;		/* the lease's first change here */
+	uint32_t max_mw;		/* the GPU's top power limit then */
 	char user[IDENTITY_USER_MAX];
 	char comm[IDENTITY_COMM_MAX];
 	int pidfd[WARDEN_MAX_PIDS];
@@ -147,6 +165,13 @@ struct warden {
 	uint32_t next_gen;
 	atomic_bool stopping;
 	atomic_ulong refused;
+	bool diag_ok;			/* sockdiag_unix_works() */
+	/* the network process's events (PSMSG_AUDIT): a bucket (w->lock) */
+	double events;
+	uint64_t events_ns;
+	unsigned long events_dropped;
+	time_t events_said;
+	pthread_cond_t peer_ended;	/* a PSMSG_PEER_END came (w->lock) */
 	struct wgpu *gpu;		/* [cfg.ngpu] */
 	struct slurmjobs *jobs;		/* the Slurm job steps that hold GPUs */
 	/* the lease journal (--state-dir): -1 none */
@@ -213,6 +238,15 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	}
 	w->cfg = *cfg;
 	w->jdir = -1;
+	w->events = WARDEN_EVENTS_BURST;
+	w->events_ns = zclock_now_ns();
+	w->diag_ok = sockdiag_unix_works();
+	if (!w->diag_ok)
+		zlog(ZLOG_WARN, "unix_diag_unavailable", "msg=\"the kernel "
+		    "cannot tell this process when a client's connection "
+		    "closed (netlink unix_diag); the network process's word "
+		    "is taken\"");
+	pthread_cond_init(&w->peer_ended, NULL);
 	pthread_mutex_init(&w->jlock, NULL);
 	pthread_cond_init(&w->jcond, NULL);
 	if (cfg->state_dir != NULL && cfg->leases &&
@@ -276,6 +310,7 @@ warden_destroy(struct warden *w)
 		close(w->jdir);
 	pthread_cond_destroy(&w->jcond);
 	pthread_mutex_destroy(&w->jlock);
+	pthread_cond_destroy(&w->peer_ended);
 	for (uint32_t i = 0; i < w->nused; i++)
 		free(w->slot[i]);
 	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
@@ -514,6 +549,9 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 		w->next_gen = 1;
 	s->gen = w->next_gen;
 	s->closed = false;
+	s->diag = sockdiag_unix_id(fd, &s->ino, &s->cookie) == 0;
+	s->seen = 0;
+	s->allowed = 0;
 	s->uid = p.uid;
 	s->gid = p.gid;
 	s->pid = p.pid;
@@ -527,13 +565,19 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 }
 
 void
-warden_peer_end(struct warden *w, uint64_t handle)
+warden_peer_end(struct warden *w, uint64_t handle, uint32_t queued)
 {
 	struct wpeer *s;
 	uint32_t idx = (uint32_t)handle;
 
 	pthread_mutex_lock(&w->lock);
 	if ((s = slot_of(w, handle)) != NULL && !s->closed) {
+		/* what it queued in all, less what came: what may still come */
+		uint32_t left = queued > s->seen ? queued - s->seen : 0;
+
+		s->allowed = s->seen + (left < WARDEN_QUEUED_AFTER_CLOSE ?
+		    left : WARDEN_QUEUED_AFTER_CLOSE);
+		pthread_cond_broadcast(&w->peer_ended);
 		s->closed = true;
 		s->closed_at = mono_s();
 		s->next_closed = NO_SLOT;
@@ -545,6 +589,60 @@ warden_peer_end(struct warden *w, uint64_t handle)
 	}
 	closed_sweep(w, false);
 	pthread_mutex_unlock(&w->lock);
+}
+
+/*
+ * Whether the connection `handle` names may still have a write decided,
+ * counting it when so. An open connection may, as the kernel sees it (not
+ * only the network process: a connection that closed without its
+ * PSMSG_PEER_END is waited for a moment, then taken for closed); a closed
+ * one only for the writes that were queued while it was open. 0, or -1
+ * with err (403). An unknown handle passes here (peer_copy refuses it).
+ */
+static int
+peer_may_write(struct warden *w, uint64_t handle, struct zerr *err)
+{
+	struct wpeer *s;
+	uint32_t ino;
+	uint64_t cookie;
+	uint8_t sh = 0;
+	bool ask, gone;
+
+	pthread_mutex_lock(&w->lock);
+	if ((s = slot_of(w, handle)) == NULL) {
+		pthread_mutex_unlock(&w->lock);
+		return 0;
+	}
+	ask = !s->closed && s->diag && w->diag_ok;
+	ino = s->ino;
+	cookie = s->cookie;
+	pthread_mutex_unlock(&w->lock);
+	/* the kernel's word, out of the lock (a netlink round trip) */
+	gone = ask && (sockdiag_unix_state(ino, cookie, SOCKDIAG_TIMEOUT_MS,
+	    &sh) == 1 || sh == 3);
+	pthread_mutex_lock(&w->lock);
+	if (gone) {
+		struct timespec until = zclock_realtime_in(
+		    WARDEN_PEER_END_WAIT_MS);
+
+		while ((s = slot_of(w, handle)) != NULL && !s->closed)
+			if (pthread_cond_timedwait(&w->peer_ended, &w->lock,
+			    &until) != 0)
+				break;
+	}
+	if ((s = slot_of(w, handle)) == NULL) {
+		pthread_mutex_unlock(&w->lock);
+		return 0;
+	}
+	if ((gone && !s->closed) || (s->closed && s->seen >= s->allowed)) {
+		pthread_mutex_unlock(&w->lock);
+		return zerr_set(err, ZERR_FORBIDDEN, "Forbidden: the connection "
+		    "that asked has closed, and nothing it queued while open "
+		    "is left to run");
+	}
+	s->seen++;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
 }
 
 /* A copy of the peer `handle` names (no pidfd yet); -1 if none. */
@@ -822,6 +920,9 @@ wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
 		g->held = true;
 		g->uid = p->uid;
 		atomic_store(&g->holder_key, (uint64_t)p->uid + 1);
+		g->end_written = false;
+		g->started_ns = zclock_now_ns();
+		g->max_mw = 0;
 		g->first_pid = p->pid;
 		snprintf(g->user, sizeof(g->user), "%s", p->id.user);
 		snprintf(g->comm, sizeof(g->comm), "%s", p->id.comm);
@@ -1195,6 +1296,7 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->held = true;
 		g->uid = (uid_t)r.uid;
 		atomic_store(&g->holder_key, (uint64_t)r.uid + 1);
+		g->started_ns = zclock_now_ns();
 		if (getpwuid_r((uid_t)r.uid, &pw, pwbuf, sizeof(pwbuf),
 		    &res) == 0 && res != NULL)
 			snprintf(g->user, sizeof(g->user), "%s", pw.pw_name);
@@ -1464,6 +1566,8 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	}
 	switch (from) {
 	case PSMSG_FROM_UNIX:
+		if (p != NULL && peer_may_write(w, auth, err) != 0)
+			goto refused;
 		if (!w->cfg.unix_transport || p == NULL) {
 			zerr_set(err, ZERR_FORBIDDEN, "Forbidden: %s",
 			    p == NULL ? "the connection that asked is unknown "
@@ -1523,9 +1627,18 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		goto refused;
 	}
 	rc = b->ops->write(b, gpu, wr, err);
-	if (rc == 0 && w->cfg.leases && p != NULL && p->uid != 0)
+	if (rc == 0 && w->cfg.leases && p != NULL && p->uid != 0) {
 		wgpu_take(g, p, wr, bf.limit_ok, bf.limit_mw, bf.persist_ok,
 		    bf.persist);
+		if (g->max_mw == 0) {	/* bounds its lease_end's energy */
+			uint32_t lo, hi;
+			struct zerr e;
+
+			if (b->ops->get_power_limit_constraints(b, gpu, &lo, &hi,
+			    &e) == 0)
+				g->max_mw = hi;
+		}
+	}
 	else if (rc != 0 && w->cfg.leases && p != NULL && p->uid != 0)
 		journal_keep_logged(w, g, gpu);	/* back to what holds */
 	pthread_mutex_unlock(&g->lock);
@@ -1568,6 +1681,140 @@ who_named(struct warden *w, const struct psmsg_request *rq,
 	}
 }
 
+/*
+ * One of the network process's events, if the bucket has room: at most
+ * WARDEN_EVENTS_BURST at once, refilled at WARDEN_EVENTS_PER_S; the rest
+ * are counted and said once in a while, never written (a flood of them
+ * must not fill the disk the audit log needs).
+ */
+static bool
+event_room(struct warden *w)
+{
+	uint64_t now = zclock_now_ns();
+	bool ok;
+
+	pthread_mutex_lock(&w->lock);
+	w->events += (double)(now - w->events_ns) / 1e9 * WARDEN_EVENTS_PER_S;
+	if (w->events > WARDEN_EVENTS_BURST)
+		w->events = WARDEN_EVENTS_BURST;
+	w->events_ns = now;
+	ok = w->events >= 1.0;
+	if (ok) {
+		w->events -= 1.0;
+	} else {
+		w->events_dropped++;
+		if (mono_s() - w->events_said >= 10) {
+			w->events_said = mono_s();
+			zlog(ZLOG_WARN, "audit_events_dropped", "total=%lu "
+			    "msg=\"the network process sends more events for "
+			    "the audit log than the %d a second it may; the "
+			    "rest are not written\"", w->events_dropped,
+			    WARDEN_EVENTS_PER_S);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return ok;
+}
+
+/* The operations a refusal may name: the write routes and release. */
+static bool
+refused_op_known(const char *op)
+{
+	static const char *const ops[] = { "set_power_limit",
+	    "set_persistence_mode", "set_gpu_locked_clocks",
+	    "reset_gpu_locked_clocks", "set_mem_locked_clocks",
+	    "reset_mem_locked_clocks", "reset_locked_clocks", "release" };
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(op, ops[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A refusal's line in this process's words, checked against what it knows
+ * (its policy, its lease record, its audit log) where it can: 0 with the
+ * text in `msg`, or -1 with err when what the network process says does
+ * not hold here.
+ */
+static int
+refusal_words(struct warden *w, const struct psmsg_audit *ra, unsigned gpu,
+    char *msg, size_t size, struct zerr *err)
+{
+	const struct psmsg_request *rq = &ra->h;
+	struct wwho p;
+	bool peer = rq->w_from == PSMSG_FROM_UNIX &&
+	    peer_copy(w, rq->auth, &p) == 0;
+	const struct policy *pol;
+	bool scope = false, on_gpu = false;
+	char who[IDENTITY_USER_MAX + 32];
+
+	if (peer)
+		snprintf(who, sizeof(who), "uid %u%s%s%s", (unsigned)p.uid,
+		    p.id.user[0] ? " (" : "", p.id.user,
+		    p.id.user[0] ? ")" : "");
+	switch (ra->code) {
+	case PSMSG_REFUSAL_SCOPE:
+	case PSMSG_REFUSAL_POLICY_GPU:
+		if (!peer || w->cfg.policy == NULL || p.uid == 0)
+			return zerr_set(err, ZERR_CONFLICT, "no node policy "
+			    "refusal for that writer here");
+		pol = policy_holder_read(w->cfg.policy);
+		scope = (policy_scopes(pol, &p.pp) &
+		    GROUP_BIT(GROUP_GPU_CONTROL)) != 0;
+		on_gpu = scope && gpu < w->cfg.ngpu &&
+		    policy_allows(pol, &p.pp, GROUP_GPU_CONTROL, gpu);
+		policy_holder_done(w->cfg.policy);
+		if (ra->code == PSMSG_REFUSAL_SCOPE && !scope) {
+			snprintf(msg, size, "Forbidden: %s lacks scope "
+			    "'gpu-control' on this node (the node policy)",
+			    who);
+			return 0;
+		}
+		if (ra->code == PSMSG_REFUSAL_POLICY_GPU && scope && !on_gpu &&
+		    gpu < w->cfg.ngpu) {
+			snprintf(msg, size, "Forbidden: %s holds scope "
+			    "'gpu-control' but not on GPU %u (the node "
+			    "policy)", who, gpu);
+			return 0;
+		}
+		return zerr_set(err, ZERR_CONFLICT, "the node policy grants "
+		    "that");
+	case PSMSG_REFUSAL_AUDIT_DOWN:
+		if (!w->cfg.audit_required || audit_ready())
+			return zerr_set(err, ZERR_CONFLICT, "the audit log can "
+			    "be written");
+		snprintf(msg, size, "The audit log (--audit-log) cannot be "
+		    "written and --audit-required is set");
+		return 0;
+	case PSMSG_REFUSAL_LEASE:
+		if (gpu >= w->cfg.ngpu || !w->cfg.leases)
+			return zerr_set(err, ZERR_CONFLICT, "no lease there");
+		pthread_mutex_lock(&w->gpu[gpu].lock);
+		if (w->gpu[gpu].held && (!peer || w->gpu[gpu].uid != p.uid)) {
+			struct wgpu *g = &w->gpu[gpu];
+			bool gone = !wgpu_live(g) && wgpu_pending(g);
+
+			snprintf(msg, size, "GPU %u is leased by uid %u%s%s%s%s",
+			    gpu, (unsigned)g->uid, g->user[0] ? " (" : "",
+			    g->user, g->user[0] ? ")" : "", gone ? ", whose "
+			    "processes are gone: its settings are not restored "
+			    "yet" : "");
+		} else {
+			snprintf(msg, size, "GPU %u: refused by the network "
+			    "process's lease record (409: a lease of the same "
+			    "user's not yet here, max_leased_gpus, or the "
+			    "asking process gone)", gpu);
+		}
+		pthread_mutex_unlock(&w->gpu[gpu].lock);
+		return 0;
+	default:			/* PSMSG_REFUSAL_RELEASE */
+		snprintf(msg, size, "POST /gpu/release refused (not the "
+		    "holder's, or nothing of it to release)");
+		return 0;
+	}
+}
+
 int
 warden_audit(struct warden *w, const struct psmsg_audit *ra,
     struct zerr *err)
@@ -1579,7 +1826,9 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 	struct gpu_write wr;
 	struct audit_who a;
 	struct audit_lease le;
-	char req[96], settings[96];
+	char req[96], settings[96], msg[ZERR_MSG_MAX];
+	struct wgpu *g;
+	uint64_t age_ms, max_mj;
 	bool holder_ok;
 
 	memset(&wr, 0, sizeof(wr));
@@ -1588,10 +1837,23 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 	wr.enabled = rq->w_enabled != 0;
 	wr.min_clock_mhz = rq->w_min_mhz;
 	wr.max_clock_mhz = rq->w_max_mhz;
+	/* a lease under which nothing changed changed nothing: no line */
+	if (ra->kind == PSMSG_AUDIT_LEASE_END && ra->settings == 0)
+		return 0;
+	if (!event_room(w))
+		return 0;
 	switch (ra->kind) {
 	case PSMSG_AUDIT_REFUSED:
+		if (!refused_op_known(ra->op))
+			return zerr_set(err, ZERR_INVALID, "no such operation");
+		if (refusal_words(w, ra, gpu, msg, sizeof(msg), err) != 0) {
+			zlog(ZLOG_WARN, "audit_record_refused", "gpu=%u code=%u "
+			    "msg=\"a refusal that does not hold in the device "
+			    "process\"", gpu, ra->code);
+			return -1;
+		}
 		who_named(w, rq, &a);
-		audit_write(&a, gpu, ra->op, NULL, NULL, ra->error, "refused");
+		audit_write(&a, gpu, ra->op, NULL, NULL, msg, "refused");
 		return 0;
 	case PSMSG_AUDIT_SUPERSEDED:
 		who_named(w, rq, &a);
@@ -1605,28 +1867,46 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 	/* a lease's line: its holder must be the one this process saw */
 	if (gpu >= w->cfg.ngpu)
 		return zerr_set(err, ZERR_INVALID, "no such GPU");
-	pthread_mutex_lock(&w->gpu[gpu].lock);
-	/* a lease under which nothing changed never reached this record */
-	holder_ok = (ra->kind == PSMSG_AUDIT_LEASE_END && ra->settings == 0) ||
-	    (w->gpu[gpu].held && w->gpu[gpu].uid ==
-	    (uid_t)ra->holder_uid) || (w->gpu[gpu].ended &&
-	    w->gpu[gpu].ended_uid == (uid_t)ra->holder_uid);
-	pthread_mutex_unlock(&w->gpu[gpu].lock);
+	g = &w->gpu[gpu];
+	memset(&a, 0, sizeof(a));
+	pthread_mutex_lock(&g->lock);
+	holder_ok = (g->held && g->uid == (uid_t)ra->holder_uid) ||
+	    (g->ended && g->ended_uid == (uid_t)ra->holder_uid);
+	if (ra->kind == PSMSG_AUDIT_LEASE_END)
+		holder_ok = holder_ok && !g->end_written;
+	if (holder_ok) {
+		snprintf(a.user, sizeof(a.user), "%s", g->user);
+		age_ms = (zclock_now_ns() - g->started_ns) / 1000000;
+		/* the network process's lease began a little before ours */
+		max_mj = (age_ms / 1000 + 60) * (uint64_t)(g->max_mw != 0 ?
+		    g->max_mw : 1500000);
+		if (ra->kind == PSMSG_AUDIT_LEASE_END &&
+		    (ra->duration_us / 1000 > age_ms + 60000 ||
+		    (ra->energy_ok && ra->energy_mj > max_mj)))
+			holder_ok = false;
+		else if (ra->kind == PSMSG_AUDIT_LEASE_END)
+			g->end_written = true;
+	}
+	pthread_mutex_unlock(&g->lock);
 	if (!holder_ok) {
 		zlog(ZLOG_WARN, "audit_record_refused", "gpu=%u uid=%u "
 		    "msg=\"a lease line for a holder the device process never "
-		    "saw on that GPU\"", gpu, (unsigned)ra->holder_uid);
+		    "saw on that GPU, said twice, or beyond what it saw\"",
+		    gpu, (unsigned)ra->holder_uid);
 		return zerr_set(err, ZERR_CONFLICT, "uid %u held no lease on "
-		    "GPU %u", (unsigned)ra->holder_uid, gpu);
+		    "GPU %u (or its end was told)", (unsigned)ra->holder_uid,
+		    gpu);
 	}
-	memset(&a, 0, sizeof(a));
 	a.unix_peer = true;
 	a.uid = (uid_t)ra->holder_uid;
 	a.pid = (pid_t)ra->holder_pid;
-	snprintf(a.user, sizeof(a.user), "%s", ra->user);
 	if (ra->kind == PSMSG_AUDIT_UNQUEUED) {
-		audit_write(&a, gpu, gpu_write_op_name(wr.op), NULL, NULL,
-		    ra->error, reason);
+		snprintf(msg, sizeof(msg), "the restore could not be queued in "
+		    "the network process (%s)", ra->code == ZERR_BUSY ?
+		    "its queue was full" : ra->code == ZERR_UNAVAILABLE ?
+		    "it was stopping" : "an internal error");
+		audit_write(&a, gpu, gpu_write_op_name(wr.op), NULL, NULL, msg,
+		    reason);
 		return 0;
 	}
 	lease_settings_format(ra->settings, settings, sizeof(settings));
@@ -1679,9 +1959,9 @@ guard_peer(void *ctx, int fd, uint64_t refresh, struct identity *id,
 }
 
 static void
-guard_peer_end(void *ctx, uint64_t handle)
+guard_peer_end(void *ctx, uint64_t handle, uint32_t queued)
 {
-	warden_peer_end(ctx, handle);
+	warden_peer_end(ctx, handle, queued);
 }
 
 static int

@@ -58,7 +58,15 @@ struct psexec_guard;
 
 #define WARDEN_MAX_PEERS 65536		/* handles at once */
 #define WARDEN_MAX_TOKENS 4096		/* verified tokens kept */
-#define WARDEN_CLOSED_GRACE_S 120	/* a closed peer's writes still run */
+#define WARDEN_CLOSED_GRACE_S 120	/* a closed peer's queued writes
+					 * may still run this long */
+#define WARDEN_QUEUED_AFTER_CLOSE 4096	/* ... and at most this many */
+/* a connection the kernel says closed: PSMSG_PEER_END is awaited so long */
+#define WARDEN_PEER_END_WAIT_MS 200
+/* the network process's audit events: at most this many at once, then
+ * this many a second */
+#define WARDEN_EVENTS_BURST 512
+#define WARDEN_EVENTS_PER_S 100
 
 struct auth_key;
 
@@ -125,8 +133,12 @@ void warden_stopping(struct warden *w);
 int warden_peer(struct warden *w, int fd, uint64_t refresh,
     struct identity *id, uint64_t *handle, struct zerr *err);
 
-/* PSMSG_PEER_END: the connection closed (its queued writes still run). */
-void warden_peer_end(struct warden *w, uint64_t handle);
+/*
+ * PSMSG_PEER_END: the connection closed; it had queued `queued` writes in
+ * all (the network process's count): those not yet decided may still
+ * run, at most WARDEN_QUEUED_AFTER_CLOSE, and nothing else.
+ */
+void warden_peer_end(struct warden *w, uint64_t handle, uint32_t queued);
 
 /*
  * PSMSG_GPU_WRITE `rq` (who: w_from, auth, tok; for the audit line:

@@ -224,6 +224,8 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 	 */
 	if (w == NULL || (!gpu_audit_here(req) && request_leases(req) == NULL))
 		request_finish_answers_only(req);
+	if (w != NULL)
+		gate_writes_queued(req, ids->n);
 	batch_run(&bt, finish);
 }
 
@@ -264,6 +266,7 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 			goto free;
 		}
 	}
+	gate_writes_queued(req, ids->n);
 	batch_queue(&bt);
 	request_reply_empty(req, 200);
 	return;
@@ -414,14 +417,16 @@ handle_gpu_write(struct request *req)
 		    "cannot be written (file system full or failing) and "
 		    "--audit-required is set: GPU writes are refused until it "
 		    "can be written again");
-		gate_audit_refusal(req, ids.ids, ids.n, err.msg);
+		gate_audit_refusal(req, ids.ids, ids.n,
+		    PSMSG_REFUSAL_AUDIT_DOWN, err.msg);
 		request_reply_busy(req, &err);
 		return;
 	}
 	if (leases != NULL && leases_claim(leases, peer,
 	    gate_identity(req), ids.ids, ids.n, gate_max_leased_gpus(req),
 	    &err) != 0) {
-		gate_audit_refusal(req, ids.ids, ids.n, err.msg);
+		gate_audit_refusal(req, ids.ids, ids.n, PSMSG_REFUSAL_LEASE,
+		    err.msg);
 		request_reply_error(req, &err);
 		return;
 	}

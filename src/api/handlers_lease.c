@@ -240,7 +240,8 @@ release_finish(struct request *req)
 	json_t *released, *nl;
 
 	if (st->k < 0) {
-		gate_audit_refusal(req, NULL, 0, st->err.msg);
+		gate_audit_refusal(req, NULL, 0, PSMSG_REFUSAL_RELEASE,
+		    st->err.msg);
 		request_reply_error(req, &st->err);
 		return;
 	}

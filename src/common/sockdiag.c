@@ -17,13 +17,16 @@
 #include <errno.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -126,6 +129,50 @@ sockdiag_parse(const void *buf, size_t len, const struct sockdiag_tuple *t,
 	return 0;
 }
 
+/*
+ * Sends one request to the kernel and reads its one answer into `buf`:
+ * the answer's length, or -1 (no answer within `timeout_ms`, not the
+ * kernel's, truncated). `tell`: say once when netlink is refused outright.
+ */
+static ssize_t
+sockdiag_ask(const void *req, size_t len, unsigned timeout_ms, void *buf,
+    size_t size, bool tell)
+{
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
+	socklen_t flen = sizeof(from);
+	ssize_t n, got = -1;
+	int fd;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0) {
+		/* EMFILE and ENOBUFS pass: this process's lack, not a rule */
+		if (tell && errno != EMFILE && errno != ENFILE &&
+		    errno != ENOBUFS && errno != ENOMEM)
+			sockdiag_unavailable("socket", errno);
+		return -1;
+	}
+	do
+		n = sendto(fd, req, len, 0, (const struct sockaddr *)&kernel,
+		    sizeof(kernel));
+	while (n < 0 && errno == EINTR);
+	if (tell && n < 0 && errno != ENOBUFS && errno != ENOMEM)
+		sockdiag_unavailable("send", errno);
+	if (n != (ssize_t)len || !sockdiag_wait(fd, timeout_ms))
+		goto out;
+	memset(&from, 0, sizeof(from));
+	do
+		n = recvfrom(fd, buf, size, MSG_DONTWAIT | MSG_TRUNC,
+		    (struct sockaddr *)&from, &flen);
+	while (n < 0 && errno == EINTR);
+	/* the kernel's (port id 0), whole */
+	if (n > 0 && (size_t)n <= size && flen == sizeof(from) &&
+	    from.nl_family == AF_NETLINK && from.nl_pid == 0)
+		got = n;
+out:
+	close(fd);
+	return got;
+}
+
 int
 sockdiag_tcp_owner(const struct sockdiag_tuple *t, unsigned timeout_ms,
     uint32_t *uid)
@@ -138,11 +185,8 @@ sockdiag_tcp_owner(const struct sockdiag_tuple *t, unsigned timeout_ms,
 		struct nlmsghdr nh;	/* aligned for it */
 		char raw[SOCKDIAG_REPLY_MAX];
 	} in;
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
-	socklen_t flen = sizeof(from);
 	size_t alen = t->family == 4 ? 4 : 16;
 	ssize_t n;
-	int fd, rc = -1;
 
 	if (!sockdiag_tuple_loopback(t))
 		return -1;
@@ -160,32 +204,131 @@ sockdiag_tcp_owner(const struct sockdiag_tuple *t, unsigned timeout_ms,
 	memcpy(req.r.id.idiag_dst, t->server, alen);
 	req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0) {
-		/* EMFILE and ENOBUFS pass: this process's lack, not a rule */
-		if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS &&
-		    errno != ENOMEM)
-			sockdiag_unavailable("socket", errno);
+	n = sockdiag_ask(&req, sizeof(req), timeout_ms, in.raw, sizeof(in.raw),
+	    true);
+	return n > 0 ? sockdiag_parse(in.raw, (size_t)n, t, uid) : -1;
+}
+
+/* ---- A Unix stream socket, by inode and cookie ---------------------------- */
+
+/*
+ * The unix_diag answer: 0 with *shutdown for the socket asked about, 1
+ * for the kernel's "no such socket" (NLMSG_ERROR ENOENT), -1 otherwise.
+ */
+static int
+sockdiag_unix_parse(const void *buf, size_t len, uint32_t ino,
+    const uint32_t cookie[2], uint8_t *shutdown_mask)
+{
+	struct nlmsghdr nh;
+	struct unix_diag_msg m;
+	size_t at;
+
+	if (len < NLMSG_HDRLEN)
 		return -1;
+	memcpy(&nh, buf, sizeof(nh));
+	if (nh.nlmsg_len > len || nh.nlmsg_seq != SOCKDIAG_SEQ)
+		return -1;
+	if (nh.nlmsg_type == NLMSG_ERROR) {
+		struct nlmsgerr e;
+
+		if (nh.nlmsg_len < NLMSG_LENGTH(sizeof(e)))
+			return -1;
+		memcpy(&e, (const char *)buf + NLMSG_HDRLEN, sizeof(e));
+		return e.error == -ENOENT ? 1 : -1;
 	}
-	do
-		n = sendto(fd, &req, sizeof(req), 0,
-		    (const struct sockaddr *)&kernel, sizeof(kernel));
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno != ENOBUFS && errno != ENOMEM)
-		sockdiag_unavailable("send", errno);
-	if (n != (ssize_t)sizeof(req) || !sockdiag_wait(fd, timeout_ms))
-		goto out;
-	memset(&from, 0, sizeof(from));
-	do
-		n = recvfrom(fd, in.raw, sizeof(in.raw), MSG_DONTWAIT |
-		    MSG_TRUNC, (struct sockaddr *)&from, &flen);
-	while (n < 0 && errno == EINTR);
-	/* the kernel's (port id 0), whole */
-	if (n > 0 && (size_t)n <= sizeof(in.raw) && flen == sizeof(from) &&
-	    from.nl_family == AF_NETLINK && from.nl_pid == 0)
-		rc = sockdiag_parse(in.raw, (size_t)n, t, uid);
-out:
-	close(fd);
-	return rc;
+	if (nh.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    nh.nlmsg_len < NLMSG_LENGTH(sizeof(m)))
+		return -1;
+	memcpy(&m, (const char *)buf + NLMSG_HDRLEN, sizeof(m));
+	if (m.udiag_family != AF_UNIX || m.udiag_ino != ino ||
+	    m.udiag_cookie[0] != cookie[0] || m.udiag_cookie[1] != cookie[1])
+		return -1;
+	/* the attributes: UNIX_DIAG_SHUTDOWN is always among them */
+	at = NLMSG_LENGTH(sizeof(m));
+	while (at + sizeof(struct rtattr) <= nh.nlmsg_len) {
+		struct rtattr a;
+
+		memcpy(&a, (const char *)buf + at, sizeof(a));
+		if (a.rta_len < sizeof(a) || at + a.rta_len > nh.nlmsg_len)
+			return -1;
+		if (a.rta_type == UNIX_DIAG_SHUTDOWN &&
+		    a.rta_len >= RTA_LENGTH(1)) {
+			memcpy(shutdown_mask, (const char *)buf + at +
+			    RTA_LENGTH(0), 1);
+			return 0;
+		}
+		at += RTA_ALIGN(a.rta_len);
+	}
+	return -1;
+}
+
+int
+sockdiag_unix_state(uint32_t ino, uint64_t cookie, unsigned timeout_ms,
+    uint8_t *shutdown_mask)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct unix_diag_req r;
+	} req;
+	union {
+		struct nlmsghdr nh;
+		char raw[SOCKDIAG_REPLY_MAX];
+	} in;
+	uint32_t ck[2] = { (uint32_t)cookie, (uint32_t)(cookie >> 32) };
+	ssize_t n;
+
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = sizeof(req);
+	req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;	/* one socket: no NLM_F_DUMP */
+	req.nh.nlmsg_seq = SOCKDIAG_SEQ;
+	req.r.sdiag_family = AF_UNIX;
+	req.r.udiag_states = ~0u;
+	req.r.udiag_ino = ino;
+	req.r.udiag_cookie[0] = ck[0];
+	req.r.udiag_cookie[1] = ck[1];
+	n = sockdiag_ask(&req, sizeof(req), timeout_ms, in.raw, sizeof(in.raw),
+	    false);
+	return n > 0 ? sockdiag_unix_parse(in.raw, (size_t)n, ino, ck,
+	    shutdown_mask) : -1;
+}
+
+int
+sockdiag_unix_id(int fd, uint32_t *ino, uint64_t *cookie)
+{
+	struct stat st;
+	socklen_t len = sizeof(*cookie);
+
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+	    st.st_ino > UINT32_MAX ||
+	    getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &len) != 0 ||
+	    len != sizeof(*cookie))
+		return -1;
+	*ino = (uint32_t)st.st_ino;
+	return 0;
+}
+
+bool
+sockdiag_unix_works(void)
+{
+	int sv[2];
+	uint32_t ino;
+	uint64_t cookie;
+	uint8_t sh = 0xff;
+	bool ok = false;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return false;
+	if (sockdiag_unix_id(sv[0], &ino, &cookie) == 0 &&
+	    sockdiag_unix_state(ino, cookie, SOCKDIAG_TIMEOUT_MS, &sh) == 0 &&
+	    sh == 0) {
+		close(sv[1]);
+		sv[1] = -1;
+		ok = sockdiag_unix_state(ino, cookie, SOCKDIAG_TIMEOUT_MS,
+		    &sh) == 0 && sh == 3;
+	}
+	close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	return ok;
 }

@@ -70,4 +70,28 @@ sockdiag_tuple_loopback(const struct sockdiag_tuple *t)
 int sockdiag_tcp_owner(const struct sockdiag_tuple *t, unsigned timeout_ms,
     uint32_t *uid);
 
+/*
+ * A Unix stream socket's identity: its inode and its cookie (SO_COOKIE:
+ * never reused while the system runs). 0, or -1 when `fd` is not a
+ * socket or the kernel has no cookie for it.
+ */
+int sockdiag_unix_id(int fd, uint32_t *ino, uint64_t *cookie);
+
+/*
+ * Whether the Unix socket `ino` with `cookie` still exists, as the kernel
+ * tells it (unix_diag, one exact look-up): 0 with its shutdown bits (1:
+ * no more receiving, 2: no more sending; 3 once its peer closed), 1 when
+ * there is no such socket any more (every descriptor of it closed), -1
+ * when it cannot be told (no unix_diag in this kernel answers ENOENT too:
+ * a caller tries once on a socket of its own, sockdiag_unix_works).
+ */
+int sockdiag_unix_state(uint32_t ino, uint64_t cookie, unsigned timeout_ms,
+    uint8_t *shutdown_mask);
+
+/*
+ * Whether sockdiag_unix_state answers here: tried on a socket pair of its
+ * own, open and then with its peer closed.
+ */
+bool sockdiag_unix_works(void);
+
 #endif

@@ -30,6 +30,8 @@
 struct conn_who {
 	unsigned gen;
 	uint64_t handle;		/* the device process's, 0: none */
+	uint32_t writes;		/* GPU writes queued under `handle`
+					 * (PSMSG_PEER_END tells the count) */
 	struct policy_peer pp;
 	struct identity id;
 };

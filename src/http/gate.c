@@ -277,6 +277,7 @@ gate_conn_who(struct request *req)
 		if ((c->who = malloc(sizeof(*c->who))) == NULL)
 			return &gate_nobody;
 		c->who->handle = 0;
+		c->who->writes = 0;
 	}
 	if (node_peer(req->ctx->node, request_socket(req), c->who->handle,
 	    c->peer.uid, c->peer.gid, c->peer.pid, &c->who->id,
@@ -358,7 +359,7 @@ gate_check_scope(struct request *req, const struct route *r)
 	    group_name((enum api_group)r->group), held ? names : "nothing");
 	zerr_set(&err, ZERR_FORBIDDEN, "%s", msg);
 	if (r->group == GROUP_GPU_CONTROL)
-		gate_audit_refusal(req, NULL, 0, err.msg);
+		gate_audit_refusal(req, NULL, 0, PSMSG_REFUSAL_SCOPE, err.msg);
 	request_reply_error(req, &err);
 	return -1;
 }
@@ -438,7 +439,8 @@ gate_check_gpus(struct request *req, const uint32_t *ids, unsigned n)
 	    "the granted GPUs in gpu_ids)", who,
 	    group_name((enum api_group)r->group), (unsigned)ids[bad]);
 	if (r->group == GROUP_GPU_CONTROL)
-		gate_audit_refusal(req, &ids[bad], 1, err.msg);
+		gate_audit_refusal(req, &ids[bad], 1, PSMSG_REFUSAL_POLICY_GPU,
+		    err.msg);
 	request_reply_error(req, &err);
 	return -1;
 }
@@ -504,7 +506,7 @@ struct refusal_job {
 	struct node *node;
 	struct gpu_write who;
 	char op[32];
-	char error[ZERR_MSG_MAX];
+	unsigned code;			/* enum psmsg_refusal */
 	unsigned n;
 	uint32_t gpus[];
 };
@@ -516,16 +518,16 @@ gate_refusal_run(struct pool_job *job)
 
 	if (j->n == 0)
 		node_audit_refused(j->node, &j->who, UINT32_MAX, j->op,
-		    j->error);
+		    j->code);
 	for (unsigned i = 0; i < j->n; i++)
 		node_audit_refused(j->node, &j->who, j->gpus[i], j->op,
-		    j->error);
+		    j->code);
 	free(j);
 }
 
 static void
 gate_audit_refusal_remote(struct request *req, const uint32_t *gpus,
-    unsigned n, const char *op, const char *error)
+    unsigned n, const char *op, unsigned code)
 {
 	struct refusal_job *j = calloc(1, sizeof(*j) + n * sizeof(*gpus));
 	struct gpu_write who;
@@ -535,14 +537,14 @@ gate_audit_refusal_remote(struct request *req, const uint32_t *gpus,
 	if (j == NULL) {
 		for (unsigned i = 0; i < (n ? n : 1); i++)
 			node_audit_refused(req->ctx->node, &who, n ? gpus[i] :
-			    UINT32_MAX, op, error);
+			    UINT32_MAX, op, code);
 		return;
 	}
 	j->job.run = gate_refusal_run;
 	j->node = req->ctx->node;
 	j->who = who;
 	memcpy(j->op, op, strnlen(op, sizeof(j->op) - 1));	/* j: zeroed */
-	memcpy(j->error, error, strnlen(error, sizeof(j->error) - 1));
+	j->code = code;
 	j->n = n;
 	if (n > 0)		/* gpus may be NULL then */
 		memcpy(j->gpus, gpus, n * sizeof(*gpus));
@@ -553,7 +555,7 @@ gate_audit_refusal_remote(struct request *req, const uint32_t *gpus,
 
 void
 gate_audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
-    const char *error)
+    unsigned code, const char *error)
 {
 	struct audit_who who;
 	const char *op;
@@ -565,7 +567,7 @@ gate_audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
 	op = strrchr(req->path, '/');
 	snprintf(q, sizeof(q), "%s", op != NULL ? op + 1 : req->path);
 	if (node_is_remote(req->ctx->node)) {
-		gate_audit_refusal_remote(req, gpus, n, q, error);
+		gate_audit_refusal_remote(req, gpus, n, q, code);
 		return;
 	}
 	gate_audit_who(req, &who);
@@ -592,6 +594,7 @@ struct conn_lookup {
 	unsigned gen;			/* identity_gen when it started */
 	int sock;			/* a dup of the connection's socket */
 	uint64_t refresh;		/* the handle it had, or 0 */
+	uint32_t queued;		/* the writes queued under it */
 	uint64_t handle;		/* the device process's answer */
 	bool failed;			/* the pool's queue was full */
 	bool busy;			/* the device process was: err */
@@ -622,7 +625,7 @@ gate_lookup_run(struct pool_job *job)
 	l->sock = -1;
 	/* a new handle (another process after a reload): the old one ends */
 	if (!l->busy && l->refresh != 0 && l->handle != l->refresh)
-		node_peer_end(l->node, l->refresh);
+		node_peer_end(l->node, l->refresh, l->queued);
 	if (l->own_groups)
 		gate_use_own_groups(&l->id, &l->own);
 	request_complete_one(l->req);	/* the loop installs it */
@@ -660,11 +663,13 @@ gate_lookup_install(struct request *req)
 	struct conn_lookup *l = c->lookup;
 
 	c->lookup = NULL;
-	if (c->who == NULL && (c->who = malloc(sizeof(*c->who))) == NULL) {
+	if (c->who == NULL && (c->who = calloc(1, sizeof(*c->who))) == NULL) {
 		free(l);		/* gate_conn_who fails closed */
 		return;
 	}
 	c->who->id = l->id;
+	if (c->who->handle != l->handle)
+		c->who->writes = 0;	/* counted per handle */
 	c->who->handle = l->handle;
 	policy_peer_init(&c->who->pp, l->uid, &c->who->id);
 	c->who->gen = l->gen;
@@ -697,6 +702,7 @@ gate_lookup_start(struct request *req, void (*again)(struct request *req))
 	l->pid = c->peer.pid;
 	l->gen = atomic_load(&req->ctx->identity_gen);
 	l->refresh = c->who != NULL ? c->who->handle : 0;
+	l->queued = c->who != NULL ? c->who->writes : 0;
 	/* here, while the socket surely is this connection's */
 	l->own_groups = peer_own_groups(request_socket(req), l->gid,
 	    &l->own) == 0;
@@ -788,6 +794,16 @@ gate_writer(struct request *req, struct gpu_write *w)
 		w->writer_handle = cw->handle;
 }
 
+void
+gate_writes_queued(struct request *req, unsigned n)
+{
+	struct conn *c = req->cstate;
+
+	if (c != NULL && c->who != NULL && c->who->handle != 0)
+		c->who->writes = c->who->writes > UINT32_MAX - n ? UINT32_MAX :
+		    c->who->writes + n;
+}
+
 /* ---- A connection's end ---------------------------------------------------- */
 
 /* The device process forgets a closed peer's handle, off the loop. */
@@ -795,6 +811,7 @@ struct peer_end_job {
 	struct pool_job job;		/* first: the pool hands it back */
 	struct node *node;
 	uint64_t handle;
+	uint32_t queued;
 };
 
 static void
@@ -802,7 +819,7 @@ gate_peer_end_run(struct pool_job *job)
 {
 	struct peer_end_job *j = (struct peer_end_job *)job;
 
-	node_peer_end(j->node, j->handle);
+	node_peer_end(j->node, j->handle, j->queued);
 	free(j);
 }
 
@@ -814,14 +831,16 @@ gate_conn_closed(struct http_ctx *ctx, struct conn *c)
 	if (c->who == NULL || c->who->handle == 0)
 		return;
 	if (ctx->lookups == NULL || (j = malloc(sizeof(*j))) == NULL) {
-		node_peer_end(ctx->node, c->who->handle);
+		node_peer_end(ctx->node, c->who->handle, c->who->writes);
 		return;
 	}
 	j->job.run = gate_peer_end_run;
 	j->node = ctx->node;
 	j->handle = c->who->handle;
+	j->queued = c->who->writes;
 	if (pool_submit(ctx->lookups, &j->job) != 0) {
 		free(j);
-		node_peer_end(ctx->node, c->who->handle);	/* rare: full */
+		node_peer_end(ctx->node, c->who->handle,	/* rare: full */
+		    c->who->writes);
 	}
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "node/groups.h"
+#include "privsep/msg.h"	/* enum psmsg_refusal */
 
 struct request;
 struct route;
@@ -57,6 +58,13 @@ void gate_conn_closed(struct http_ctx *ctx, struct conn *c);
  */
 struct gpu_write;
 void gate_writer(struct request *req, struct gpu_write *w);
+
+/*
+ * `n` GPU writes of this request were queued (on the loop): counted on the
+ * connection, whose PSMSG_PEER_END tells the device process how many may
+ * still come after it closed (warden.h).
+ */
+void gate_writes_queued(struct request *req, unsigned n);
 
 /* Frees what gate_decide attached to the request. */
 void gate_release(struct request *req);
@@ -124,10 +132,12 @@ void gate_audit_who(struct request *req, struct audit_who *w);
 
 /*
  * A refused GPU write (403 by the node policy, 409 by a lease): one audit
- * line per GPU named (or one with "gpu": null), result "refused", and the
- * message the client got. Loop thread.
+ * line per GPU named (or one with "gpu": null), result "refused". In one
+ * process with the message the client got (`error`); in a split daemon
+ * the device process words the line from `code` (enum psmsg_refusal) and
+ * what it knows itself: no text crosses. Loop thread.
  */
 void gate_audit_refusal(struct request *req, const uint32_t *gpus,
-    unsigned n, const char *error);
+    unsigned n, unsigned code, const char *error);
 
 #endif

@@ -284,10 +284,10 @@ node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
 }
 
 void
-node_peer_end(struct node *node, uint64_t handle)
+node_peer_end(struct node *node, uint64_t handle, uint32_t queued)
 {
 	if (node->remote != NULL && handle != 0)
-		node->remote->peer_end(node, handle);
+		node->remote->peer_end(node, handle, queued);
 }
 
 int
@@ -304,10 +304,10 @@ node_slurm_step(struct node *node, const struct node_slurm_step *s,
 
 void
 node_audit_refused(struct node *node, const struct gpu_write *who,
-    unsigned gpu, const char *op, const char *error)
+    unsigned gpu, const char *op, unsigned code)
 {
 	if (node->remote != NULL)
-		node->remote->audit_refused(node, who, gpu, op, error);
+		node->remote->audit_refused(node, who, gpu, op, code);
 }
 
 void
@@ -327,11 +327,11 @@ node_audit_lease_end(struct node *node, const struct node_lease_line *l)
 
 void
 node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
-    const char *user, int op, const char *error, const char *reason)
+    int op, int err_kind, const char *reason)
 {
 	if (node->remote != NULL)
-		node->remote->audit_unqueued(node, gpu, uid, pid, user, op,
-		    error, reason);
+		node->remote->audit_unqueued(node, gpu, uid, pid, op,
+		    err_kind, reason);
 }
 
 int

@@ -72,20 +72,19 @@ struct node_remote_ops {
 	/* node_peer and node_peer_end: the device process's look-up */
 	int (*peer)(struct node *node, int sock, uint64_t refresh,
 	    struct identity *out, uint64_t *handle, struct zerr *err);
-	void (*peer_end)(struct node *node, uint64_t handle);
+	void (*peer_end)(struct node *node, uint64_t handle, uint32_t queued);
 	int (*token)(struct node *node, const char *token, size_t len,
 	    struct node_claims *out, struct zerr *err);
 	int (*audit)(struct node *node, struct psmsg_audit *a,
 	    struct zerr *err);
 	void (*audit_refused)(struct node *node, const struct gpu_write *who,
-	    unsigned gpu, const char *op, const char *error);
+	    unsigned gpu, const char *op, unsigned code);
 	void (*audit_superseded)(struct node *node, const struct gpu_write *w,
 	    unsigned gpu);
 	void (*audit_lease_end)(struct node *node,
 	    const struct node_lease_line *l);
 	void (*audit_unqueued)(struct node *node, unsigned gpu, uid_t uid,
-	    pid_t pid, const char *user, int op, const char *error,
-	    const char *reason);
+	    pid_t pid, int op, int err_kind, const char *reason);
 	/* node_tcp_owner: the device process's look-up */
 	int (*tcp_owner)(struct node *node, const struct sockdiag_tuple *t,
 	    uint32_t *uid);
@@ -233,7 +232,7 @@ int node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
     struct zerr *err);
 
 /* The peer of a handle from node_peer closed its connection. Blocking. */
-void node_peer_end(struct node *node, uint64_t handle);
+void node_peer_end(struct node *node, uint64_t handle, uint32_t queued);
 
 /*
  * Split daemon only: the device process's table of the Slurm job steps
@@ -261,15 +260,18 @@ int node_token(struct node *node, const char *token, size_t len,
  * fd of the log (audit.h). 0, or -1 with err (refused: logged there).
  * Blocking. The four kinds, built here:
  *   refused:    a write (or release) refused here; `who` names the writer
- *               as a write does (gate_writer), `gpu` UINT32_MAX for none
+ *               as a write does (gate_writer), `gpu` UINT32_MAX for none,
+ *               `code` why (privsep/msg.h, enum psmsg_refusal: the device
+ *               process words the line)
  *   superseded: a non-blocking write dropped before it ran (`w`, with
  *               its writer)
  *   lease end:  the ledger's line (struct node_lease_line)
- *   unqueued:   a restore that could not be queued (op, error, reason)
+ *   unqueued:   a restore that could not be queued (op, the zerr kind
+ *               of the failure, reason)
  */
 int node_audit(struct node *node, struct psmsg_audit *a, struct zerr *err);
 void node_audit_refused(struct node *node, const struct gpu_write *who,
-    unsigned gpu, const char *op, const char *error);
+    unsigned gpu, const char *op, unsigned code);
 void node_audit_superseded(struct node *node, const struct gpu_write *w,
     unsigned gpu);
 
@@ -286,8 +288,7 @@ struct node_lease_line {
 };
 void node_audit_lease_end(struct node *node, const struct node_lease_line *l);
 void node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid,
-    pid_t pid, const char *user, int op, const char *error,
-    const char *reason);
+    pid_t pid, int op, int err_kind, const char *reason);
 
 /*
  * Who owns the client's socket of a loopback TCP connection (`t`, as

@@ -32,21 +32,21 @@ static void node_procstat_remote(struct node *node, struct procstat *out,
     struct procstat *net, struct node_audit *audit);
 static int node_peer_remote(struct node *node, int sock, uint64_t refresh,
     struct identity *out, uint64_t *handle, struct zerr *err);
-static void node_peer_end_remote(struct node *node, uint64_t handle);
+static void node_peer_end_remote(struct node *node, uint64_t handle,
+    uint32_t queued);
 static int node_token_remote(struct node *node, const char *token,
     size_t len, struct node_claims *out, struct zerr *err);
 static int node_audit_remote(struct node *node, struct psmsg_audit *a,
     struct zerr *err);
 static void node_audit_refused_remote(struct node *node,
     const struct gpu_write *who, unsigned gpu, const char *op,
-    const char *error);
+    unsigned code);
 static void node_audit_superseded_remote(struct node *node,
     const struct gpu_write *w, unsigned gpu);
 static void node_audit_lease_end_remote(struct node *node,
     const struct node_lease_line *l);
 static void node_audit_unqueued_remote(struct node *node, unsigned gpu,
-    uid_t uid, pid_t pid, const char *user, int op, const char *error,
-    const char *reason);
+    uid_t uid, pid_t pid, int op, int err_kind, const char *reason);
 static int node_tcp_owner_remote(struct node *node,
     const struct sockdiag_tuple *t, uint32_t *uid);
 static int node_slurm_step_remote(struct node *node,
@@ -306,13 +306,14 @@ node_peer_remote(struct node *node, int sock, uint64_t refresh,
 }
 
 static void
-node_peer_end_remote(struct node *node, uint64_t handle)
+node_peer_end_remote(struct node *node, uint64_t handle, uint32_t queued)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
 
 	psmsg_request_init(&req, PSMSG_PEER_END, 0);
 	req.auth = handle;
+	req.dev = queued;
 	pschan_call(node->pool, &req, &rep);
 }
 
@@ -459,7 +460,7 @@ rec_send(struct node *node, struct psmsg_audit *a)
 
 static void
 node_audit_refused_remote(struct node *node, const struct gpu_write *who,
-    unsigned gpu, const char *op, const char *error)
+    unsigned gpu, const char *op, unsigned code)
 {
 	struct psmsg_audit a;
 	struct gpu_write w = *who;
@@ -482,7 +483,7 @@ node_audit_refused_remote(struct node *node, const struct gpu_write *who,
 		a.op[k++] = (*p >= 'a' && *p <= 'z') ? *p : '_';
 	if (k == 0)
 		memcpy(a.op, "unknown", 7);
-	rec_str(a.error, sizeof(a.error), error);
+	a.code = code;
 	rec_send(node, &a);
 }
 
@@ -520,7 +521,6 @@ node_audit_lease_end_remote(struct node *node, const struct node_lease_line *l)
 	a.duration_us = l->duration_s > 0 ? (uint64_t)(l->duration_s * 1e6) :
 	    0;
 	a.energy_mj = l->energy_ok ? l->energy_mj : 0;
-	rec_str(a.user, sizeof(a.user), l->user);
 	rec_str(a.cgroup, sizeof(a.cgroup), l->cgroup);
 	rec_str(a.label, sizeof(a.label), l->label);
 	rec_send(node, &a);
@@ -528,7 +528,7 @@ node_audit_lease_end_remote(struct node *node, const struct node_lease_line *l)
 
 static void
 node_audit_unqueued_remote(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
-    const char *user, int op, const char *error, const char *reason)
+    int op, int err_kind, const char *reason)
 {
 	struct psmsg_audit a;
 	struct gpu_write w = { .op = (enum gpu_write_op)op };
@@ -542,7 +542,7 @@ node_audit_unqueued_remote(struct node *node, unsigned gpu, uid_t uid, pid_t pid
 	a.reason = rec_reason(reason);
 	a.holder_uid = (uint32_t)uid;
 	a.holder_pid = pid > 0 ? (uint32_t)pid : 0;
-	rec_str(a.user, sizeof(a.user), user);
-	rec_str(a.error, sizeof(a.error), error);
+	a.code = err_kind > 0 && err_kind <= ZERR_CONFLICT ? (uint32_t)err_kind :
+	    ZERR_INTERNAL;
 	rec_send(node, &a);
 }

@@ -299,7 +299,7 @@ psexec_run(const struct psexec *x, const struct psmsg_request *req, int fd,
 		break;
 	case PSMSG_PEER_END:
 		if (x->guard != NULL)
-			x->guard->peer_end(x->guard->ctx, req->auth);
+			x->guard->peer_end(x->guard->ctx, req->auth, req->dev);
 		break;
 	default:
 		internal(rep, "unknown op");

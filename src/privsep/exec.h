@@ -48,7 +48,8 @@ struct psexec_guard {
 	 */
 	int (*peer)(void *ctx, int fd, uint64_t refresh, struct identity *id,
 	    uint64_t *handle, struct zerr *err);
-	void (*peer_end)(void *ctx, uint64_t handle);
+	/* PSMSG_PEER_END: `queued` writes it had queued in all (its dev) */
+	void (*peer_end)(void *ctx, uint64_t handle, uint32_t queued);
 	/*
 	 * PSMSG_GPU_WRITE: decides who `req` is for (w_from, auth, tok),
 	 * runs it on `b` if allowed, audits.

@@ -283,7 +283,9 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 	case PSMSG_PROC:
 	case PSMSG_PEER:
 	case PSMSG_PEER_END:
-		if (r->dev != 0 || r->zone != 0 || !no_write_fields(r) ||
+		/* PSMSG_PEER_END's dev: the writes it queued, any number */
+		if ((r->dev != 0 && r->op != PSMSG_PEER_END) || r->zone != 0 ||
+		    !no_write_fields(r) ||
 		    r->gpu_mask != 0 || r->pkg_mask != 0)
 			return refuse(why, whysz, "%s with non-zero fields",
 			    psmsg_op_name(r->op));
@@ -598,8 +600,7 @@ psmsg_audit_check(const void *buf, size_t len,
 		goto bad;
 	}
 	if (!field_str(a->op, sizeof(a->op)) ||
-	    !field_str(a->error, sizeof(a->error)) ||
-	    !field_str(a->user, sizeof(a->user)) ||
+	    !all_zero((const uint8_t *)a->user, sizeof(a->user)) ||
 	    !field_str(a->cgroup, sizeof(a->cgroup)) ||
 	    !field_str(a->label, sizeof(a->label)) ||
 	    (a->label[0] != '\0' && lease_label_invalid(a->label) != NULL)) {
@@ -613,9 +614,13 @@ psmsg_audit_check(const void *buf, size_t len,
 	    (!ledger && (a->cgroup[0] != '\0' || a->label[0] != '\0')) ||
 	    (!holder && (a->holder_uid | a->holder_pid | a->reason) != 0) ||
 	    (!holder && a->user[0] != '\0') ||
-	    (a->holder_pid > INT32_MAX) ||
-	    (a->kind == PSMSG_AUDIT_LEASE_END && a->error[0] != '\0') ||
-	    (a->kind == PSMSG_AUDIT_SUPERSEDED && a->error[0] != '\0') ||
+	    (a->holder_pid > INT32_MAX) || a->pad2 != 0 ||
+	    (a->kind == PSMSG_AUDIT_REFUSED && (a->code == 0 ||
+	    a->code >= PSMSG_REFUSAL_END)) ||
+	    (a->kind == PSMSG_AUDIT_UNQUEUED && (a->code == 0 ||
+	    a->code > ZERR_CONFLICT)) ||
+	    ((a->kind == PSMSG_AUDIT_LEASE_END ||
+	    a->kind == PSMSG_AUDIT_SUPERSEDED) && a->code != 0) ||
 	    (a->kind == PSMSG_AUDIT_LEASE_END && (a->h.w_op != 0 ||
 	    a->h.w_from != 0 || a->h.auth != 0 || a->h.tok != 0))) {
 		refuse(why, whysz, "audit fields the kind does not use");

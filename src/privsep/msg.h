@@ -75,7 +75,9 @@ struct psmsg_request {
 	 *   PSMSG_PEER: the connection's socket travels with the message
 	 *     (SCM_RIGHTS); auth 0, or the handle it had (refreshed after a
 	 *     reload: same process, identity read anew).
-	 *   PSMSG_PEER_END: auth = the handle of a connection that closed.
+	 *   PSMSG_PEER_END: auth = the handle of a connection that closed;
+ *     dev = how many GPU writes it queued while it was open, in all
+ *     (the device process lets those not yet decided run, no others).
 	 *   PSMSG_GPU_WRITE: w_from (enum psmsg_from) and, for a Unix
 	 *     writer, auth = its handle; for a restore, auth = the handle of
 	 *     the peer that released the lease, or 0 (its holder exited, or
@@ -190,14 +192,19 @@ struct psmsg_reply {
 };
 
 /*
- * PSMSG_AUDIT: an audit line of the network process's own (its early
+ * PSMSG_AUDIT: an event of the network process's own (its early
  * refusals, writes dropped before they ran, the ledger's lease_end and a
- * restore it could not queue), which the device process writes: the
- * network process holds no writable fd of the audit log. Typed fields
- * only; who a refusal or a dropped write was for is named as a write
- * names it (h.w_from, h.auth, h.tok, h.w_addr*), so the identity in the
- * line is the device process's. The device process checks that a
- * lease's holder is the one its own record of that GPU has.
+ * restore it could not queue), which the device process turns into an
+ * audit line in its own words: the network process holds no writable fd
+ * of the audit log and sends no text. Typed fields only: who a refusal or
+ * a dropped write was for is named as a write names it (h.w_from, h.auth,
+ * h.tok, h.w_addr*), why by a code (enum psmsg_refusal; for UNQUEUED the
+ * zerr kind of the failure), so the identity, the user name and the
+ * message in the line are the device process's. The device process
+ * checks a refusal against its own policy and lease record where it can,
+ * a lease's holder against its record of that GPU (one lease_end line
+ * per lease), and takes at most a burst of such events (a bucket
+ * refilled at a fixed rate; the rest are counted, not written).
  */
 enum psmsg_audit_kind {
 	PSMSG_AUDIT_REFUSED = 1,	/* op, error; gpu or no_gpu */
@@ -205,6 +212,16 @@ enum psmsg_audit_kind {
 	PSMSG_AUDIT_LEASE_END,		/* holder, ledger fields */
 	PSMSG_AUDIT_UNQUEUED,		/* a restore (h.w_op), holder, error */
 	PSMSG_AUDIT_KIND_END
+};
+
+/* Why the network process refused a write (PSMSG_AUDIT_REFUSED's code). */
+enum psmsg_refusal {
+	PSMSG_REFUSAL_SCOPE = 1,	/* the node policy grants no gpu-control */
+	PSMSG_REFUSAL_POLICY_GPU,	/* ... not on that GPU */
+	PSMSG_REFUSAL_AUDIT_DOWN,	/* --audit-required, the log full */
+	PSMSG_REFUSAL_LEASE,		/* its lease record (409) */
+	PSMSG_REFUSAL_RELEASE,		/* POST /gpu/release refused */
+	PSMSG_REFUSAL_END
 };
 
 #define PSMSG_AUDIT_OP_MAX 32
@@ -222,8 +239,10 @@ struct psmsg_audit {
 	uint64_t energy_mj;		/* LEASE_END, when energy_ok */
 	/* NUL-terminated, every byte after the NUL 0 */
 	char op[PSMSG_AUDIT_OP_MAX];	/* REFUSED: [a-z_]+ */
-	char error[ZERR_MSG_MAX];	/* REFUSED, UNQUEUED */
-	char user[IDENTITY_USER_MAX];	/* LEASE_END, UNQUEUED: holder's */
+	uint32_t code;			/* REFUSED: enum psmsg_refusal;
+					 * UNQUEUED: enum zerr_kind */
+	uint32_t pad2;			/* 0 */
+	char user[IDENTITY_USER_MAX];	/* all 0: the device names users */
 	char cgroup[IDENTITY_CGROUP_MAX];	/* LEASE_END */
 	char label[PSMSG_AUDIT_LABEL_MAX];	/* LEASE_END: "" none */
 };
@@ -332,7 +351,7 @@ _Static_assert(sizeof(struct psmsg_reply) % 8 == 0,
 _Static_assert(sizeof(struct psmsg_token) == sizeof(struct psmsg_request) +
     2 * 4 + PSMSG_TOKEN_MAX, "struct psmsg_token has padding");
 _Static_assert(sizeof(struct psmsg_audit) == sizeof(struct psmsg_request) +
-    8 * 4 + 2 * 8 + PSMSG_AUDIT_OP_MAX + ZERR_MSG_MAX + IDENTITY_USER_MAX +
+    8 * 4 + 2 * 8 + PSMSG_AUDIT_OP_MAX + 2 * 4 + IDENTITY_USER_MAX +
     IDENTITY_CGROUP_MAX + PSMSG_AUDIT_LABEL_MAX,
     "struct psmsg_audit has padding");
 _Static_assert(sizeof(struct psmsg_writes) == sizeof(struct psmsg_request) +

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from zeushelp import as_user, network_pid, peers, steal, unix_sockets
+from zeushelp import as_user, network_pid, peers, steal, unix_sockets, wait_log
 
 
 PSMSG_MAGIC = 0x7a707331
@@ -227,10 +227,16 @@ def test_forged_writes_are_decided_by_the_device_process(node):
         b.close()
     finally:
         nobody.kill()
-        other.kill()
         nobody.wait()
+
+    try:
+        check_after_holder_left(d, f, audit, kinds, before, h_other)
+    finally:
+        other.kill()
         other.wait()
 
+
+def check_after_holder_left(d, f, audit, kinds, before, h_other):
     # every refusal left a line naming who the device process saw
     lines = audit_refusals(audit)
     gpu0 = [x for x in lines if x["gpu"] == 0]
@@ -495,14 +501,20 @@ def test_only_the_device_process_holds_the_key(start, tmp_path):
     assert d.proc.poll() is None
 
 
-def audit_record(kind, gpu=0, op=b"", error=b"", holder_uid=0, user=b"",
-                 settings=0, no_gpu=0, w_from=0, auth=0):
-    """struct psmsg_audit (src/privsep/msg.h)."""
-    head = request(OP["audit"], auth, w_from, gpu)
+def audit_record(kind, gpu=0, op=b"", code=0, holder_uid=0, settings=0,
+                 no_gpu=0, w_from=0, auth=0, duration_us=0, energy_mj=0,
+                 energy_ok=0, w_op=0):
+    """struct psmsg_audit (src/privsep/msg.h): typed fields, no text."""
+    head = request(OP["audit"], auth, w_from, gpu, w_op)
     body = struct.pack("<IIIIIIIIQQ", kind, no_gpu, 0, settings, holder_uid,
-                       0, 0, 0, 0, 0)
-    return head + body + op.ljust(32, b"\0") + error.ljust(512, b"\0") + \
-        user.ljust(64, b"\0") + b"\0" * 256 + b"\0" * 72
+                       0, 0, energy_ok, duration_us, energy_mj)
+    return head + body + op.ljust(32, b"\0") + struct.pack("<II", code, 0) + \
+        b"\0" * 64 + b"\0" * 256 + b"\0" * 72
+
+
+REFUSED, SUPERSEDED, LEASE_END = 1, 2, 3
+RESET_LOCKED_CLOCKS = 6          # enum gpu_write_op
+REFUSAL_SCOPE, REFUSAL_POLICY_GPU = 1, 2
 
 
 def test_the_network_process_cannot_write_the_audit_log(node):
@@ -520,22 +532,108 @@ def test_the_network_process_cannot_write_the_audit_log(node):
     with pytest.raises(OSError):
         os.write(err, b'{"result":"ok"}\n')
     os.close(err)
-    # its own lines go to the device process as records: a refusal it
-    # names nobody known for is written with no identity; a ledger line
-    # for a holder the device process never saw on that GPU is refused
-    rc, _, msg, _ = f.call(audit_record(1, gpu=2, op=b"set_power_limit",
-                                        error=b"forged", w_from=FROM["unix"],
-                                        auth=5 << 32))
-    assert rc == 0, msg
-    rc, _, msg, _ = f.call(audit_record(3, gpu=1, holder_uid=4242,
-                                        user=b"x", settings=1))
+    # its own events go to the device process as typed records, which it
+    # words itself and checks against what it knows: a policy refusal for
+    # a writer it does not know, or one its policy does not make, is not
+    # written; a ledger line for a holder it never saw on that GPU neither
+    rc, _, msg, _ = f.call(audit_record(REFUSED, gpu=2,
+                                        op=b"set_power_limit",
+                                        code=REFUSAL_SCOPE,
+                                        w_from=FROM["unix"], auth=5 << 32))
+    assert rc == -1, msg
+    nobody = holder(d, 65534)
+    try:
+        h = f.handle_of(nobody.pid)
+        # the policy grants nobody gpu-control on GPU 1: no refusal there
+        rc, _, msg, _ = f.call(audit_record(
+            REFUSED, gpu=1, op=b"set_power_limit", code=REFUSAL_POLICY_GPU,
+            w_from=FROM["unix"], auth=h))
+        assert rc == -1 and "grants" in msg, msg
+        # ... but not on GPU 0: a true refusal, in the device's words
+        rc, _, msg, _ = f.call(audit_record(
+            REFUSED, gpu=0, op=b"set_power_limit", code=REFUSAL_POLICY_GPU,
+            w_from=FROM["unix"], auth=h))
+        assert rc == 0, msg
+        # a lease_end of 10^9 J for nobody's real lease, then twice
+        rc, _, msg, _ = f.write(1, 150000, "unix", h)
+        assert rc == 0, msg
+        rc, _, msg, _ = f.call(audit_record(
+            LEASE_END, gpu=1, holder_uid=65534, settings=1,
+            duration_us=1000000, energy_mj=10 ** 12, energy_ok=1))
+        assert rc == -1, msg
+        for want in (0, -1):
+            rc, _, msg, _ = f.call(audit_record(
+                LEASE_END, gpu=1, holder_uid=65534, settings=1,
+                duration_us=1000000, energy_mj=1000, energy_ok=1))
+            assert rc == want, msg
+    finally:
+        nobody.kill()
+        nobody.wait()
+    rc, _, msg, _ = f.call(audit_record(LEASE_END, gpu=1, holder_uid=4242,
+                                        settings=1))
     assert rc == -1 and "held no lease" in msg, msg
-    # a record that does not check out is a broken message: zeusd stops
     lines = [json.loads(x) for x in audit.read_text().splitlines()]
-    assert [(x["operation"], x["identity"], x.get("error")) for x in lines] \
-        == [("set_power_limit", {}, "forged")], lines
+    refused = [x for x in lines if x.get("result") == "refused"]
+    assert [(x["gpu"], x["identity"]["uid"]) for x in refused] == \
+        [(0, 65534)], refused
+    assert refused[0]["error"] == ("Forbidden: uid 65534 (nobody) holds "
+                                   "scope 'gpu-control' but not on GPU 0 "
+                                   "(the node policy)"), refused
+    ends = [x for x in lines if x["operation"] == "lease_end"]
+    assert len(ends) == 1 and ends[0]["energy_j"] == 1.0, ends
+    assert ends[0]["identity"]["user"] == "nobody", ends
+    # a flood of events: a burst is written, the rest counted, not written
+    # (512 at once, then 100 a second: src/access/warden.h), sent until
+    # the device process says it dropped some; the bound is derived from
+    # the time the sending took
+    before = len(audit.read_text().splitlines())
+    t0, sent = time.monotonic(), 0
+    while "event=audit_events_dropped" not in d.logs():
+        for _ in range(100):
+            rc, _, msg, _ = f.call(audit_record(SUPERSEDED, gpu=3,
+                                                w_from=FROM["tcp"],
+                                                w_op=RESET_LOCKED_CLOCKS))
+            assert rc == 0, msg
+        sent += 100
+        assert sent < 20000, "no event was ever dropped"
+    took = time.monotonic() - t0
+    written = len(audit.read_text().splitlines()) - before
+    assert 400 < written <= 512 + 100 * took + 1, (written, took, sent)
+    assert written < sent
+    # a record that does not check out is a broken message: zeusd stops
     assert d.proc.poll() is None
     d.ready = False
-    f.chan.send(audit_record(1, gpu=2, op=b"Set-Power", error=b"x"))
+    f.chan.send(audit_record(REFUSED, gpu=2, op=b"Set-Power",
+                             code=REFUSAL_SCOPE))
     assert d.proc.wait(timeout=20) == 1
     assert "audit operation name" in d.logs()
+
+
+def test_a_closed_connection_grants_nothing_new(node):
+    """A handle outlives its connection only for the writes queued while
+    it was open: a root client's handle, once its connection closed, is
+    refused (before: it wrote for 120 s). The forger's handle is one the
+    network process never heard of, so no PSMSG_PEER_END comes for it:
+    the device process sees the close itself (unix_diag)."""
+    audit = node.base / "audit.log"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)], policy=POLICY)
+    kinds = errno_kinds()
+    f = Forger(d)
+    before = limit_of(d, 3)
+    root = holder(d, 0)
+    try:
+        h_root = f.handle_of(root.pid)
+        rc, _, msg, _ = f.write(3, 160000, "unix", h_root)
+        assert rc == 0, msg                 # open: root may
+        assert limit_of(d, 3) == 160000
+    finally:
+        root.kill()
+        root.wait()
+    rc, kind, msg, _ = f.write(3, 170000, "unix", h_root)
+    assert (rc, kind) == (-1, kinds["ZERR_FORBIDDEN"]), msg
+    assert "has closed" in msg, msg
+    assert limit_of(d, 3) == 160000
+    assert d.post(f"/gpu/set_power_limit?gpu_ids=3&power_limit_mw={before}"
+                  "&block=true").status_code == 200
+    refused = [x for x in audit_refusals(audit) if x["gpu"] == 3]
+    assert [x["identity"]["uid"] for x in refused] == [0], refused

@@ -274,6 +274,41 @@ test_exec(void **state)
 	conn3_close(&k);
 }
 
+/*
+ * A Unix stream socket as unix_diag tells it: open, its peer half-closed
+ * (only no more receiving), its peer gone (both bits), and no such socket
+ * once its last descriptor is closed; another cookie names nothing.
+ */
+static void
+test_unix_state(void **state)
+{
+	int sv[2];
+	uint32_t ino;
+	uint64_t cookie;
+	uint8_t sh = 0xff;
+
+	(void)state;
+	assert_true(sockdiag_unix_works());
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(sockdiag_unix_id(sv[0], &ino, &cookie), 0);
+	assert_int_equal(sockdiag_unix_state(ino, cookie, SOCKDIAG_TIMEOUT_MS,
+	    &sh), 0);
+	assert_int_equal(sh, 0);
+	assert_int_equal(sockdiag_unix_state(ino, cookie + 1,
+	    SOCKDIAG_TIMEOUT_MS, &sh), -1);
+	assert_int_equal(shutdown(sv[1], SHUT_WR), 0);
+	assert_int_equal(sockdiag_unix_state(ino, cookie, SOCKDIAG_TIMEOUT_MS,
+	    &sh), 0);
+	assert_int_equal(sh, 1);
+	close(sv[1]);
+	assert_int_equal(sockdiag_unix_state(ino, cookie, SOCKDIAG_TIMEOUT_MS,
+	    &sh), 0);
+	assert_int_equal(sh, 3);
+	close(sv[0]);
+	assert_int_equal(sockdiag_unix_state(ino, cookie, SOCKDIAG_TIMEOUT_MS,
+	    &sh), 1);
+}
+
 int
 main(void)
 {
@@ -283,6 +318,7 @@ main(void)
 		cmocka_unit_test(test_time_wait_is_unknown),
 		cmocka_unit_test(test_msg_check),
 		cmocka_unit_test(test_exec),
+		cmocka_unit_test(test_unix_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
