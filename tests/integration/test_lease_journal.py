@@ -133,6 +133,24 @@ def test_a_jobs_cap_survives_a_crash_and_ends_with_the_job(rig, users):
     b.close()
 
 
+def test_a_planned_restart_keeps_the_cap(rig, users):
+    """systemctl restart, a package upgrade: SIGTERM (without
+    --restore-on-shutdown), then a new zeusd. The job's cap is not
+    dropped, and comes back when the job ends."""
+    alice, _ = users
+    d = rig.start()
+    default = limit_mw(d, 2)
+    a = Session(d, alice)
+    assert set_limit(a, 2, 230000)[0] == 200
+    assert d.stop() == 0                    # a clean stop
+    d = rig.start()
+    wait_log(d, "event=lease_journal_taken_back gpu=2")
+    assert limit_mw(d, 2) == 230000
+    a.close()
+    wait_until(lambda: limit_mw(d, 2) == default, 15)
+    wait_until(lambda: not rig.journal(2).exists(), 5)
+
+
 def test_a_holder_gone_while_zeusd_was_down_is_restored_at_start(rig, users):
     alice, _ = users
     d = rig.start()
