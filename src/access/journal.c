@@ -72,6 +72,11 @@ journal_format(const struct journal_rec *r, const char *boot, char *buf,
 
 	ok = put(buf, size, &at, MAGIC "boot %.*s\ngpu %u\nuid %" PRIu32 "\n",
 	    JOURNAL_BOOT_LEN, boot, r->gpu, r->uid);
+	if (ok && r->has_start)
+		ok = put(buf, size, &at, "started_ms %" PRIu64 "\n",
+		    r->started_ms);
+	if (ok && r->has_energy)
+		ok = put(buf, size, &at, "energy_mj %" PRIu64 "\n", r->energy_mj);
 	if (ok && r->has_limit)
 		ok = put(buf, size, &at, "limit_mw %" PRIu32 "\n", r->limit_mw);
 	if (ok && r->has_persist)
@@ -145,8 +150,8 @@ boot_ok(const char *s, size_t n)
 }
 
 /* The lines, in their order; a key may be absent unless `must`. */
-enum { K_BOOT, K_GPU, K_UID, K_LIMIT, K_PERSIST, K_GCLK, K_MCLK, K_PID,
-    K_SUM, K_END };
+enum { K_BOOT, K_GPU, K_UID, K_START, K_ENERGY, K_LIMIT, K_PERSIST, K_GCLK,
+    K_MCLK, K_PID, K_SUM, K_END };
 static const struct {
 	const char *name;
 	bool must, many;
@@ -154,6 +159,8 @@ static const struct {
 	[K_BOOT] = { "boot", true, false },
 	[K_GPU] = { "gpu", true, false },
 	[K_UID] = { "uid", true, false },
+	[K_START] = { "started_ms", false, false },
+	[K_ENERGY] = { "energy_mj", false, false },
 	[K_LIMIT] = { "limit_mw", false, false },
 	[K_PERSIST] = { "persistence", false, false },
 	[K_GCLK] = { "gpu_clocks", false, false },
@@ -222,6 +229,19 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 			if (!number(v, nl, UINT32_MAX - 1, &a))
 				return garbled(why, whysz, "a bad uid");
 			r->uid = (uint32_t)a;
+			break;
+		case K_START:
+		case K_ENERGY:
+			if (!number(v, nl, UINT64_MAX, &a))
+				return garbled(why, whysz, "a bad %s",
+				    keys[k].name);
+			if (k == K_START) {
+				r->has_start = true;
+				r->started_ms = a;
+			} else {
+				r->has_energy = true;
+				r->energy_mj = a;
+			}
 			break;
 		case K_LIMIT:
 			if (!number(v, nl, UINT32_MAX, &a))

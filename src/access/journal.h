@@ -17,6 +17,8 @@
  *   boot 6f0c...-...
  *   gpu 0
  *   uid 1000
+ *   started_ms 1796383683395 (when the lease began, Unix time; optional)
+ *   energy_mj 123456789      (the GPU's energy counter then; optional)
  *   limit_mw 300000          (only when the power limit was changed)
  *   persistence 1            (likewise, the mode before: 0 or 1)
  *   gpu_clocks 1             (GPU clocks were locked: reset them)
@@ -46,6 +48,8 @@
 struct journal_rec {
 	unsigned gpu;
 	uint32_t uid;
+	bool has_start, has_energy;
+	uint64_t started_ms, energy_mj;	/* the lease's beginning */
 	bool has_limit, has_persist, gpu_clocks, mem_clocks;
 	uint32_t limit_mw;
 	bool persist;

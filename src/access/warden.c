@@ -140,6 +140,9 @@ struct wgpu {
 	bool has_limit, has_persist, gpu_clocks, mem_clocks;
 	uint32_t limit_mw;
 	bool persist;
+	/* with a journal: when the lease began and the energy counter then */
+	bool has_start, energy_ok;
+	uint64_t started_ms, energy_mj;
 };
 
 /* A verified token (the table is under w->lock). */
@@ -953,6 +956,9 @@ struct wbefore {
 	bool limit_ok, persist_ok;
 	uint32_t limit_mw;
 	bool persist;
+	/* a lease that begins, with a journal: its start (journal.h) */
+	bool starts, energy_ok;
+	uint64_t started_ms, energy_mj;
 };
 
 static void
@@ -1012,6 +1018,10 @@ rec_of(const struct wgpu *g, unsigned gpu, struct journal_rec *r)
 	memset(r, 0, sizeof(*r));
 	r->gpu = gpu;
 	r->uid = (uint32_t)g->uid;
+	r->has_start = g->has_start;
+	r->started_ms = g->started_ms;
+	r->has_energy = g->energy_ok;
+	r->energy_mj = g->energy_mj;
 	r->has_limit = g->has_limit;
 	r->limit_mw = g->limit_mw;
 	r->has_persist = g->has_persist;
@@ -1086,6 +1096,12 @@ journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
 	r = now;
 	r.gpu = gpu;
 	r.uid = (uint32_t)p->uid;
+	if (!g->held && bf->starts) {
+		r.has_start = true;
+		r.started_ms = bf->started_ms;
+		r.has_energy = bf->energy_ok;
+		r.energy_mj = bf->energy_mj;
+	}
 	if ((t & GPU_SETTING_POWER_LIMIT) && !r.has_limit && bf->limit_ok) {
 		r.has_limit = true;
 		r.limit_mw = bf->limit_mw;
@@ -1109,6 +1125,39 @@ journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
 }
 
 /*
+ * The lease_end line of a lease taken back from the journal, which the
+ * network process never heard of: the device process's own figures, from
+ * the lease's start as the journal kept it (so its energy spans the
+ * restart) to now. Lock held.
+ */
+static void
+lease_end_line(const struct wgpu *g, struct gpu_backend *b, unsigned gpu,
+    const struct audit_who *holder, unsigned settings, const char *reason)
+{
+	struct audit_lease le;
+	struct timespec now;
+	char names[96];
+	uint64_t mj = 0, now_ms;
+	struct zerr e;
+
+	if (!g->adopted || !audit_enabled())
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	lease_settings_format(settings, names, sizeof(names));
+	memset(&le, 0, sizeof(le));
+	le.cgroup = "";
+	le.reason = reason;
+	le.settings = names;
+	le.duration_s = g->has_start && now_ms >= g->started_ms ?
+	    (double)(now_ms - g->started_ms) / 1000.0 : 0;
+	le.energy_ok = g->energy_ok && b->ops->get_energy_mj(b, gpu, &mj,
+	    &e) == 0 && mj >= g->energy_mj;
+	le.energy_j = le.energy_ok ? (double)(mj - g->energy_mj) / 1000.0 : 0;
+	audit_write_lease(holder, gpu, &le);
+}
+
+/*
  * Every setting the lease changed, back to its recorded value (lock
  * held), each write audited with `reason`; the lease ends when all are
  * back, and the journal follows. true when all went back.
@@ -1119,6 +1168,10 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 {
 	struct audit_who holder;
 	bool all = true;
+	unsigned had = (g->has_limit ? GPU_SETTING_POWER_LIMIT : 0) |
+	    (g->has_persist ? GPU_SETTING_PERSISTENCE : 0) |
+	    (g->gpu_clocks ? GPU_SETTING_GPU_CLOCKS : 0) |
+	    (g->mem_clocks ? GPU_SETTING_MEM_CLOCKS : 0);
 
 	memset(&holder, 0, sizeof(holder));
 	holder.unix_peer = true;
@@ -1164,8 +1217,10 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 			all = false;
 		audit_ran(&holder, gpu, &wr, &bf, all ? 0 : -1, &e, reason);
 	}
-	if (!wgpu_pending(g))
+	if (!wgpu_pending(g)) {
+		lease_end_line(g, b, gpu, &holder, had, reason);
 		wgpu_end(g);
+	}
 	journal_keep_logged(w, g, gpu);
 	return all;
 }
@@ -1306,8 +1361,13 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->persist = r.persist;
 		g->gpu_clocks = r.gpu_clocks;
 		g->mem_clocks = r.mem_clocks;
+		g->has_start = r.has_start;
+		g->started_ms = r.started_ms;
+		g->energy_ok = r.has_energy;
+		g->energy_mj = r.energy_mj;
 		adopt_pids(g, &r);
 		g->first_pid = g->last_pid = r.npid > 0 ? r.pid[0] : 0;
+		g->adopted = true;	/* this process ends it, and says so */
 		if (g->npid > 0) {
 			g->adopted = true;
 			any = true;
@@ -1621,6 +1681,18 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	    ((t & GPU_SETTING_PERSISTENCE) && !(g->held && g->has_persist)))))
 		before_read(b, gpu, wr, &bf);
 	/* written ahead: on disk before the GPU changes (journal.h) */
+	if (w->jdir >= 0 && w->cfg.leases && p != NULL && p->uid != 0 &&
+	    !g->held) {
+		struct timespec now;
+		struct zerr e;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		bf.starts = true;
+		bf.started_ms = (uint64_t)now.tv_sec * 1000 +
+		    (uint64_t)now.tv_nsec / 1000000;
+		bf.energy_ok = b->ops->get_energy_mj(b, gpu, &bf.energy_mj,
+		    &e) == 0;
+	}
 	if (w->cfg.leases && p != NULL && p->uid != 0 &&
 	    journal_ahead(w, g, gpu, p, wr, &bf, err) != 0) {
 		pthread_mutex_unlock(&g->lock);
@@ -1628,8 +1700,16 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	}
 	rc = b->ops->write(b, gpu, wr, err);
 	if (rc == 0 && w->cfg.leases && p != NULL && p->uid != 0) {
+		bool fresh = !g->held;
+
 		wgpu_take(g, p, wr, bf.limit_ok, bf.limit_mw, bf.persist_ok,
 		    bf.persist);
+		if (fresh && bf.starts) {
+			g->has_start = true;
+			g->started_ms = bf.started_ms;
+			g->energy_ok = bf.energy_ok;
+			g->energy_mj = bf.energy_mj;
+		}
 		if (g->max_mw == 0) {	/* bounds its lease_end's energy */
 			uint32_t lo, hi;
 			struct zerr e;

@@ -102,6 +102,7 @@ def test_a_jobs_cap_survives_a_crash_and_ends_with_the_job(rig, users):
     d = rig.start()
     default = limit_mw(d)
     a = Session(d, alice)
+    t0 = time.monotonic()
     status, body = set_limit(a, 0, 200000)
     assert status == 200, body
     # on disk before the write ran: the value to restore and the holder
@@ -120,6 +121,8 @@ def test_a_jobs_cap_survives_a_crash_and_ends_with_the_job(rig, users):
     assert alice in str(body), body
     b.close()
     assert limit_mw(d) == 200000
+    time.sleep(0.2)
+    span = time.monotonic() - t0            # at least this long
     a.close()                               # the job ends
     wait_until(lambda: limit_mw(d) == default, 15)
     wait_until(lambda: not rig.journal().exists(), 5)
@@ -127,6 +130,14 @@ def test_a_jobs_cap_survives_a_crash_and_ends_with_the_job(rig, users):
                if x.get("reason") == "process_exit"]
     assert line["requested"] == {"power_limit_mw": default}
     assert line["identity"]["user"] == alice
+    # the lease's end, by the device process, over its whole span: from
+    # before the crash (the journal's start) to the job's end
+    (end,) = audit_lines(rig.audit, "lease_end")
+    assert end["identity"]["user"] == alice, end
+    assert end["reason"] == "process_exit" and end["energy"] == "ok", end
+    assert end["settings_restored"] == "power_limit", end
+    assert end["duration_s"] >= span, (end, span)
+    assert end["energy_j"] > 0, end
     # and bob may now change it
     b = Session(d, bob)
     assert set_limit(b, 0, 250000)[0] == 200
@@ -168,6 +179,9 @@ def test_a_holder_gone_while_zeusd_was_down_is_restored_at_start(rig, users):
                if x.get("reason")]
     assert line["reason"] == "holder_gone_while_zeusd_was_down", line
     assert line["requested"] == {"power_limit_mw": default}
+    (end,) = audit_lines(rig.audit, "lease_end")
+    assert end["reason"] == "holder_gone_while_zeusd_was_down", end
+    assert end["energy"] == "ok" and end["energy_j"] > 0, end
 
 
 def test_a_reused_pid_is_not_taken_for_the_holder(rig, users):

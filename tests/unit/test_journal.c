@@ -31,6 +31,10 @@ sample(void)
 	memset(&r, 0, sizeof(r));
 	r.gpu = 7;
 	r.uid = 1000;
+	r.has_start = true;
+	r.started_ms = 1796383683395ull;
+	r.has_energy = true;
+	r.energy_mj = UINT64_MAX - 1;
 	r.has_limit = true;
 	r.limit_mw = 300000;
 	r.has_persist = true;
