@@ -637,3 +637,32 @@ def test_a_closed_connection_grants_nothing_new(node):
                   "&block=true").status_code == 200
     refused = [x for x in audit_refusals(audit) if x["gpu"] == 3]
     assert [x["identity"]["uid"] for x in refused] == [0], refused
+
+
+def test_the_device_process_bounds_leases_per_user(node):
+    """max_leased_gpus is the device process's to enforce too: forged
+    writes, which the network process's own check never sees, lease at
+    most that many GPUs to one user (409 for the next, audited); more
+    writes on a GPU it holds are no new lease."""
+    policy = "max_leased_gpus = 1\n" + POLICY
+    audit = node.base / "audit.log"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)], policy=policy)
+    kinds = errno_kinds()
+    f = Forger(d)
+    other = holder(d, 4242)         # granted GPUs 1 and 2
+    try:
+        h = f.handle_of(other.pid)
+        rc, _, msg, _ = f.write(1, 150000, "unix", h)
+        assert rc == 0, msg
+        rc, kind, msg, _ = f.write(2, 150000, "unix", h)
+        assert (rc, kind) == (-1, kinds["ZERR_CONFLICT"]), msg
+        assert "max_leased_gpus" in msg, msg
+        assert limit_of(d, 2) != 150000
+        # the same GPU again is no new lease
+        rc, _, msg, _ = f.write(1, 160000, "unix", h)
+        assert rc == 0, msg
+    finally:
+        other.kill()
+        other.wait()
+    refused = [x for x in audit_refusals(audit) if x["gpu"] == 2]
+    assert [x["identity"]["uid"] for x in refused] == [4242], refused
