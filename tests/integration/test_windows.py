@@ -598,15 +598,16 @@ def test_zeusd_exe_help_names_the_windows_flags(wine_env):
     assert run_zeusd_exe(wine_env, "--version").stdout.startswith("zeusd ")
 
 
-# The flags of the Linux-only features (node policy, GPU leases, the audit
-# log, the network user, RAPL), with a value where one is needed:
+# The flags of the Linux-only features (node policy, GPU leases and their
+# journal, the audit log, the network user, RAPL), with a value where one
+# is needed:
 # zeusd.exe neither lists nor takes them. The Unix socket's flags are
 # Linux-only too, with their own message (test_zeusd_exe_refuses_at_startup).
 LINUX_ONLY_FLAGS = {
     "--policy-file": "p.toml", "--audit-log": "audit.log",
     "--audit-required": None, "--gpu-leases": None,
     "--restore-on-shutdown": None, "--user": "zeusd",
-    "--rapl-dir": "rapl",
+    "--rapl-dir": "rapl", "--state-dir": "/var/lib/zeusd",
 }
 SOCKET_FLAGS = {"--socket-path", "--socket-permissions", "--socket-uid",
                 "--socket-gid"}
