@@ -8,12 +8,13 @@
 #               static libraries it needs: scripts/win-deps.sh; docs/windows.md)
 #   make bench  benchmarks (docs/performance.md): bench-http (against
 #               nginx), bench-metrics (scrapes), bench-privsep (against
-#               the build before), bench-streams (SSE, long)
+#               the build before), bench-streams (SSE, long),
+#               bench-journal (the lease journal's cost; root)
 BUILD ?= build
 ASAN ?= build-asan
 
 .PHONY: all deps run check package windows bench bench-http bench-streams bench-metrics \
-	bench-privsep clean fuzz
+	bench-privsep bench-journal clean fuzz
 
 all: deps
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) >/dev/null
@@ -42,7 +43,7 @@ windows:
 	    --cross-file "$$(scripts/win-deps.sh prefix)/paths.ini" >/dev/null
 	ninja -C build-win
 
-bench: bench-http bench-metrics bench-privsep bench-streams
+bench: bench-http bench-metrics bench-privsep bench-streams bench-journal
 
 bench-http:
 	@scripts/deps.sh bench
@@ -60,6 +61,10 @@ bench-metrics bench-streams: all
 bench-privsep:
 	@scripts/deps.sh build
 	@bench/privsep_bench.sh
+
+# build/ (make all), as root: it acts as nobody
+bench-journal: all
+	@bench/journal_bench.sh
 
 fuzz:
 	@scripts/fuzz.sh
