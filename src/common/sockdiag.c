@@ -216,7 +216,7 @@ sockdiag_tcp_owner(const struct sockdiag_tuple *t, unsigned timeout_ms,
  * for the kernel's "no such socket" (NLMSG_ERROR ENOENT), -1 otherwise.
  */
 static int
-sockdiag_unix_parse(const void *buf, size_t len, uint32_t ino,
+sockdiag_unix_parse(const void *buf, size_t len, uint32_t seq, uint32_t ino,
     const uint32_t cookie[2], uint8_t *shutdown_mask)
 {
 	struct nlmsghdr nh;
@@ -226,8 +226,10 @@ sockdiag_unix_parse(const void *buf, size_t len, uint32_t ino,
 	if (len < NLMSG_HDRLEN)
 		return -1;
 	memcpy(&nh, buf, sizeof(nh));
-	if (nh.nlmsg_len > len || nh.nlmsg_seq != SOCKDIAG_SEQ)
+	if (nh.nlmsg_len > len)
 		return -1;
+	if (nh.nlmsg_seq != seq)
+		return -2;		/* an earlier question's late answer */
 	if (nh.nlmsg_type == NLMSG_ERROR) {
 		struct nlmsgerr e;
 
@@ -262,6 +264,17 @@ sockdiag_unix_parse(const void *buf, size_t len, uint32_t ino,
 	return -1;
 }
 
+/*
+ * The device process asks this before every write of a Unix peer, so the
+ * netlink socket is kept, one per thread (the device process's channel
+ * threads: a handful, for their lives), and only the question and its
+ * answer cross: about half the cost of a socket per question. Each
+ * question has its own sequence number, and an answer to another (one
+ * that came after its question gave up) is read past.
+ */
+static _Thread_local int unix_nl = -1;
+static _Thread_local uint32_t unix_seq;
+
 int
 sockdiag_unix_state(uint32_t ino, uint64_t cookie, unsigned timeout_ms,
     uint8_t *shutdown_mask)
@@ -274,23 +287,62 @@ sockdiag_unix_state(uint32_t ino, uint64_t cookie, unsigned timeout_ms,
 		struct nlmsghdr nh;
 		char raw[SOCKDIAG_REPLY_MAX];
 	} in;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
 	uint32_t ck[2] = { (uint32_t)cookie, (uint32_t)(cookie >> 32) };
+	uint64_t until = zclock_now_ms() + timeout_ms;
 	ssize_t n;
+	int rc = -1;
 
+	if (unix_nl < 0 && (unix_nl = socket(AF_NETLINK, SOCK_DGRAM |
+	    SOCK_CLOEXEC, NETLINK_SOCK_DIAG)) < 0)
+		return -1;
+	if (++unix_seq == 0)
+		unix_seq = 1;
 	memset(&req, 0, sizeof(req));
 	req.nh.nlmsg_len = sizeof(req);
 	req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	req.nh.nlmsg_flags = NLM_F_REQUEST;	/* one socket: no NLM_F_DUMP */
-	req.nh.nlmsg_seq = SOCKDIAG_SEQ;
+	req.nh.nlmsg_seq = unix_seq;
 	req.r.sdiag_family = AF_UNIX;
 	req.r.udiag_states = ~0u;
 	req.r.udiag_ino = ino;
 	req.r.udiag_cookie[0] = ck[0];
 	req.r.udiag_cookie[1] = ck[1];
-	n = sockdiag_ask(&req, sizeof(req), timeout_ms, in.raw, sizeof(in.raw),
-	    false);
-	return n > 0 ? sockdiag_unix_parse(in.raw, (size_t)n, ino, ck,
-	    shutdown_mask) : -1;
+	do
+		n = sendto(unix_nl, &req, sizeof(req), 0,
+		    (const struct sockaddr *)&kernel, sizeof(kernel));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(req))
+		goto broken;
+	for (;;) {
+		socklen_t flen = sizeof(from);
+		uint64_t now = zclock_now_ms();
+
+		memset(&from, 0, sizeof(from));
+		do
+			n = recvfrom(unix_nl, in.raw, sizeof(in.raw),
+			    MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from,
+			    &flen);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == EAGAIN) {
+			if (now >= until || !sockdiag_wait(unix_nl,
+			    (unsigned)(until - now)))
+				return -1;	/* its answer is read past later */
+			continue;
+		}
+		if (n <= 0 || (size_t)n > sizeof(in.raw) ||
+		    flen != sizeof(from) || from.nl_family != AF_NETLINK ||
+		    from.nl_pid != 0)
+			goto broken;
+		rc = sockdiag_unix_parse(in.raw, (size_t)n, unix_seq, ino, ck,
+		    shutdown_mask);
+		if (rc != -2)
+			return rc;
+	}
+broken:
+	close(unix_nl);		/* a fresh one next time */
+	unix_nl = -1;
+	return -1;
 }
 
 int
