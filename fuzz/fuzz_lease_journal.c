@@ -36,7 +36,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	must(r.gpu <= JOURNAL_MAX_GPU && r.npid <= JOURNAL_MAX_PIDS);
-	must(r.has_limit || r.has_persist || r.gpu_clocks || r.mem_clocks);
+	must(journal_rec_pending(&r));
 	for (unsigned i = 0; i < r.npid; i++)
 		must(r.pid[i] > 0);
 	must(strlen(boot) == JOURNAL_BOOT_LEN);

@@ -24,6 +24,13 @@
 
 /* ---- The format ------------------------------------------------------------- */
 
+bool
+journal_rec_pending(const struct journal_rec *r)
+{
+	return r->has_limit || r->has_persist || r->gpu_clocks ||
+	    r->mem_clocks;
+}
+
 static void
 sum_hex(const char *buf, size_t len, char out[2 * SHA256_DIGEST_SIZE + 1])
 {
@@ -294,8 +301,7 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 	}
 	if (last != K_SUM)
 		return garbled(why, whysz, "truncated (no sum)");
-	if (!r->has_limit && !r->has_persist && !r->gpu_clocks &&
-	    !r->mem_clocks)
+	if (!journal_rec_pending(r))
 		return garbled(why, whysz, "a lease that changed nothing");
 	return JOURNAL_OK;
 }

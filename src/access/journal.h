@@ -58,6 +58,9 @@ struct journal_rec {
 	uint64_t start[JOURNAL_MAX_PIDS];
 };
 
+/* Whether `r` changed anything (a record that did not is never kept). */
+bool journal_rec_pending(const struct journal_rec *r);
+
 /*
  * `r` as the file's bytes, for the boot `boot` (JOURNAL_BOOT_LEN chars);
  * the length, or -1 when it does not fit `size`.

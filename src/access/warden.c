@@ -252,17 +252,6 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	pthread_cond_init(&w->peer_ended, NULL);
 	pthread_mutex_init(&w->jlock, NULL);
 	pthread_cond_init(&w->jcond, NULL);
-	if (cfg->state_dir != NULL && cfg->leases &&
-	    (journal_boot_id(w->boot, err) != 0 ||
-	    (w->jdir = journal_open_dir(cfg->state_dir, err)) < 0)) {
-		slurmjobs_destroy(w->jobs);
-		free(w->slot);
-		free(w->freed);
-		free(w->gpu);
-		free(w->tok);
-		free(w);
-		return -1;
-	}
 	pthread_mutex_init(&w->lock, NULL);
 	w->closed_head = w->closed_tail = NO_SLOT;
 	/* a random start: a handle from an earlier run names nothing */
@@ -274,6 +263,13 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	}
 	atomic_init(&w->stopping, false);
 	atomic_init(&w->refused, 0);
+	if (cfg->state_dir != NULL && cfg->leases &&
+	    (journal_boot_id(w->boot, err) != 0 ||
+	    (w->jdir = journal_open_dir(cfg->state_dir, err)) < 0)) {
+		w->jdir = -1;
+		warden_destroy(w);
+		return -1;
+	}
 	*out = w;
 	return 0;
 }
@@ -1011,6 +1007,16 @@ audit_ran(const struct audit_who *a, unsigned gpu, const struct gpu_write *wr,
 
 /* ---- The lease journal (--state-dir, journal.h) --------------------------- */
 
+/* Now, as Unix time in ms (a lease's start in the journal). */
+static uint64_t
+realtime_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
+
 /* GPU `gpu`'s record as the journal keeps it. */
 static void
 rec_of(const struct wgpu *g, unsigned gpu, struct journal_rec *r)
@@ -1034,13 +1040,6 @@ rec_of(const struct wgpu *g, unsigned gpu, struct journal_rec *r)
 	}
 }
 
-static bool
-rec_pending(const struct journal_rec *r)
-{
-	return r->has_limit || r->has_persist || r->gpu_clocks ||
-	    r->mem_clocks;
-}
-
 /*
  * The journal made to match the record (lock held): the file replaced, or
  * removed when nothing waits for a restore. 0, or -1 with err.
@@ -1053,9 +1052,9 @@ journal_keep(struct warden *w, const struct wgpu *g, unsigned gpu,
 
 	if (w->jdir < 0)
 		return 0;
-	rec_of(g, gpu, &r);
-	if (!g->held || !rec_pending(&r))
+	if (!g->held || !wgpu_pending(g))
 		return journal_remove(w->jdir, gpu, err);
+	rec_of(g, gpu, &r);
 	return journal_save(w->jdir, &r, w->boot, err);
 }
 
@@ -1119,7 +1118,7 @@ journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
 		r.pid[r.npid] = (int32_t)p->pid;
 		r.start[r.npid++] = p->start;
 	}
-	if (!rec_pending(&r) || memcmp(&r, &now, sizeof(r)) == 0)
+	if (!journal_rec_pending(&r) || memcmp(&r, &now, sizeof(r)) == 0)
 		return 0;
 	return journal_save(w->jdir, &r, w->boot, err);
 }
@@ -1135,15 +1134,13 @@ lease_end_line(const struct wgpu *g, struct gpu_backend *b, unsigned gpu,
     const struct audit_who *holder, unsigned settings, const char *reason)
 {
 	struct audit_lease le;
-	struct timespec now;
 	char names[96];
 	uint64_t mj = 0, now_ms;
 	struct zerr e;
 
 	if (!g->adopted || !audit_enabled())
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	now_ms = realtime_ms();
 	lease_settings_format(settings, names, sizeof(names));
 	memset(&le, 0, sizeof(le));
 	le.cgroup = "";
@@ -1168,6 +1165,7 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 {
 	struct audit_who holder;
 	bool all = true;
+	int rc;
 	unsigned had = (g->has_limit ? GPU_SETTING_POWER_LIMIT : 0) |
 	    (g->has_persist ? GPU_SETTING_PERSISTENCE : 0) |
 	    (g->gpu_clocks ? GPU_SETTING_GPU_CLOCKS : 0) |
@@ -1211,11 +1209,12 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 		memset(&bf, 0, sizeof(bf));
 		if (audit_enabled())
 			before_read(b, gpu, &wr, &bf);
-		if (b->ops->write(b, gpu, &wr, &e) == 0)
+		rc = b->ops->write(b, gpu, &wr, &e);
+		if (rc == 0)
 			*flag = false;
 		else
 			all = false;
-		audit_ran(&holder, gpu, &wr, &bf, all ? 0 : -1, &e, reason);
+		audit_ran(&holder, gpu, &wr, &bf, rc, &e, reason);
 	}
 	if (!wgpu_pending(g)) {
 		lease_end_line(g, b, gpu, &holder, had, reason);
@@ -1242,14 +1241,8 @@ journal_watch(void *arg)
 
 	pthread_mutex_lock(&w->jlock);
 	while (!w->jstop && left) {
-		struct timespec until;
+		struct timespec until = zclock_realtime_in(JOURNAL_WATCH_MS);
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += JOURNAL_WATCH_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
 		(void)pthread_cond_timedwait(&w->jcond, &w->jlock, &until);
 		if (w->jstop)
 			break;
@@ -1369,7 +1362,6 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->first_pid = g->last_pid = r.npid > 0 ? r.pid[0] : 0;
 		g->adopted = true;	/* this process ends it, and says so */
 		if (g->npid > 0) {
-			g->adopted = true;
 			any = true;
 			held++;
 			zlog(ZLOG_INFO, "lease_journal_taken_back", "gpu=%u "
@@ -1384,7 +1376,6 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 			    "back\"", i, (unsigned)r.uid);
 		} else {
 			/* retried by the watcher, refused to others meanwhile */
-			g->adopted = true;
 			any = true;
 			zlog(ZLOG_ERROR, "lease_journal_restore_failed",
 			    "gpu=%u uid=%u msg=\"retried every %d ms\"", i,
@@ -1683,13 +1674,10 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	/* written ahead: on disk before the GPU changes (journal.h) */
 	if (w->jdir >= 0 && w->cfg.leases && p != NULL && p->uid != 0 &&
 	    !g->held) {
-		struct timespec now;
 		struct zerr e;
 
-		clock_gettime(CLOCK_REALTIME, &now);
 		bf.starts = true;
-		bf.started_ms = (uint64_t)now.tv_sec * 1000 +
-		    (uint64_t)now.tv_nsec / 1000000;
+		bf.started_ms = realtime_ms();
 		bf.energy_ok = b->ops->get_energy_mj(b, gpu, &bf.energy_mj,
 		    &e) == 0;
 	}
@@ -1796,19 +1784,14 @@ event_room(struct warden *w)
 	return ok;
 }
 
-/* The operations a refusal may name: the write routes and release. */
+/* The operations a refusal may name: the writes' (their routes) and release. */
 static bool
 refused_op_known(const char *op)
 {
-	static const char *const ops[] = { "set_power_limit",
-	    "set_persistence_mode", "set_gpu_locked_clocks",
-	    "reset_gpu_locked_clocks", "set_mem_locked_clocks",
-	    "reset_mem_locked_clocks", "reset_locked_clocks", "release" };
-
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (strcmp(op, ops[i]) == 0)
+	for (unsigned i = 0; i < GPU_WRITE_OP_COUNT; i++)
+		if (strcmp(op, gpu_write_op_name((enum gpu_write_op)i)) == 0)
 			return true;
-	return false;
+	return strcmp(op, "release") == 0;
 }
 
 /*

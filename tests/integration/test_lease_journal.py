@@ -48,11 +48,11 @@ class Rig:
         self.audit = self.base / "audit.jsonl"
         self.d = None
 
-    def start(self, extra=()):
+    def start(self, extra=(), env=None):
         self.d = self.start_public(
             ["--gpu-leases", "--audit-log", str(self.audit), "--state-dir",
              str(self.state)] + list(extra),
-            {"ZEUS_SIM_STATE": str(self.gpus)})
+            {"ZEUS_SIM_STATE": str(self.gpus), **(env or {})})
         return self.d
 
     def crash(self):
@@ -84,10 +84,12 @@ def start_ticks(pid):
                .split()[19])
 
 
-def journal_text(gpu, uid, limit_mw, pids, boot=None):
+def journal_text(gpu, uid, limit_mw, pids, boot=None, gpu_clocks=False):
     """A journal file as zeusd writes it (src/access/journal.h)."""
     body = (f"zeusd-lease 1\nboot {boot or boot_id()}\ngpu {gpu}\n"
             f"uid {uid}\nlimit_mw {limit_mw}\n")
+    if gpu_clocks:
+        body += "gpu_clocks 1\n"
     body += "".join(f"pid {p} {s}\n" for p, s in pids)
     return body + f"sum {hashlib.sha256(body.encode()).hexdigest()}\n"
 
@@ -209,6 +211,29 @@ def test_a_reused_pid_is_not_taken_for_the_holder(rig, users):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_restore_that_fails_at_start_is_audited_as_it_went(rig, users):
+    """A lease of two settings whose holder is gone, the power limit's
+    restore failing in the driver: that write is audited as an error, the
+    clocks' reset as ok, and the GPU stays held for the retries."""
+    alice, _ = users
+    d = rig.start()
+    default = limit_mw(d, 1)
+    assert d.stop() == 0
+    rig.state.mkdir(mode=0o700, exist_ok=True)
+    rig.journal(1).write_text(journal_text(1, uid_of(alice), default, [],
+                                           gpu_clocks=True))
+    os.chmod(rig.journal(1), 0o600)
+    d = rig.start(env={"ZEUS_SIM_FAULTS":
+                       "fail nvmlDeviceSetPowerManagementLimit 1 UNKNOWN"})
+    wait_log(d, "event=lease_journal_restore_failed gpu=1")
+    lines = [x for x in audit_lines(rig.audit)
+             if x.get("reason") == "holder_gone_while_zeusd_was_down"]
+    assert [(x["operation"], x["result"]) for x in lines[:2]] == [
+        ("set_power_limit", "error"), ("reset_gpu_locked_clocks", "ok")], \
+        lines
+    assert rig.journal(1).exists()
 
 
 def uid_of(user):
