@@ -353,6 +353,15 @@ audit_count_refused(void)
 	atomic_fetch_add(&audit_refused, 1);
 }
 
+int
+audit_refusal(struct zerr *err)
+{
+	return zerr_set(err, ZERR_UNAVAILABLE, "The audit log (--audit-log) "
+	    "cannot be written (file system full or failing) and "
+	    "--audit-required is set: GPU writes are refused until it can be "
+	    "written again");
+}
+
 unsigned long
 audit_refused_writes(void)
 {

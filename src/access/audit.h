@@ -117,6 +117,13 @@ bool audit_down_now(void);
 
 /* GPU writes refused by --audit-required (counted by the handler). */
 void audit_count_refused(void);
+
+/*
+ * The words of a GPU write's refusal (503) under --audit-required while
+ * the log cannot be written, the same from the network process (early)
+ * and the device process: `err` set, -1 returned.
+ */
+int audit_refusal(struct zerr *err);
 unsigned long audit_refused_writes(void);
 
 /* Lines that could not be written since start. */

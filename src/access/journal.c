@@ -79,6 +79,19 @@ journal_format(const struct journal_rec *r, const char *boot, char *buf,
 
 	ok = put(buf, size, &at, MAGIC "boot %.*s\ngpu %u\nuid %" PRIu32 "\n",
 	    JOURNAL_BOOT_LEN, boot, r->gpu, r->uid);
+	if (ok && r->cgroup[0] != '\0') {
+		/* hex: a path may hold any byte but NUL and '/' separates */
+		ok = put(buf, size, &at, "cgroup ");
+		for (size_t i = 0; ok && i < sizeof(r->cgroup) &&
+		    r->cgroup[i] != '\0'; i++)
+			ok = put(buf, size, &at, "%02x",
+			    (unsigned)(unsigned char)r->cgroup[i]);
+		if (ok)
+			ok = put(buf, size, &at, "\n");
+	}
+	if (ok && r->label[0] != '\0')
+		ok = put(buf, size, &at, "label %.*s\n", LEASE_LABEL_MAX,
+		    r->label);
 	if (ok && r->has_start)
 		ok = put(buf, size, &at, "started_ms %" PRIu64 "\n",
 		    r->started_ms);
@@ -157,7 +170,7 @@ boot_ok(const char *s, size_t n)
 }
 
 /* The lines, in their order; a key may be absent unless `must`. */
-enum { K_BOOT, K_GPU, K_UID, K_START, K_ENERGY, K_LIMIT, K_PERSIST, K_GCLK,
+enum { K_BOOT, K_GPU, K_UID, K_CGROUP, K_LABEL, K_START, K_ENERGY, K_LIMIT, K_PERSIST, K_GCLK,
     K_MCLK, K_PID, K_SUM, K_END };
 static const struct {
 	const char *name;
@@ -166,6 +179,8 @@ static const struct {
 	[K_BOOT] = { "boot", true, false },
 	[K_GPU] = { "gpu", true, false },
 	[K_UID] = { "uid", true, false },
+	[K_CGROUP] = { "cgroup", false, false },
+	[K_LABEL] = { "label", false, false },
 	[K_START] = { "started_ms", false, false },
 	[K_ENERGY] = { "energy_mj", false, false },
 	[K_LIMIT] = { "limit_mw", false, false },
@@ -237,6 +252,37 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 				return garbled(why, whysz, "a bad uid");
 			r->uid = (uint32_t)a;
 			break;
+		case K_CGROUP: {
+			size_t n = (size_t)(nl - v);
+
+			if (n == 0 || n % 2 != 0 ||
+			    n / 2 >= sizeof(r->cgroup))
+				return garbled(why, whysz, "a bad cgroup");
+			for (size_t i = 0; i < n / 2; i++) {
+				int hi = hex_digit_value((unsigned char)v[2 * i]);
+				int lo = hex_digit_value(
+				    (unsigned char)v[2 * i + 1]);
+
+				if (hi < 0 || lo < 0 || (hi | lo) == 0 ||
+				    (v[2 * i] >= 'A' && v[2 * i] <= 'F') ||
+				    (v[2 * i + 1] >= 'A' && v[2 * i + 1] <= 'F'))
+					return garbled(why, whysz, "a bad "
+					    "cgroup");
+				r->cgroup[i] = (char)(hi << 4 | lo);
+			}
+			break;
+		}
+		case K_LABEL: {
+			size_t n = (size_t)(nl - v);
+
+			if (n == 0 || n > LEASE_LABEL_MAX)
+				return garbled(why, whysz, "a bad label");
+			memcpy(r->label, v, n);
+			r->label[n] = '\0';
+			if (lease_label_invalid(r->label) != NULL)
+				return garbled(why, whysz, "a bad label");
+			break;
+		}
 		case K_START:
 		case K_ENERGY:
 			if (!number(v, nl, UINT64_MAX, &a))

@@ -17,6 +17,8 @@
  *   boot 6f0c...-...
  *   gpu 0
  *   uid 1000
+ *   cgroup 2f757365722e... (the holder's cgroup, hex; optional)
+ *   label slurm:42.0         (the lease's label, lease_label.h; optional)
  *   started_ms 1796383683395 (when the lease began, Unix time; optional)
  *   energy_mj 123456789      (the GPU's energy counter then; optional)
  *   limit_mw 300000          (only when the power limit was changed)
@@ -39,15 +41,19 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "common/lease_label.h"
 
 #define JOURNAL_MAX_PIDS 64		/* WARDEN_MAX_PIDS */
 #define JOURNAL_MAX_BYTES 4096		/* a file's size at most */
 #define JOURNAL_BOOT_LEN 36		/* a boot id: 8-4-4-4-12 hex */
 #define JOURNAL_MAX_GPU 63
+#define JOURNAL_CGROUP_MAX 256		/* IDENTITY_CGROUP_MAX: with its NUL */
 
 struct journal_rec {
 	unsigned gpu;
 	uint32_t uid;
+	char cgroup[JOURNAL_CGROUP_MAX];	/* "" unknown */
+	char label[LEASE_LABEL_MAX + 1];	/* "" none */
 	bool has_start, has_energy;
 	uint64_t started_ms, energy_mj;	/* the lease's beginning */
 	bool has_limit, has_persist, gpu_clocks, mem_clocks;

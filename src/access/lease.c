@@ -42,6 +42,7 @@
 #include "devices/gpu_cmd.h"
 #include "devices/worker.h"
 #include "access/audit.h"
+#include "access/lease_text.h"
 #include "node/node.h"
 #include "access/peer.h"
 
@@ -67,10 +68,13 @@ struct lease_gpu {
 	pid_t last_pid;		/* the last writer (a restore's audit line) */
 	struct lease_watch watch[LEASE_MAX_PIDS];
 	unsigned nwatch;
-	/* what to restore: first-change values */
+	/*
+	 * What to restore: the settings changed under the lease. The values
+	 * they go back to are the device process's record (access/warden.c),
+	 * which it read itself before the lease's first change of each: a
+	 * restore names the setting only.
+	 */
 	bool has_limit, has_persist, gpu_clocks, mem_clocks;
-	uint32_t limit_mw;
-	bool persist;
 	unsigned restores_left;
 	/*
 	 * A restore is never skipped: an op whose command failed (or could
@@ -210,11 +214,9 @@ lease_restore_exec(struct work *w, void *device)
 	switch (r->cmd.write.op) {
 	case GPU_SET_POWER_LIMIT:
 		go = g->has_limit;
-		r->cmd.write.power_limit_mw = g->limit_mw;
 		break;
 	case GPU_SET_PERSISTENCE_MODE:
 		go = g->has_persist;
-		r->cmd.write.enabled = g->persist;
 		break;
 	case GPU_RESET_GPU_LOCKED_CLOCKS:
 		go = g->gpu_clocks;
@@ -270,8 +272,8 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	gpu_cmd_init(&r->cmd, GPU_CMD_WRITE, gpu, lease_restore_done, r);
 	gpu_cmd_set_write(&r->cmd, &w, NULL);
-	/* split: the device process reads it for the line it writes */
-	r->cmd.want_before = audit_enabled() && !node_is_remote(l->node);
+	/* the device process reads it for the line it writes */
+	r->cmd.want_before = false;
 	r->exec = r->cmd.work.exec;
 	r->cmd.work.exec = lease_restore_exec;
 	/* never refused for a full queue (filled by the holder, say): at
@@ -284,10 +286,8 @@ lease_queue(struct leases *l, unsigned gpu, enum gpu_write_op op,
 		zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s error=%s",
 		    gpu, gpu_write_op_name(op), zlog_quote(q, sizeof(q),
 		    err.msg));
-		if (!node_is_remote(l->node))
-			audit_write(&r->who, gpu, gpu_write_op_name(op), NULL,
-			    NULL, err.msg, reason);
-		else if (audit_enabled())
+		/* the device process writes its line (node.h: node_audit) */
+		if (audit_enabled())
 			node_audit_unqueued(l->node, gpu, r->who.uid,
 			    r->who.pid, (int)op, (int)err.kind, reason);
 		snprintf(g->why, sizeof(g->why), "%s: %s",
@@ -433,8 +433,7 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 {
 	struct lease_record *r = &l->ended[l->nended % LEDGER_ENDED];
 	struct ledger_user *u;
-	struct audit_who who;
-	struct audit_lease le;
+	const char *reason;
 	char settings[80], q[2 * IDENTITY_CGROUP_MAX];
 	struct lease_waiter **wp;
 
@@ -457,35 +456,24 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 	if (r->energy_ok && (u = ledger_user(l, g->uid, g->user)) != NULL)
 		u->mj[gpu] += r->energy_mj;
 	lease_settings_format(g->settings, settings, sizeof(settings));
-	memset(&who, 0, sizeof(who));
-	who.unix_peer = true;
-	who.uid = g->uid;
-	who.pid = g->holder_pid;
-	snprintf(who.user, sizeof(who.user), "%s", g->user);
-	le = (struct audit_lease){ .cgroup = g->cgroup, .label = g->label,
-	    .reason = g->reason ? g->reason : "ended", .settings = settings,
-	    .left = g->left, .duration_s =
-	    r->duration_s, .energy_ok = r->energy_ok, .energy_j =
-	    (double)r->energy_mj / 1000 };
-	if (node_is_remote(l->node)) {
-		/* the device process writes it (node.h: node_audit) */
+	reason = g->reason ? g->reason : "ended";
+	/* the device process writes its line (node.h: node_audit) */
+	if (audit_enabled()) {
 		struct node_lease_line nl = { .gpu = gpu, .uid = g->uid,
 		    .pid = g->holder_pid, .user = g->user, .cgroup = g->cgroup,
-		    .label = g->label, .reason = le.reason,
+		    .label = g->label, .reason = reason,
 		    .settings = g->settings, .left = g->left,
 		    .energy_ok = r->energy_ok, .duration_s = r->duration_s,
 		    .energy_mj = r->energy_mj };
 
-		if (audit_enabled())
-			node_audit_lease_end(l->node, &nl);
-	} else {
-		audit_write_lease(&who, gpu, &le);
+		node_audit_lease_end(l->node, &nl);
 	}
 	zlog(ZLOG_INFO, "gpu_lease_ended", "gpu=%u uid=%u pid=%ld cgroup=%s "
 	    "reason=%s duration_s=%.3f energy_j=%s%.3f settings=%s", gpu,
 	    (unsigned)g->uid, (long)g->holder_pid, zlog_quote(q, sizeof(q),
-	    g->cgroup), le.reason, r->duration_s, r->energy_ok ? "" : "-",
-	    r->energy_ok ? le.energy_j : 0.0, settings[0] ? settings : "-");
+	    g->cgroup), reason, r->duration_s, r->energy_ok ? "" : "-",
+	    r->energy_ok ? (double)r->energy_mj / 1000 : 0.0,
+	    settings[0] ? settings : "-");
 	for (wp = &l->waiters; *wp != NULL;) {
 		struct lease_waiter *w = *wp;
 
@@ -675,8 +663,7 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 	struct lease_restore *r = arg;
 	struct leases *l = r->l;
 	struct lease_gpu *g = &l->gpus[cmd->gpu];
-	char q[ZERR_MSG_MAX + 64], before[64], req[64];
-	const char *rq = NULL;
+	char q[ZERR_MSG_MAX + 64];
 	uint64_t end_mj = 0;
 	bool last, end_ok = false;
 
@@ -696,30 +683,9 @@ lease_restore_done(struct gpu_cmd *cmd, void *arg)
 		    "attempt=%u error=%s", cmd->gpu, gpu_cmd_name(cmd),
 		    (unsigned)r->who.uid, r->attempt, zlog_quote(q,
 		    sizeof(q), cmd->err.msg));
-	else
+	else	/* its audit line is the device process's, which ran it */
 		zlog(ZLOG_INFO, "gpu_restored", "gpu=%u op=%s uid=%u reason=%s",
 		    cmd->gpu, gpu_cmd_name(cmd), (unsigned)r->who.uid,
-		    r->reason);
-	before[0] = '\0';
-	if (cmd->has_before && cmd->write.op == GPU_SET_POWER_LIMIT)
-		snprintf(before, sizeof(before), "{\"power_limit_mw\":%u}",
-		    (unsigned)cmd->before_limit_mw);
-	else if (cmd->has_before)
-		snprintf(before, sizeof(before), "{\"enabled\":%s}",
-		    cmd->before_persistence ? "true" : "false");
-	if (cmd->write.op == GPU_SET_POWER_LIMIT) {
-		snprintf(req, sizeof(req), "{\"power_limit_mw\":%u}",
-		    (unsigned)cmd->write.power_limit_mw);
-		rq = req;
-	} else if (cmd->write.op == GPU_SET_PERSISTENCE_MODE) {
-		snprintf(req, sizeof(req), "{\"enabled\":%s}",
-		    cmd->write.enabled ? "true" : "false");
-		rq = req;
-	}
-	/* split: the device process wrote the line of what it ran */
-	if (!node_is_remote(r->l->node))
-		audit_write(&r->who, cmd->gpu, gpu_cmd_name(cmd), before[0] ?
-		    before : NULL, rq, cmd->rc != 0 ? cmd->err.msg : NULL,
 		    r->reason);
 out:
 	pthread_mutex_lock(&l->lock);
@@ -954,7 +920,7 @@ leases_stop(struct leases *l)
 }
 
 void
-leases_end_all(struct leases *l)
+leases_end_all(struct leases *l, bool kept)
 {
 	if (l == NULL)
 		return;
@@ -968,6 +934,13 @@ leases_end_all(struct leases *l)
 		pthread_mutex_unlock(&l->lock);
 		if (!held)
 			continue;
+		if (kept) {
+			/* the journal holds it: the next zeusd carries on */
+			zlog(ZLOG_INFO, "gpu_lease_kept", "gpu=%u uid=%u "
+			    "msg=\"the lease stays in the journal; the next "
+			    "zeusd takes it back\"", i, (unsigned)g->uid);
+			continue;
+		}
 		ok = lease_energy(l, i, &mj) == 0;	/* a device call */
 		pthread_mutex_lock(&l->lock);
 		if (g->state == LEASE_HELD && g->started) {
@@ -1077,11 +1050,102 @@ lease_check_max(struct leases *l, uid_t uid, const uint32_t *gpus,
 	}
 	if (taking == 0 || held + taking <= max)
 		return 0;
-	return zerr_set(err, ZERR_CONFLICT, "uid %u holds leases on %u GPU%s "
-	    "and this write would lease %u more; the node policy allows %u "
-	    "at once (max_leased_gpus): release one (POST /gpu/release) or "
-	    "let its processes end", (unsigned)uid, held, held == 1 ? "" : "s",
-	    taking, max);
+	return lease_text_max(err, uid, held, taking, max);
+}
+
+/* CLOCK_MONOTONIC `ms` milliseconds ago (a lease begun before a restart). */
+static struct timespec
+lease_mono_ago(uint64_t ms)
+{
+	struct timespec t;
+	uint64_t ns;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	ns = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	ns = ms <= ns / 1000000u ? ns - ms * 1000000u : 0;
+	t.tv_sec = (time_t)(ns / 1000000000u);
+	t.tv_nsec = (long)(ns % 1000000000u);
+	return t;
+}
+
+int
+leases_adopt(struct leases *l, unsigned gpu, const struct lease_adopted *a,
+    struct zerr *err)
+{
+	struct lease_gpu *g;
+	struct timespec rt;
+	uint64_t now_ms;
+	unsigned k = 0;
+	int rc = 0;
+
+	if (gpu >= l->ngpu || !a->held || a->npid > LEASE_ADOPT_PIDS) {
+		for (unsigned i = 0; i < a->npid && i < LEASE_ADOPT_PIDS; i++)
+			close(a->fd[i]);
+		return zerr_set(err, ZERR_INVALID, "no lease of GPU %u to take "
+		    "back", gpu);
+	}
+	clock_gettime(CLOCK_REALTIME, &rt);
+	now_ms = (uint64_t)rt.tv_sec * 1000 + (uint64_t)rt.tv_nsec / 1000000;
+	pthread_mutex_lock(&l->lock);
+	g = &l->gpus[gpu];
+	lease_unwatch(l, g);
+	g->state = LEASE_HELD;
+	g->uid = a->uid;
+	g->gen++;
+	g->holder_pid = a->npid > 0 ? a->pid[0] : 0;
+	g->last_pid = g->holder_pid;
+	snprintf(g->user, sizeof(g->user), "%s", a->user);
+	snprintf(g->cgroup, sizeof(g->cgroup), "%s", a->cgroup);
+	snprintf(g->label, sizeof(g->label), "%s", a->label);
+	g->has_limit = a->has_limit;
+	g->has_persist = a->has_persist;
+	g->gpu_clocks = a->gpu_clocks;
+	g->mem_clocks = a->mem_clocks;
+	g->settings = (a->has_limit ? GPU_SETTING_POWER_LIMIT : 0) |
+	    (a->has_persist ? GPU_SETTING_PERSISTENCE : 0) |
+	    (a->gpu_clocks ? GPU_SETTING_GPU_CLOCKS : 0) |
+	    (a->mem_clocks ? GPU_SETTING_MEM_CLOCKS : 0);
+	/* its energy and span count from its start before the restart */
+	g->started = true;
+	g->start_ok = a->has_start && a->energy_ok;
+	g->start_mj = a->energy_mj;
+	g->end_ok = g->left = false;
+	if (a->has_start && a->started_ms <= now_ms) {
+		g->start_rt.tv_sec = (time_t)(a->started_ms / 1000);
+		g->start_rt.tv_nsec = (long)(a->started_ms % 1000) * 1000000L;
+		g->start_mono = lease_mono_ago(now_ms - a->started_ms);
+	} else {
+		g->start_rt = rt;
+		clock_gettime(CLOCK_MONOTONIC, &g->start_mono);
+	}
+	for (unsigned i = 0; i < a->npid; i++) {
+		struct lease_watch *slot = &g->watch[k];
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = slot };
+
+		slot->l = l;
+		slot->gpu = gpu;
+		slot->pid = a->pid[i];
+		slot->fd = a->fd[i];
+		if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, slot->fd, &ev) != 0) {
+			rc = zerr_set(err, ZERR_INTERNAL, "GPU %u: cannot watch "
+			    "pid %ld: %s", gpu, (long)a->pid[i],
+			    strerror(errno));
+			close(slot->fd);
+			slot->fd = -1;
+			continue;
+		}
+		k++;
+	}
+	g->nwatch = k;
+	(void)ledger_user(l, g->uid, g->user);	/* its /metrics series */
+	zlog(ZLOG_INFO, "gpu_lease_taken_back", "gpu=%u uid=%u processes=%u",
+	    gpu, (unsigned)g->uid, k);
+	/* nothing left to wait for: put back now (the device process says
+	 * so too: none of the holder's processes runs) */
+	if (k == 0)
+		lease_restore(l, gpu, "process_exit");
+	pthread_mutex_unlock(&l->lock);
+	return rc;
 }
 
 int
@@ -1130,13 +1194,8 @@ leases_claim(struct leases *l, const struct peer *p,
 		g = &l->gpus[gpus[i]];
 		if (g->state == LEASE_RESTORING && g->why[0] != '\0' &&
 		    (!unix_user || g->uid != p->uid))
-			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by "
-			    "user %s%s (uid %u) and being restored, but its "
-			    "restore failed (%s); it stays refused to other "
-			    "users until a retry succeeds (attempts so far: %u; "
-			    "retried at least every %u s)", gpus[i],
-			    g->user[0] ? g->user : "", g->user[0] ? "" : "?",
-			    (unsigned)g->uid, g->why, g->attempts,
+			rc = lease_text_restore_failed(err, gpus[i], g->user,
+			    g->uid, g->why, g->attempts,
 			    LEASE_RETRY_MAX_MS / 1000);
 		else if (g->state == LEASE_RESTORING && g->why[0] != '\0')
 			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u: restoring "
@@ -1145,13 +1204,8 @@ leases_claim(struct leases *l, const struct peer *p,
 			    "until it succeeds", gpus[i], g->why, g->attempts);
 		else if (g->state != LEASE_FREE &&
 		    (!unix_user || g->uid != p->uid))
-			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by "
-			    "user %s%s (uid %u)%s; its settings are restored "
-			    "and the lease ends when that user's processes "
-			    "that changed it exit", gpus[i],
-			    g->user[0] ? g->user : "", g->user[0] ? "" : "?",
-			    (unsigned)g->uid, g->state == LEASE_RESTORING ?
-			    " and being restored" : "");
+			rc = lease_text_held(err, gpus[i], g->user, g->uid,
+			    g->state == LEASE_RESTORING);
 		else if (g->state == LEASE_RESTORING)
 			rc = zerr_set(err, ZERR_CONFLICT, "GPU %u: your "
 			    "previous settings are being restored; retry",
@@ -1263,16 +1317,10 @@ leases_note(struct leases *l, bool unix_peer, uid_t uid,
 	/* RESTORING too: a write queued before the death is still noted
 	 * before the restore runs (lease_restore_exec) */
 	if (g->state != LEASE_FREE && g->uid == uid) {
-		if ((t & GPU_SETTING_POWER_LIMIT) && !g->has_limit &&
-		    cmd->has_before) {
+		if (t & GPU_SETTING_POWER_LIMIT)
 			g->has_limit = true;
-			g->limit_mw = cmd->before_limit_mw;
-		}
-		if ((t & GPU_SETTING_PERSISTENCE) && !g->has_persist &&
-		    cmd->has_before) {
+		if (t & GPU_SETTING_PERSISTENCE)
 			g->has_persist = true;
-			g->persist = cmd->before_persistence;
-		}
 		if (t & GPU_SETTING_GPU_CLOCKS)
 			g->gpu_clocks = true;
 		if (t & GPU_SETTING_MEM_CLOCKS)
@@ -1325,10 +1373,7 @@ leases_release(struct leases *l, const struct peer *p, uint64_t handle,
 		g = &l->gpus[gpus[i]];
 		if (g->state != LEASE_FREE && !root &&
 		    (!unix_peer || g->uid != p->uid)) {
-			zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by user "
-			    "%s%s (uid %u); only that user or root can release "
-			    "it", gpus[i], g->user[0] ? g->user : "",
-			    g->user[0] ? "" : "?", (unsigned)g->uid);
+			lease_text_not_yours(err, gpus[i], g->user, g->uid);
 			pthread_mutex_unlock(&l->lock);
 			return -1;
 		}

@@ -94,6 +94,43 @@ struct lease_view {
 int leases_create(struct node *node, struct leases **out, struct zerr *err);
 
 /*
+ * A lease the device process took back from its journal at start-up
+ * (--state-dir, warden_recover): what it changed, when it began, and its
+ * holder processes that still run, as pidfds the device process opened
+ * and checked (pid and start time) and passed here.
+ */
+#define LEASE_ADOPT_PIDS 64
+struct lease_adopted {
+	bool held;
+	uid_t uid;
+	char user[IDENTITY_USER_MAX];
+	char cgroup[IDENTITY_CGROUP_MAX];	/* its first writer's; "" */
+	char label[LEASE_LABEL_MAX + 1];	/* its latest; "" none */
+	bool has_start, energy_ok;
+	uint64_t started_ms;		/* Unix time of its first change */
+	uint64_t energy_mj;		/* the GPU's counter then */
+	bool has_limit, has_persist, gpu_clocks, mem_clocks;
+	uint32_t limit_mw;
+	bool persist;
+	unsigned npid;
+	pid_t pid[LEASE_ADOPT_PIDS];
+	int fd[LEASE_ADOPT_PIDS];	/* pidfds (a network process's: by
+					 * number, netstart.h) */
+};
+
+/*
+ * Start-up, before requests are served: GPU `gpu`'s lease as the device
+ * process took it back (a->held), held again here as if its holder had
+ * taken it in this process: listed by GET /gpu/leases, refusing others
+ * with the usual 409, its energy counted from its start before the
+ * restart, and restored when its processes exit (at once when none runs
+ * any more: a->npid 0). Takes a->fd[] (closed on failure too). 0, or -1
+ * with err.
+ */
+int leases_adopt(struct leases *l, unsigned gpu, const struct lease_adopted *a,
+    struct zerr *err);
+
+/*
  * Stops the watcher thread: no restore starts after it. Call before the
  * device workers stop (restores already queued still run and complete
  * into `l`), and leases_destroy after they stopped.
@@ -103,9 +140,12 @@ void leases_stop(struct leases *l);
 /*
  * At shutdown, after leases_stop and before the devices close: every lease
  * still held (no --restore-on-shutdown) ends now with the energy read here,
- * its settings left as they are; the ledger's audit line says so.
+ * its settings left as they are; the ledger's audit line says so. With
+ * `kept` (the device process keeps a lease journal, --state-dir) a held
+ * lease does not end: the next zeusd takes it back, and its one lease_end
+ * line comes when it really ends; only a log line says it was handed on.
  */
-void leases_end_all(struct leases *l);
+void leases_end_all(struct leases *l, bool kept);
 void leases_destroy(struct leases *l);
 
 /*

@@ -189,6 +189,13 @@ audit_count_refused(void)
 {
 }
 
+int
+audit_refusal(struct zerr *err)
+{
+	/* never asked: audit_ready() holds here */
+	return zerr_set(err, ZERR_UNAVAILABLE, "no audit log on Windows");
+}
+
 unsigned long
 audit_refused_writes(void)
 {

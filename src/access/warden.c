@@ -48,6 +48,7 @@
 #include "access/auth.h"
 #include "access/journal.h"
 #include "access/lease.h"
+#include "access/lease_text.h"
 #include "access/peer.h"
 #include "access/policy.h"
 #include "access/slurmjobs.h"
@@ -126,14 +127,18 @@ struct wgpu {
 	uint32_t max_mw;		/* the GPU's top power limit then */
 	char user[IDENTITY_USER_MAX];
 	char comm[IDENTITY_COMM_MAX];
+	char cgroup[IDENTITY_CGROUP_MAX];	/* the first writer's */
+	char label[LEASE_LABEL_MAX + 1];	/* the holder's latest; "" */
 	int pidfd[WARDEN_MAX_PIDS];
 	pid_t pid[WARDEN_MAX_PIDS];
 	uint64_t start[WARDEN_MAX_PIDS];	/* procstat_start_ticks */
 	unsigned npid;
 	/*
-	 * Taken back from the lease journal at start-up (warden_recover):
-	 * the network process does not know this lease, so the journal's
-	 * watcher thread restores it when its processes are gone.
+	 * Being taken back from the lease journal (warden_recover): a
+	 * restore at start-up writes its own lease_end line, the network
+	 * process never having known the lease. Those that hold again are
+	 * handed to it (warden_adopted), which restores and ends them as its
+	 * own.
 	 */
 	bool adopted;
 	/* the values before the lease's first change of each setting */
@@ -180,12 +185,6 @@ struct warden {
 	/* the lease journal (--state-dir): -1 none */
 	int jdir;
 	char boot[JOURNAL_BOOT_LEN + 1];
-	/* the watcher of leases taken back from it (warden_recover) */
-	struct gpu_backend *jb;
-	pthread_mutex_t jlock;
-	pthread_cond_t jcond;
-	bool jstop, jrunning;
-	pthread_t jthread;
 };
 
 static time_t
@@ -250,8 +249,6 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 		    "closed (netlink unix_diag); the network process's word "
 		    "is taken\"");
 	pthread_cond_init(&w->peer_ended, NULL);
-	pthread_mutex_init(&w->jlock, NULL);
-	pthread_cond_init(&w->jcond, NULL);
 	pthread_mutex_init(&w->lock, NULL);
 	w->closed_head = w->closed_tail = NO_SLOT;
 	/* a random start: a handle from an earlier run names nothing */
@@ -299,16 +296,8 @@ warden_destroy(struct warden *w)
 {
 	if (w == NULL)
 		return;
-	pthread_mutex_lock(&w->jlock);
-	w->jstop = true;
-	pthread_cond_broadcast(&w->jcond);
-	pthread_mutex_unlock(&w->jlock);
-	if (w->jrunning)
-		pthread_join(w->jthread, NULL);
 	if (w->jdir >= 0)
 		close(w->jdir);
-	pthread_cond_destroy(&w->jcond);
-	pthread_mutex_destroy(&w->jlock);
 	pthread_cond_destroy(&w->peer_ended);
 	for (uint32_t i = 0; i < w->nused; i++)
 		free(w->slot[i]);
@@ -925,6 +914,8 @@ wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
 		g->first_pid = p->pid;
 		snprintf(g->user, sizeof(g->user), "%s", p->id.user);
 		snprintf(g->comm, sizeof(g->comm), "%s", p->id.comm);
+		snprintf(g->cgroup, sizeof(g->cgroup), "%s", p->id.cgroup);
+		g->label[0] = '\0';
 	}
 	g->last_pid = p->pid;
 	for (unsigned i = 0; i < g->npid; i++)
@@ -1024,6 +1015,8 @@ rec_of(const struct wgpu *g, unsigned gpu, struct journal_rec *r)
 	memset(r, 0, sizeof(*r));
 	r->gpu = gpu;
 	r->uid = (uint32_t)g->uid;
+	snprintf(r->cgroup, sizeof(r->cgroup), "%s", g->cgroup);
+	snprintf(r->label, sizeof(r->label), "%s", g->label);
 	r->has_start = g->has_start;
 	r->started_ms = g->started_ms;
 	r->has_energy = g->energy_ok;
@@ -1081,7 +1074,7 @@ journal_keep_logged(struct warden *w, const struct wgpu *g, unsigned gpu)
 static int
 journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
     const struct wwho *p, const struct gpu_write *wr,
-    const struct wbefore *bf, struct zerr *err)
+    const struct wbefore *bf, const char *label, struct zerr *err)
 {
 	unsigned t = gpu_write_touches(wr->op);
 	struct journal_rec r, now;
@@ -1095,6 +1088,13 @@ journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
 	r = now;
 	r.gpu = gpu;
 	r.uid = (uint32_t)p->uid;
+	if (!g->held) {
+		snprintf(r.cgroup, sizeof(r.cgroup), "%s", p->id.cgroup);
+		r.label[0] = '\0';
+	}
+	if (label[0] != '\0')		/* a write's label replaces the last */
+		snprintf(r.label, sizeof(r.label), "%.*s",
+		    LEASE_LABEL_MAX, label);
 	if (!g->held && bf->starts) {
 		r.has_start = true;
 		r.started_ms = bf->started_ms;
@@ -1143,7 +1143,7 @@ lease_end_line(const struct wgpu *g, struct gpu_backend *b, unsigned gpu,
 	now_ms = realtime_ms();
 	lease_settings_format(settings, names, sizeof(names));
 	memset(&le, 0, sizeof(le));
-	le.cgroup = "";
+	le.cgroup = g->cgroup;
 	le.reason = reason;
 	le.settings = names;
 	le.duration_s = g->has_start && now_ms >= g->started_ms ?
@@ -1224,51 +1224,6 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 	return all;
 }
 
-#define JOURNAL_WATCH_MS 250
-
-/*
- * The watcher of the leases taken back at start-up: every
- * JOURNAL_WATCH_MS, while
- * one is left, each whose processes are all gone is restored (the network
- * process, which restores the leases it took itself, never heard of
- * these). Nothing runs when none was taken back.
- */
-static void *
-journal_watch(void *arg)
-{
-	struct warden *w = arg;
-	bool left = true;
-
-	pthread_mutex_lock(&w->jlock);
-	while (!w->jstop && left) {
-		struct timespec until = zclock_realtime_in(JOURNAL_WATCH_MS);
-
-		(void)pthread_cond_timedwait(&w->jcond, &w->jlock, &until);
-		if (w->jstop)
-			break;
-		pthread_mutex_unlock(&w->jlock);
-		left = false;
-		for (unsigned i = 0; i < w->cfg.ngpu; i++) {
-			struct wgpu *g = &w->gpu[i];
-
-			pthread_mutex_lock(&g->lock);
-			if (g->adopted && g->held && !wgpu_live(g)) {
-				zlog(ZLOG_INFO, "lease_journal_holder_exited",
-				    "gpu=%u uid=%u", i, (unsigned)g->uid);
-				(void)restore_all(w, g, w->jb, i,
-				    "process_exit");
-			}
-			if (!g->held)
-				g->adopted = false;
-			left |= g->adopted;
-			pthread_mutex_unlock(&g->lock);
-		}
-		pthread_mutex_lock(&w->jlock);
-	}
-	pthread_mutex_unlock(&w->jlock);
-	return NULL;
-}
-
 /* The holder processes of `r` that still run (pid and start time). */
 static void
 adopt_pids(struct wgpu *g, const struct journal_rec *r)
@@ -1299,12 +1254,10 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		[JOURNAL_OTHER_BOOT] = "other_boot",
 		[JOURNAL_UNSAFE] = "unsafe",
 	};
-	bool any = false;
 	int held = 0;
 
 	if (w->jdir < 0)
 		return 0;
-	w->jb = b;
 	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
 		struct wgpu *g = &w->gpu[i];
 		struct journal_rec r;
@@ -1312,6 +1265,7 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		char why[160], q[200];
 		struct passwd pw, *res = NULL;
 		char pwbuf[1024];
+		uint64_t now_ms;
 		int rc = journal_load(w->jdir, i, w->boot, &r, &bad, why,
 		    sizeof(why));
 
@@ -1344,10 +1298,25 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->held = true;
 		g->uid = (uid_t)r.uid;
 		atomic_store(&g->holder_key, (uint64_t)r.uid + 1);
+		/* its age, for the network process's lease_end line */
 		g->started_ns = zclock_now_ns();
+		now_ms = realtime_ms();
+		if (r.has_start && r.started_ms <= now_ms &&
+		    (now_ms - r.started_ms) * 1000000u < g->started_ns)
+			g->started_ns -= (now_ms - r.started_ms) * 1000000u;
+		{
+			uint32_t lo, hi;
+			struct zerr e;
+
+			if (b->ops->get_power_limit_constraints(b, i, &lo, &hi,
+			    &e) == 0)
+				g->max_mw = hi;
+		}
 		if (getpwuid_r((uid_t)r.uid, &pw, pwbuf, sizeof(pwbuf),
 		    &res) == 0 && res != NULL)
 			snprintf(g->user, sizeof(g->user), "%s", pw.pw_name);
+		snprintf(g->cgroup, sizeof(g->cgroup), "%s", r.cgroup);
+		snprintf(g->label, sizeof(g->label), "%s", r.label);
 		g->has_limit = r.has_limit;
 		g->limit_mw = r.limit_mw;
 		g->has_persist = r.has_persist;
@@ -1362,7 +1331,6 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->first_pid = g->last_pid = r.npid > 0 ? r.pid[0] : 0;
 		g->adopted = true;	/* this process ends it, and says so */
 		if (g->npid > 0) {
-			any = true;
 			held++;
 			zlog(ZLOG_INFO, "lease_journal_taken_back", "gpu=%u "
 			    "uid=%u processes=%u msg=\"the lease holds again; "
@@ -1375,24 +1343,66 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 			    "uid=%u msg=\"its holder is gone: the GPU is put "
 			    "back\"", i, (unsigned)r.uid);
 		} else {
-			/* retried by the watcher, refused to others meanwhile */
-			any = true;
+			/* the network process retries it, refusing others */
 			zlog(ZLOG_ERROR, "lease_journal_restore_failed",
-			    "gpu=%u uid=%u msg=\"retried every %d ms\"", i,
-			    (unsigned)r.uid, JOURNAL_WATCH_MS);
+			    "gpu=%u uid=%u msg=\"retried with the network "
+			    "process's backoff; the GPU is refused to others "
+			    "meanwhile\"", i, (unsigned)r.uid);
 		}
+		g->adopted = false;
 		pthread_mutex_unlock(&g->lock);
 	}
-	if (any) {
-		int e = pthread_create(&w->jthread, NULL, journal_watch, w);
-
-		if (e == 0)
-			w->jrunning = true;
-		else
-			zlog(ZLOG_ERROR, "lease_journal_watch_failed",
-			    "error=\"%s\"", strerror(e));
-	}
 	return held;
+}
+
+int
+warden_adopted(struct warden *w, unsigned gpu, struct lease_adopted *a)
+{
+	struct wgpu *g;
+
+	memset(a, 0, sizeof(*a));
+	if (gpu >= w->cfg.ngpu)
+		return 0;
+	g = &w->gpu[gpu];
+	pthread_mutex_lock(&g->lock);
+	if (!g->held) {
+		pthread_mutex_unlock(&g->lock);
+		return 0;
+	}
+	a->held = true;
+	a->uid = g->uid;
+	snprintf(a->user, sizeof(a->user), "%s", g->user);
+	snprintf(a->cgroup, sizeof(a->cgroup), "%s", g->cgroup);
+	snprintf(a->label, sizeof(a->label), "%s", g->label);
+	a->has_start = g->has_start;
+	a->started_ms = g->started_ms;
+	a->energy_ok = g->energy_ok;
+	a->energy_mj = g->energy_mj;
+	a->has_limit = g->has_limit;
+	a->limit_mw = g->limit_mw;
+	a->has_persist = g->has_persist;
+	a->persist = g->persist;
+	a->gpu_clocks = g->gpu_clocks;
+	a->mem_clocks = g->mem_clocks;
+	for (unsigned i = 0; i < g->npid && a->npid < LEASE_ADOPT_PIDS; i++) {
+		int fd = fcntl(g->pidfd[i], F_DUPFD_CLOEXEC, 0);
+
+		if (fd < 0)
+			continue;	/* the network process restores early:
+					 * refused here while this one lives */
+		a->pid[a->npid] = g->pid[i];
+		a->fd[a->npid++] = fd;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return 1;
+}
+
+void
+warden_set_network(struct warden *w, pid_t net, const char *listen_path)
+{
+	w->cfg.net = net;
+	snprintf(w->cfg.listen_path, sizeof(w->cfg.listen_path), "%s",
+	    listen_path);
 }
 
 /*
@@ -1407,15 +1417,18 @@ restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 {
 	struct audit_who holder;
 	struct wbefore bf;
+	struct gpu_write rw = *wr;	/* with the value recorded here */
 	bool match = false;
 	int rc;
 
 	switch (wr->op) {
 	case GPU_SET_POWER_LIMIT:
-		match = g->has_limit && wr->power_limit_mw == g->limit_mw;
+		match = g->has_limit;
+		rw.power_limit_mw = g->limit_mw;
 		break;
 	case GPU_SET_PERSISTENCE_MODE:
-		match = g->has_persist && wr->enabled == g->persist;
+		match = g->has_persist;
+		rw.enabled = g->persist;
 		break;
 	case GPU_RESET_GPU_LOCKED_CLOCKS:
 		match = g->gpu_clocks;
@@ -1426,15 +1439,16 @@ restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 	default:
 		break;
 	}
+	/*
+	 * Nothing of this setting waits to go back (this process put it
+	 * back already, or its value before was never read): done, and no
+	 * write. The sender's lease ends; nothing here changes.
+	 */
 	if (!g->held || !match)
-		return zerr_set(err, ZERR_CONFLICT, "GPU %u: no change of "
-		    "this setting under a lease is waiting for this restore",
-		    gpu);
+		return 0;
 	if (wgpu_live(g) && !atomic_load(&w->stopping) && (rel == NULL ||
 	    (rel->uid != 0 && rel->uid != g->uid)))
-		return zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by uid "
-		    "%u, whose process still runs: only it or root may end "
-		    "the lease", gpu, (unsigned)g->uid);
+		return lease_text_not_yours(err, gpu, g->user, g->uid);
 	memset(&holder, 0, sizeof(holder));
 	holder.unix_peer = true;
 	holder.uid = g->uid;
@@ -1442,9 +1456,9 @@ restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 	snprintf(holder.user, sizeof(holder.user), "%s", g->user);
 	memset(&bf, 0, sizeof(bf));
 	if (audit_enabled())
-		before_read(b, gpu, wr, &bf);
-	rc = b->ops->write(b, gpu, wr, err);
-	audit_ran(&holder, gpu, wr, &bf, rc, err, reason);
+		before_read(b, gpu, &rw, &bf);
+	rc = b->ops->write(b, gpu, &rw, err);
+	audit_ran(&holder, gpu, &rw, &bf, rc, err, reason);
 	if (rc != 0)
 		return rc;
 	switch (wr->op) {
@@ -1533,9 +1547,7 @@ lease_check_max(struct warden *w, uid_t uid, unsigned gpu, struct zerr *err)
 		    (uint64_t)uid + 1;
 	if (held < max)
 		return 0;
-	return zerr_set(err, ZERR_CONFLICT, "uid %u holds leases on %u GPU%s; "
-	    "the node policy allows %u at once (max_leased_gpus)",
-	    (unsigned)uid, held, held == 1 ? "" : "s", max);
+	return lease_text_max(err, uid, held, 1, max);
 }
 
 /* The lease's word on a write (lock held); 0 when it may go on. */
@@ -1559,10 +1571,9 @@ lease_check(struct warden *w, struct wgpu *g, const struct wwho *p,
 		    "leases on, a change needs a holder");
 	if (wgpu_held(g) && (p == NULL || g->uid != p->uid))
 		/* the user, not its pid: the holder's processes are its own
-		 * (GET /gpu/leases shows them to root and the holder only) */
-		return zerr_set(err, ZERR_CONFLICT, "GPU %u is leased by uid "
-		    "%u%s%s%s", gpu, (unsigned)g->uid,
-		    g->user[0] ? " (" : "", g->user, g->user[0] ? ")" : "");
+		 * (GET /gpu/leases shows them to root and the holder only);
+		 * none of them left: its settings are on their way back */
+		return lease_text_held(err, gpu, g->user, g->uid, g->npid == 0);
 	if (p != NULL && !g->held)
 		return lease_check_max(w, p->uid, gpu, err);
 	return 0;
@@ -1609,10 +1620,7 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	if (w->cfg.audit_required && from != PSMSG_FROM_RESTORE &&
 	    !audit_ready()) {
 		audit_count_refused();
-		zerr_set(err, ZERR_UNAVAILABLE, "The audit log (--audit-log) "
-		    "cannot be written (file system full or failing) and "
-		    "--audit-required is set: GPU writes are refused until it "
-		    "can be written again");
+		(void)audit_refusal(err);
 		goto refused;
 	}
 	switch (from) {
@@ -1682,7 +1690,7 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		    &e) == 0;
 	}
 	if (w->cfg.leases && p != NULL && p->uid != 0 &&
-	    journal_ahead(w, g, gpu, p, wr, &bf, err) != 0) {
+	    journal_ahead(w, g, gpu, p, wr, &bf, rq->w_label, err) != 0) {
 		pthread_mutex_unlock(&g->lock);
 		goto refused;
 	}
@@ -1692,6 +1700,9 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 
 		wgpu_take(g, p, wr, bf.limit_ok, bf.limit_mw, bf.persist_ok,
 		    bf.persist);
+		if (rq->w_label[0] != '\0')	/* checked (msg.c) */
+			snprintf(g->label, sizeof(g->label), "%.*s",
+			    LEASE_LABEL_MAX, rq->w_label);
 		if (fresh && bf.starts) {
 			g->has_start = true;
 			g->started_ms = bf.started_ms;
@@ -1847,8 +1858,12 @@ refusal_words(struct warden *w, const struct psmsg_audit *ra, unsigned gpu,
 		if (!w->cfg.audit_required || audit_ready())
 			return zerr_set(err, ZERR_CONFLICT, "the audit log can "
 			    "be written");
-		snprintf(msg, size, "The audit log (--audit-log) cannot be "
-		    "written and --audit-required is set");
+		{
+			struct zerr e;
+
+			(void)audit_refusal(&e);
+			snprintf(msg, size, "%s", e.msg);
+		}
 		return 0;
 	case PSMSG_REFUSAL_LEASE:
 		if (gpu >= w->cfg.ngpu || !w->cfg.leases)
@@ -1856,13 +1871,11 @@ refusal_words(struct warden *w, const struct psmsg_audit *ra, unsigned gpu,
 		pthread_mutex_lock(&w->gpu[gpu].lock);
 		if (w->gpu[gpu].held && (!peer || w->gpu[gpu].uid != p.uid)) {
 			struct wgpu *g = &w->gpu[gpu];
-			bool gone = !wgpu_live(g) && wgpu_pending(g);
+			struct zerr e;
 
-			snprintf(msg, size, "GPU %u is leased by uid %u%s%s%s%s",
-			    gpu, (unsigned)g->uid, g->user[0] ? " (" : "",
-			    g->user, g->user[0] ? ")" : "", gone ? ", whose "
-			    "processes are gone: its settings are not restored "
-			    "yet" : "");
+			(void)lease_text_held(&e, gpu, g->user, g->uid,
+			    !wgpu_live(g) && wgpu_pending(g));
+			snprintf(msg, size, "%s", e.msg);
 		} else {
 			snprintf(msg, size, "GPU %u: refused by the network "
 			    "process's lease record (409: a lease of the same "

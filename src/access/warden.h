@@ -109,9 +109,26 @@ void warden_destroy(struct warden *w);
  * exit; one whose holder is gone is restored now (audited with reason
  * holder_gone_while_zeusd_was_down). A file from another boot is dropped;
  * a garbled one is set aside and its GPU left as it is; one that is not
- * root's and private is not read. Returns the leases that hold again.
+ * root's and private is not read. Returns the leases that hold again
+ * (warden_adopted hands them to the network process, which watches their
+ * processes and asks for their restores as for any lease).
  */
 int warden_recover(struct warden *w, struct gpu_backend *b);
+
+/*
+ * After warden_recover: GPU `gpu`'s lease as this process holds it, for
+ * the network process to hold as its own (lease.h, leases_adopt): 1 with
+ * *a filled and a->fd[] duplicates of the holders' pidfds (the caller's
+ * to close), or 0 when the GPU is not leased.
+ */
+struct lease_adopted;
+int warden_adopted(struct warden *w, unsigned gpu, struct lease_adopted *a);
+
+/*
+ * The network process started (its pid) and the listening socket's path
+ * (cfg.net, cfg.listen_path): set once, before any request is decided.
+ */
+void warden_set_network(struct warden *w, pid_t net, const char *listen_path);
 
 /* The calls privsep/exec.c makes (struct psexec_guard), ctx = w. */
 void warden_guard(struct warden *w, struct psexec_guard *g);

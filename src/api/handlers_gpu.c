@@ -212,8 +212,9 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 		gpu_cmd_init(&b->cmds[i], op, ids->ids[i], gpu_done_request, req);
 		if (w != NULL) {
 			gpu_cmd_set_write(&b->cmds[i], w, NULL);
-			b->cmds[i].want_before = gpu_audit_here(req) ||
-			    request_leases(req) != NULL;
+			/* the value before: for our own audit line only (a
+			 * lease's is the device process's record) */
+			b->cmds[i].want_before = gpu_audit_here(req);
 		}
 		if (batch_add_gpu(&bt, &b->cmds[i]) != 0)
 			return;
@@ -259,8 +260,7 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],
 		    gpu_done_log_free, whos[n]);
 		gpu_cmd_set_write(cmds[n], w, gpu_dropped_log_free);
-		cmds[n]->want_before = gpu_audit_here(req) ||
-		    request_leases(req) != NULL;
+		cmds[n]->want_before = gpu_audit_here(req);
 		if (batch_add_gpu(&bt, cmds[n]) != 0) {
 			n++;
 			goto free;
@@ -410,13 +410,12 @@ handle_gpu_write(struct request *req)
 		w.max_clock_mhz = qv.v[3].u32;
 	}
 	gate_writer(req, &w);	/* the device process judges it again */
+	if (label != NULL && w.writer == GPU_WRITER_UNIX)
+		snprintf(w.writer_label, sizeof(w.writer_label), "%s", label);
 	if (request_config(req)->audit_required && !audit_ready()) {
 		/* no room for its audit line: nothing runs (--audit-required) */
 		audit_count_refused();
-		zerr_set(&err, ZERR_UNAVAILABLE, "The audit log (--audit-log) "
-		    "cannot be written (file system full or failing) and "
-		    "--audit-required is set: GPU writes are refused until it "
-		    "can be written again");
+		(void)audit_refusal(&err);
 		gate_audit_refusal(req, ids.ids, ids.n,
 		    PSMSG_REFUSAL_AUDIT_DOWN, err.msg);
 		request_reply_busy(req, &err);

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/lease_label.h"
 
 /* The seven write operations of the API, in docs/api.md's order. */
 enum gpu_write_op {
@@ -76,6 +77,8 @@ struct gpu_write {
 	const char *writer_reason;	/* a restore's: "process_exit", ... */
 	uint8_t writer_addr_kind;	/* a TCP writer's address: 4, 6; 0 */
 	uint8_t writer_addr[16];
+	/* a Unix writer's lease label (X-Zeus-Lease-Label), "" for none */
+	char writer_label[LEASE_LABEL_MAX + 1];
 };
 
 /* The API name of an operation ("set_power_limit", ...). */

@@ -205,6 +205,17 @@ check_write(const struct psmsg_request *r, char *why, size_t whysz)
 	default:
 		return refuse(why, whysz, "unknown write op %u", r->w_op);
 	}
+	/*
+	 * A restore names a setting a lease changed; the value it goes back
+	 * to is the device process's own record (access/warden.c), never the
+	 * sender's, so it carries none.
+	 */
+	if (r->w_from == PSMSG_FROM_RESTORE) {
+		if (clocks || r->w_op == GPU_RESET_LOCKED_CLOCKS)
+			return refuse(why, whysz, "a restore of write op %u",
+			    r->w_op);
+		limit = enabled = false;
+	}
 	if ((!limit && r->w_power_limit_mw != 0) ||
 	    (!enabled && r->w_enabled != 0) ||
 	    (!clocks && (r->w_min_mhz != 0 || r->w_max_mhz != 0)))
@@ -300,6 +311,31 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 static int check_h(const struct psmsg_request *rp,
     const struct psmsg_limits *lim, char *why, size_t whysz);
 
+/*
+ * A write's lease label: only a Unix writer's, a valid label or none,
+ * NUL-terminated with nothing after the NUL.
+ */
+static int
+label_check(const struct psmsg_request *r, char *why, size_t whysz)
+{
+	const char *nul = memchr(r->w_label, '\0', sizeof(r->w_label));
+	size_t used;
+
+	if (nul == NULL)
+		return refuse(why, whysz, "a label without its end");
+	used = (size_t)(nul - r->w_label);
+	if (!all_zero((const uint8_t *)nul, sizeof(r->w_label) - used))
+		return refuse(why, whysz, "bytes after a label's end");
+	if (used == 0)
+		return 0;
+	if (r->op != PSMSG_GPU_WRITE || r->w_from != PSMSG_FROM_UNIX)
+		return refuse(why, whysz, "a label with op %u from %u", r->op,
+		    r->w_from);
+	if (lease_label_invalid(r->w_label) != NULL)
+		return refuse(why, whysz, "a bad label");
+	return 0;
+}
+
 int
 psmsg_request_check(const void *buf, size_t len,
     const struct psmsg_limits *lim, struct psmsg_request *out, char *why,
@@ -345,6 +381,8 @@ check_h(const struct psmsg_request *rp, const struct psmsg_limits *lim,
 	    (r.w_reason != 0 && r.w_from != PSMSG_FROM_RESTORE))
 		return refuse(why, whysz, "reason %u for a write from %u",
 		    r.w_reason, r.w_from);
+	if (label_check(&r, why, whysz) != 0)
+		return -1;
 	if ((r.w_addr_kind != 0 && r.w_addr_kind != 4 && r.w_addr_kind != 6) ||
 	    (r.w_addr_kind != 0 && r.w_from != PSMSG_FROM_TCP) ||
 	    (r.w_addr_kind != 6 && !all_zero(r.w_addr + 4,

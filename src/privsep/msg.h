@@ -32,6 +32,7 @@
 #define PSMSG_MAGIC 0x7a707331u		/* "zps1" */
 #define PSMSG_MAX_GPUS 64		/* bits of a uint64_t mask */
 #define PSMSG_MAX_PKGS 64
+#define PSMSG_LABEL_MAX 72		/* a lease label (64) + NUL, to 8 */
 #define PSMSG_SUB_MAX 264		/* a token's sub (auth.h: 256) + NUL,
 					 * rounded up to 8 */
 
@@ -102,6 +103,12 @@ struct psmsg_request {
 	uint32_t w_reason;
 	uint32_t w_addr_kind;
 	uint8_t w_addr[16];
+	/*
+	 * PSMSG_GPU_WRITE from a Unix writer: the label its lease takes
+	 * (lease_label.h; "" none), NUL-terminated, 0 after the NUL. Every
+	 * other op and writer: all 0.
+	 */
+	char w_label[PSMSG_LABEL_MAX];
 };
 
 /* Why a restore runs (psmsg_request.w_reason): its audit line's reason. */
@@ -336,7 +343,7 @@ struct psmsg_slurm_step {
  */
 _Static_assert(ZERR_MSG_MAX % 8 == 0, "err_msg must keep 8-byte alignment");
 _Static_assert(sizeof(struct psmsg_request) == 2 * 4 + 8 + 8 * 4 + 2 * 8 +
-    8 + 2 * 4 + 8 + 2 * 4 + 16,
+    8 + 2 * 4 + 8 + 2 * 4 + 16 + PSMSG_LABEL_MAX,
     "struct psmsg_request has padding");
 _Static_assert(sizeof(struct psmsg_request) % 8 == 0,
     "struct psmsg_request size not a multiple of 8");

@@ -42,6 +42,9 @@ psgpu_write_fields(struct psmsg_request *req, const struct gpu_write *w)
 	memcpy(req->w_addr, w->writer_addr, w->writer_addr_kind == 4 ? 4 :
 	    w->writer_addr_kind == 6 ? 16 : 0);
 	req->w_reason = psgpu_reason(w);
+	if (w->writer == GPU_WRITER_UNIX)
+		memcpy(req->w_label, w->writer_label, strnlen(w->writer_label,
+		    sizeof(w->writer_label) - 1));
 	/* only the fields the operation uses: the device process checks */
 	switch (w->op) {
 	case GPU_SET_POWER_LIMIT:

@@ -521,10 +521,33 @@ device_failed(const struct zerr *err, int *status)
 	*status = 1;
 }
 
+/*
+ * The device process's judge of every write (access/warden.h), made before
+ * the network process starts so that the lease journal is read first: its
+ * leases are taken back (restored when their holder is gone). 0, or -1
+ * with err.
+ */
+static int
+device_warden(const struct zeusd_config *cfg, struct node *node,
+    struct zerr *err)
+{
+	struct warden_config wc = { .ngpu = node->ngpu,
+	    .enabled = cfg->enabled, .unix_transport = cfg->mode == MODE_UDS,
+	    .tcp_transport = cfg->mode == MODE_TCP, .leases = cfg->gpu_leases,
+	    .audit_required = cfg->audit_required,
+	    .policy = dev.policy, .key = dev.key,
+	    .state_dir = cfg->state_dir };
+
+	if (warden_create(&wc, &dev.warden, err) != 0)
+		return -1;
+	(void)warden_recover(dev.warden, &node->gpu);
+	return 0;
+}
+
 /* ---- Starting the network process ----------------------------------------- */
 
 /* The fds the network process is started with: netstart.h's numbers. */
-#define DEVICE_NET_FDS_MAX 256
+#define DEVICE_NET_FDS_MAX 512
 
 extern char **environ;
 
@@ -621,7 +644,8 @@ device_exec_network(int exe, const int *want, unsigned n, char *const *argv,
  */
 static int
 device_net_info(const struct zeusd_config *cfg, const struct node *node,
-    int listen_fd, unsigned nchan, bool audit, bool policy, struct zerr *err)
+    int listen_fd, unsigned nchan, bool audit, bool policy,
+    const struct lease_adopted *adopted, struct zerr *err)
 {
 	struct netstart_info *info = calloc(1, sizeof(*info));
 	int fd;
@@ -655,6 +679,8 @@ device_net_info(const struct zeusd_config *cfg, const struct node *node,
 	}
 	if (node_remote_describe(node, &info->node, err) != 0)
 		goto fail;
+	for (unsigned i = 0; i < node->ngpu && i < PSMSG_MAX_GPUS; i++)
+		info->leases[i] = adopted[i];
 	if ((fd = reload_memfd("zeusd-netstart", (const char *)info,
 	    sizeof(*info))) < 0) {
 		zerr_set(err, ZERR_INTERNAL, "the network process's start "
@@ -669,6 +695,38 @@ fail:
 }
 
 /*
+ * The leases the warden took back from the journal, for the network
+ * process (netstart.h): adopted[ngpu] filled, their pidfds in fds[] (ours
+ * to close after the fork) and renumbered as the network process will
+ * have them, from `first` on. Returns how many fds.
+ */
+static unsigned
+device_net_leases(const struct node *node, unsigned first,
+    struct lease_adopted *adopted, int *fds)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < node->ngpu && i < PSMSG_MAX_GPUS; i++) {
+		struct lease_adopted *a = &adopted[i];
+		unsigned k = 0;
+
+		if (dev.warden == NULL || warden_adopted(dev.warden, i, a) != 1)
+			continue;
+		for (unsigned j = 0; j < a->npid; j++) {
+			if (n == NETSTART_LEASE_FDS) {
+				close(a->fd[j]);
+				continue;
+			}
+			fds[n] = a->fd[j];
+			a->pid[k] = a->pid[j];
+			a->fd[k++] = (int)(first + n++);
+		}
+		a->npid = k;
+	}
+	return n;
+}
+
+/*
  * Starts the network process (netstart.h): its fds, fork, fexecve of exe.
  * Takes listen_fd (closed here either way). 0 with dev.net, dev.ctl and
  * *out set; -1 with err.
@@ -680,9 +738,10 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 {
 	unsigned nchan = node->ngpu + node->ncpu + SPLIT_SHARED_CHANNELS +
 	    remote_write_channels(node, cfg->gpu_leases);
-	unsigned nfds = NETSTART_FD_CHAN + nchan;
+	unsigned nfds = NETSTART_FD_CHAN + nchan, nlease = 0;
 	struct pschan_pool *pool = NULL;
-	int want[DEVICE_NET_FDS_MAX];
+	struct lease_adopted *adopted = NULL;
+	int want[DEVICE_NET_FDS_MAX], lease_fds[NETSTART_LEASE_FDS];
 	int ctl[2] = { -1, -1 }, logp[2] = { -1, -1 };
 	int info = -1, audit_ro = -1, policy = -1, rc = -1;
 	char **nargv = NULL, **env = NULL;
@@ -692,7 +751,7 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 	out->peer = NULL;
 	out->log_fd = -1;
 	if (node->ngpu > PSMSG_MAX_GPUS || node->ncpu > PSMSG_MAX_PKGS ||
-	    nfds + 1 >= DEVICE_NET_FDS_MAX) {
+	    nfds + NETSTART_LEASE_FDS + 1 >= DEVICE_NET_FDS_MAX) {
 		zerr_set(err, ZERR_INVALID, "%u GPUs and %u RAPL packages: "
 		    "privilege separation handles at most %d of each",
 		    node->ngpu, node->ncpu, PSMSG_MAX_GPUS);
@@ -726,8 +785,13 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 		    "process: %s", strerror(errno));
 		goto out;
 	}
+	if ((adopted = calloc(PSMSG_MAX_GPUS, sizeof(*adopted))) == NULL) {
+		zerr_set(err, ZERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	nlease = device_net_leases(node, nfds, adopted, lease_fds);
 	if ((info = device_net_info(cfg, node, listen_fd, nchan, audit_ro >= 0,
-	    policy >= 0, err)) < 0)
+	    policy >= 0, adopted, err)) < 0)
 		goto out;
 	/* everything the child needs, made before the fork */
 	if ((nargv = calloc((size_t)argc + 2, sizeof(*nargv))) == NULL ||
@@ -749,6 +813,8 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 	want[NETSTART_FD_POLICY] = policy;
 	for (unsigned i = 0; i < nchan; i++)
 		want[NETSTART_FD_CHAN + i] = pschan_pool_fd(pool, i);
+	for (unsigned i = 0; i < nlease; i++)
+		want[nfds + i] = lease_fds[i];
 	/* before the fork: no SIGCHLD of the network process is lost */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGCHLD);
@@ -760,7 +826,7 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 		goto out;
 	}
 	if (pid == 0)
-		device_exec_network(exe, want, nfds, nargv, env);
+		device_exec_network(exe, want, nfds + nlease, nargv, env);
 	dev.net = pid;
 	dev.ctl = ctl[0];
 	ctl[0] = -1;
@@ -793,6 +859,9 @@ out:
 		close(audit_ro);
 	if (policy >= 0)
 		close(policy);
+	for (unsigned i = 0; i < nlease; i++)
+		close(lease_fds[i]);	/* the network process's now */
+	free(adopted);
 	close(listen_fd);
 	free(nargv);
 	free(env);
@@ -816,12 +885,7 @@ device_run(const struct zeusd_config *cfg, struct node *node,
 	struct psexec x = { .gpu = &node->gpu, .ngpu = node->ngpu,
 	    .npkg = node->ncpu, .rapl_read = device_rapl_read,
 	    .rapl_ctx = node->rapl, .net = dev.net };
-	struct warden_config wc = { .ngpu = node->ngpu,
-	    .enabled = cfg->enabled, .unix_transport = cfg->mode == MODE_UDS,
-	    .tcp_transport = cfg->mode == MODE_TCP, .leases = cfg->gpu_leases,
-	    .audit_required = cfg->audit_required,
-	    .policy = dev.policy, .net = dev.net, .key = dev.key,
-	    .state_dir = cfg->state_dir };
+	char listen_path[sizeof(((struct warden_config *)0)->listen_path)];
 	struct psexec_guard guard;
 	struct logrelay *relay = NULL;
 	struct psdev *ps = NULL;
@@ -834,19 +898,14 @@ device_run(const struct zeusd_config *cfg, struct node *node,
 
 	dev.node = node;
 	device_describe_listen(&net->name, net->name_len);
+	memset(listen_path, 0, sizeof(listen_path));
 	if (net->name_len > offsetof(struct sockaddr_un, sun_path) &&
 	    un->sun_family == AF_UNIX)
-		memcpy(wc.listen_path, un->sun_path, sizeof(wc.listen_path) <
-		    sizeof(un->sun_path) ? sizeof(wc.listen_path) :
+		memcpy(listen_path, un->sun_path, sizeof(listen_path) - 1 <
+		    sizeof(un->sun_path) ? sizeof(listen_path) - 1 :
 		    sizeof(un->sun_path));
 	sigaddset(&all, SIGCHLD);
-	if (warden_create(&wc, &dev.warden, &err) != 0) {
-		close(net->log_fd);
-		device_failed(&err, &status);
-		return status;
-	}
-	/* before any request: the journal's leases are taken back */
-	(void)warden_recover(dev.warden, &node->gpu);
+	warden_set_network(dev.warden, dev.net, listen_path);
 	warden_guard(dev.warden, &guard);
 	x.guard = &guard;
 	(void)reaper_spare(dev.net);	/* the first of two: cannot fail */
@@ -988,6 +1047,13 @@ device_proc_main(struct zeusd_config *cfg, int argc, char **argv)
 		    "from the .socket unit\"", fd);
 	else if ((fd = listen_open(cfg, &err)) < 0)
 		goto out;
+	/*
+	 * The warden before the network process: the journal's leases are
+	 * taken back first, and those that hold again go to the network
+	 * process with its start (netstart.h).
+	 */
+	if (device_warden(cfg, &node, &err) != 0)
+		goto out;
 	rc = device_spawn_network(cfg, &node, fd, exe, argc, argv, &net,
 	    &err);
 	fd = -1;			/* the network process's, closed here */
@@ -1013,6 +1079,8 @@ out:
 	if (exe >= 0)
 		close(exe);
 	listen_remove_socket();	/* only if still the socket we created */
+	warden_destroy(dev.warden);	/* when the network never started */
+	dev.warden = NULL;
 	node_close(&node);
 	overrides_free(ov);
 	if (reaping)

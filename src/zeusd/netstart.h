@@ -17,6 +17,8 @@
  *   fd 7    the node policy as numeric text, a sealed memfd (closed
  *           without --policy-file)
  *   fd 8..  the network ends of the device channels (record's nchan)
+ *   then    the pidfds of the holders of leases taken back from the
+ *           lease journal (record's leases[].fd: their numbers)
  *
  * Nothing else stays open. The flags are parsed again from argv (the same
  * parser, so the same configuration); what the device process found out
@@ -31,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "access/lease.h"
 #include "node/node_remote.h"
 #include "privsep/sandbox.h"
 
@@ -47,6 +50,9 @@ enum {
 };
 
 #define NETSTART_MAGIC 0x7a6e6574u	/* "znet" */
+/* holders' pidfds passed in all (a lease past them restores early, and
+ * the device process refuses that restore while a holder lives) */
+#define NETSTART_LEASE_FDS 256
 
 struct netstart_info {
 	uint32_t magic;			/* NETSTART_MAGIC */
@@ -61,6 +67,12 @@ struct netstart_info {
 	bool drop;			/* become `user` (zeusd runs as root) */
 	struct sandbox_user user;
 	struct node_remote_desc node;	/* the device process's devices */
+	/*
+	 * The leases the device process took back from its journal
+	 * (warden_recover), per GPU (held false: none), to hold as the
+	 * network process's own (lease.h, leases_adopt).
+	 */
+	struct lease_adopted leases[PSMSG_MAX_GPUS];
 };
 
 #endif

@@ -237,7 +237,8 @@ network_check_start(void)
 static struct pschan_pool *
 network_take_fds(const struct zeusd_config *cfg, struct server *srv)
 {
-	int keep[NETSTART_FD_CHAN + 4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS)];
+	int keep[NETSTART_FD_CHAN + 4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS) +
+	    NETSTART_LEASE_FDS];
 	int chan[4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS)];
 	unsigned nkeep = 0;
 	struct pschan_pool *pool;
@@ -249,6 +250,21 @@ network_take_fds(const struct zeusd_config *cfg, struct server *srv)
 			keep[nkeep++] = fd;
 	for (unsigned i = 0; i < info.nchan; i++)
 		keep[nkeep++] = chan[i] = NETSTART_FD_CHAN + (int)i;
+	/* the holders of the leases taken back: numbered after the channels */
+	for (unsigned g = 0; g < PSMSG_MAX_GPUS; g++) {
+		struct lease_adopted *a = &info.leases[g];
+
+		if (a->npid > LEASE_ADOPT_PIDS)
+			network_refuse("a bad lease in the start record");
+		for (unsigned k = 0; k < a->npid; k++) {
+			if (a->fd[k] < NETSTART_FD_CHAN + (int)info.nchan ||
+			    nkeep == sizeof(keep) / sizeof(keep[0]))
+				network_refuse("a bad lease in the start "
+				    "record");
+			(void)fcntl(a->fd[k], F_SETFD, FD_CLOEXEC);
+			keep[nkeep++] = a->fd[k];
+		}
+	}
 	if (fileio_close_all_but(keep, nkeep) != 0) {
 		zerr_set(&err, ZERR_INTERNAL, "cannot list /proc/self/fd");
 		network_fail("close_fds", &err);
@@ -387,6 +403,15 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 	    remote_write_attach(node, cfg->gpu_leases, srv->ctx.loop, rw,
 	    err) != 0)
 		return -1;
+	/*
+	 * The leases the device process took back from its journal, once
+	 * their restores can be queued; before anything is served.
+	 */
+	for (unsigned g = 0; srv->ctx.leases != NULL && g < PSMSG_MAX_GPUS;
+	    g++)
+		if (info.leases[g].held && leases_adopt(srv->ctx.leases, g,
+		    &info.leases[g], err) != 0)
+			return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
 	    .stopping = serve_streams_stopping, .ctx = srv };
 	if (server_start(srv, fd, err) != 0)
@@ -478,7 +503,8 @@ network_proc_main(int argc, char **argv)
 	if (served && srv.ctx.leases != NULL && cfg.restore_on_shutdown)
 		leases_restore_all(srv.ctx.leases, SHUTDOWN_RESTORE_MS);
 	leases_stop(srv.ctx.leases);
-	leases_end_all(srv.ctx.leases);	/* the ledger's last lines */
+	/* the ledger's last lines; with a journal the leases carry on */
+	leases_end_all(srv.ctx.leases, cfg.state_dir != NULL);
 	node_close(&node);
 	remote_read_free(rr);	/* the readers are stopped */
 	remote_write_free(rw);	/* and the GPU workers */

@@ -9,7 +9,8 @@ What is checked: a job's cap holds across a crash and is restored when
 the job ends; a holder gone while zeusd was down is restored at start;
 a pid that now names another process is not taken for the holder; a
 journal from another boot, garbled, truncated or not root's own is not
-applied; a journal that cannot be written refuses the write (503); and
+applied; a journal that cannot be written (or a full disk) refuses the
+write that needs a record (503), never a restore; and
 rounds of SIGKILL at random moments never leave a GPU changed without a
 lease that will restore it.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import WINE_RUN, build_sanitizers
+from test_audit_full_disk import fill, small_fs  # noqa: F401 (a fixture)
 from zeushelp import (Session, as_user, audit_lines, children, limit_mw,
                       wait_log, wait_until)
 
@@ -105,24 +107,48 @@ def test_a_jobs_cap_survives_a_crash_and_ends_with_the_job(rig, users):
     default = limit_mw(d)
     a = Session(d, alice)
     t0 = time.monotonic()
-    status, body = set_limit(a, 0, 200000)
+    # labelled, as zeus_spank.so labels a Slurm step's writes
+    status, body = a("POST", "/gpu/set_power_limit?gpu_ids=0&power_limit_mw="
+                     "200000&block=true", "X-Zeus-Lease-Label: slurm:42.0")
+    took = time.monotonic() - t0
     assert status == 200, body
     # on disk before the write ran: the value to restore and the holder
     text = rig.journal().read_text()
     assert f"limit_mw {default}\n" in text, text
     assert f"pid {a.p.pid} {start_ticks(a.p.pid)}\n" in text, text
     assert oct(rig.journal().stat().st_mode & 0o777) == "0o600"
+    b = Session(d, bob)
+    refused = set_limit(b, 0, 250000)
+    b.close()
+    (before,) = d.get("/gpu/leases").json()["leases"]
     rig.crash()
     d = rig.start()
     wait_log(d, "event=lease_journal_taken_back gpu=0")
     assert limit_mw(d) == 200000            # the cap holds
-    # another user is kept off the job's GPU, by the device process
+    # another user is kept off the job's GPU, with the same answer
     b = Session(d, bob)
     status, body = set_limit(b, 0, 250000)
-    assert status == 409, body
+    assert (status, body) == refused and status == 409, (body, refused)
     assert alice in str(body), body
     b.close()
     assert limit_mw(d) == 200000
+    # clients see the lease as before the crash: its holder, what it
+    # changed, when it began, and its energy so far
+    (after,) = d.get("/gpu/leases").json()["leases"]
+    for k in ("gpu", "uid", "user", "cgroup", "label", "state",
+              "settings"):
+        assert after[k] == before[k], (k, before, after)
+    # its start: the device process's, taken just before the write ran
+    # (in ms), where the one before the crash was read just after it
+    assert abs(after["start"] - before["start"]) <= took + 0.002, (
+        before, after, took)
+    assert after["energy"] == "ok" and after["energy_j"] > 0, after
+    assert after["duration_s"] >= before["duration_s"], (before, after)
+    # and its user's counter in /metrics runs from the lease's start
+    metric = [x for x in d.get("/metrics").text.splitlines()
+              if x.startswith("zeusd_gpu_lease_energy_joules_total{"
+                              f'index="0",user="{alice}"}}')]
+    assert len(metric) == 1 and float(metric[0].split()[-1]) > 0, metric
     time.sleep(0.2)
     span = time.monotonic() - t0            # at least this long
     a.close()                               # the job ends
@@ -132,14 +158,22 @@ def test_a_jobs_cap_survives_a_crash_and_ends_with_the_job(rig, users):
                if x.get("reason") == "process_exit"]
     assert line["requested"] == {"power_limit_mw": default}
     assert line["identity"]["user"] == alice
-    # the lease's end, by the device process, over its whole span: from
-    # before the crash (the journal's start) to the job's end
+    # the lease's end, once, over its whole span: from before the crash
+    # (the journal's start) to the job's end; the ledger's line comes
+    # after the restore that removed the record
+    wait_until(lambda: audit_lines(rig.audit, "lease_end"), 5)
     (end,) = audit_lines(rig.audit, "lease_end")
     assert end["identity"]["user"] == alice, end
     assert end["reason"] == "process_exit" and end["energy"] == "ok", end
     assert end["settings_restored"] == "power_limit", end
     assert end["duration_s"] >= span, (end, span)
     assert end["energy_j"] > 0, end
+    assert end["label"] == "slurm:42.0", end
+    # the ended record a Slurm step's energy line is read from (by its
+    # label: src/slurm/spank_report.c) spans the restart too
+    (rec,) = d.get("/gpu/leases").json()["ended"]
+    assert rec["label"] == "slurm:42.0" and rec["energy"] == "ok", rec
+    assert rec["duration_s"] >= span and rec["start"] == after["start"], rec
     # and bob may now change it
     b = Session(d, bob)
     assert set_limit(b, 0, 250000)[0] == 200
@@ -156,12 +190,18 @@ def test_a_planned_restart_keeps_the_cap(rig, users):
     a = Session(d, alice)
     assert set_limit(a, 2, 230000)[0] == 200
     assert d.stop() == 0                    # a clean stop
+    rig.logs_before = d.logs()
     d = rig.start()
     wait_log(d, "event=lease_journal_taken_back gpu=2")
     assert limit_mw(d, 2) == 230000
     a.close()
     wait_until(lambda: limit_mw(d, 2) == default, 15)
     wait_until(lambda: not rig.journal(2).exists(), 5)
+    # the stop handed the lease on: one lease_end, at the job's end
+    wait_until(lambda: audit_lines(rig.audit, "lease_end"), 5)
+    (end,) = audit_lines(rig.audit, "lease_end")
+    assert end["reason"] == "process_exit" and not end.get("left"), end
+    assert "event=gpu_lease_kept gpu=2" in rig.logs_before, rig.logs_before
 
 
 def test_a_holder_gone_while_zeusd_was_down_is_restored_at_start(rig, users):
@@ -307,6 +347,35 @@ def test_a_journal_that_cannot_be_written_refuses_the_write(rig, users):
     assert set_limit(a, 0, 200000)[0] == 200
     a.close()
     wait_until(lambda: limit_mw(d) == default, 15)
+
+
+def test_a_full_disk_refuses_only_the_writes_that_need_a_record(
+        small_fs, rig, users):
+    """The state directory on a small tmpfs, filled to the last byte: a
+    write that would start a lease is refused (503) and changes nothing;
+    one the record on disk already covers runs; a restore is never
+    refused (removing the record needs no room)."""
+    alice, bob = users
+    rig.state = small_fs / "state"
+    d = rig.start()
+    default1, default3 = limit_mw(d, 1), limit_mw(d, 3)
+    a = Session(d, alice)
+    assert set_limit(a, 3, 240000)[0] == 200     # on disk while there is room
+    filler = fill(small_fs)
+    b = Session(d, bob)
+    status, body = set_limit(b, 1, 210000)       # a new lease: no room
+    assert status == 503 and "lease journal" in str(body), body
+    assert limit_mw(d, 1) == default1
+    assert set_limit(a, 3, 250000)[0] == 200     # nothing new to record
+    assert limit_mw(d, 3) == 250000
+    a.close()                                    # the job ends: restored
+    wait_until(lambda: limit_mw(d, 3) == default3, 15)
+    wait_until(lambda: not rig.journal(3).exists(), 5)
+    filler.unlink()
+    assert set_limit(b, 1, 210000)[0] == 200     # room again
+    b.close()
+    wait_until(lambda: limit_mw(d, 1) == default1, 15)
+    assert d.stop() == 0    # its state directory is unmounted next
 
 
 def test_sigkill_at_random_moments_never_orphans_a_change(rig, users):

@@ -1142,7 +1142,7 @@ def test_failed_restore_keeps_the_lease_and_says_why(node):
     assert tries[0]["result"] == "error" and tries[0]["error"], tries
     refused = [x for x in lines if x.get("result") == "refused"]
     # worded by the device process from its own lease record
-    assert len(refused) == 3 and all("is leased by uid" in x["error"]
+    assert len(refused) == 3 and all("is leased by user" in x["error"]
                                      for x in refused[1:]), refused
     assert request_as(d, 4343, 4343, "POST",
                    LIMIT_BLOCK.format(g=0, mw=260000))[0] == 200

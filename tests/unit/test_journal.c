@@ -31,6 +31,8 @@ sample(void)
 	memset(&r, 0, sizeof(r));
 	r.gpu = 7;
 	r.uid = 1000;
+	snprintf(r.cgroup, sizeof(r.cgroup), "%s",
+	    "/system.slice/slurmstepd.scope/job_17/step_0 x\x7f");
 	r.has_start = true;
 	r.started_ms = 1796383683395ull;
 	r.has_energy = true;
@@ -158,6 +160,31 @@ test_fields_checked(void **state)
 	    "0123456789ab\ngpu 1\nuid 5\npersistence 2\n");
 	refused_with_sum("zeusd-lease 1\nboot 6f0c4a2e-1b7d-4c3e-9a8f-"
 	    "0123456789ab\ngpu 1\nuid 5\nlimit_mw 1\nlimit_mw 2\n");
+	/* the cgroup: hex, lowercase, whole bytes, no NUL, in its place */
+	refused_with_sum("zeusd-lease 1\nboot 6f0c4a2e-1b7d-4c3e-9a8f-"
+	    "0123456789ab\ngpu 1\nuid 5\ncgroup 2f6\nlimit_mw 1\n");
+	refused_with_sum("zeusd-lease 1\nboot 6f0c4a2e-1b7d-4c3e-9a8f-"
+	    "0123456789ab\ngpu 1\nuid 5\ncgroup 2F61\nlimit_mw 1\n");
+	refused_with_sum("zeusd-lease 1\nboot 6f0c4a2e-1b7d-4c3e-9a8f-"
+	    "0123456789ab\ngpu 1\nuid 5\ncgroup 2f00\nlimit_mw 1\n");
+	refused_with_sum("zeusd-lease 1\nboot 6f0c4a2e-1b7d-4c3e-9a8f-"
+	    "0123456789ab\ngpu 1\nuid 5\ncgroup 2fzz\nlimit_mw 1\n");
+	refused_with_sum("zeusd-lease 1\nboot 6f0c4a2e-1b7d-4c3e-9a8f-"
+	    "0123456789ab\ngpu 1\nuid 5\ncgroup \nlimit_mw 1\n");
+	refused_with_sum("zeusd-lease 1\nboot 6f0c4a2e-1b7d-4c3e-9a8f-"
+	    "0123456789ab\ngpu 1\ncgroup 2f\nuid 5\nlimit_mw 1\n");
+	{
+		/* one byte past the longest path */
+		char body[1200];
+		int k = snprintf(body, sizeof(body), "zeusd-lease 1\nboot "
+		    "6f0c4a2e-1b7d-4c3e-9a8f-0123456789ab\ngpu 1\nuid 5\n"
+		    "cgroup ");
+
+		for (int i = 0; i < JOURNAL_CGROUP_MAX; i++)
+			k += snprintf(body + k, sizeof(body) - (size_t)k, "61");
+		snprintf(body + k, sizeof(body) - (size_t)k, "\nlimit_mw 1\n");
+		refused_with_sum(body);
+	}
 }
 
 static char dir[64];

@@ -247,7 +247,7 @@ serve(const void *buf, size_t len, struct psmsg_reply *rep)
 static void
 test_layout(void **state)
 {
-	assert_int_equal(sizeof(struct psmsg_request), 112);
+	assert_int_equal(sizeof(struct psmsg_request), 112 + PSMSG_LABEL_MAX);
 	assert_int_equal(offsetof(struct psmsg_request, gpu_mask), 48);
 	assert_int_equal(sizeof(struct psmsg_reply) % 8, 0);
 	assert_int_equal(offsetof(struct psmsg_reply, v) % 8, 0);
@@ -453,6 +453,69 @@ test_clocks(void **state)
 	}
 }
 
+/* A restore names a setting and carries no value: the device's record has it. */
+static void
+test_restore_carries_no_value(void **state)
+{
+	struct psmsg_request r;
+
+	(void)state;
+	r = wreq(GPU_SET_POWER_LIMIT, 0, 0, 0, 0);
+	r.w_from = PSMSG_FROM_RESTORE;
+	assert_int_equal(check(&r), 0);
+	r.w_power_limit_mw = 300000;
+	assert_int_equal(check(&r), -1);
+	r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
+	r.w_from = PSMSG_FROM_RESTORE;
+	assert_int_equal(check(&r), -1);
+	r.w_enabled = 0;
+	assert_int_equal(check(&r), 0);
+	r = wreq(GPU_RESET_MEM_LOCKED_CLOCKS, 0, 0, 0, 0);
+	r.w_from = PSMSG_FROM_RESTORE;
+	assert_int_equal(check(&r), 0);
+	/* nothing a lease changes is put back by these */
+	r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 1000, 2000);
+	r.w_from = PSMSG_FROM_RESTORE;
+	assert_int_equal(check(&r), -1);
+	r = wreq(GPU_RESET_LOCKED_CLOCKS, 0, 0, 0, 0);
+	r.w_from = PSMSG_FROM_RESTORE;
+	assert_int_equal(check(&r), -1);
+}
+
+/* A lease label: a Unix writer's only, valid, terminated, nothing after. */
+static void
+test_label(void **state)
+{
+	struct psmsg_request r = wreq(GPU_SET_POWER_LIMIT, 1000, 0, 0, 0);
+
+	(void)state;
+	r.w_from = PSMSG_FROM_UNIX;
+	r.auth = 7;
+	snprintf(r.w_label, sizeof(r.w_label), "slurm:42.0");
+	assert_int_equal(check(&r), 0);
+	memset(r.w_label, 'a', LEASE_LABEL_MAX);	/* the longest */
+	assert_int_equal(check(&r), 0);
+	memset(r.w_label, 'a', LEASE_LABEL_MAX + 1);	/* one more */
+	assert_int_equal(check(&r), -1);
+	memset(r.w_label, 'a', sizeof(r.w_label));	/* no end */
+	assert_int_equal(check(&r), -1);
+	memset(r.w_label, 0, sizeof(r.w_label));
+	snprintf(r.w_label, sizeof(r.w_label), "a b");	/* not a label */
+	assert_int_equal(check(&r), -1);
+	memset(r.w_label, 0, sizeof(r.w_label));
+	r.w_label[0] = 'a';
+	r.w_label[5] = 'b';				/* after the end */
+	assert_int_equal(check(&r), -1);
+	memset(r.w_label, 0, sizeof(r.w_label));
+	snprintf(r.w_label, sizeof(r.w_label), "job");
+	r.w_from = PSMSG_FROM_TCP;			/* no lease for TCP */
+	r.auth = 0;
+	assert_int_equal(check(&r), -1);
+	r = req(PSMSG_GPU_POWER);			/* nor for a read */
+	snprintf(r.w_label, sizeof(r.w_label), "job");
+	assert_int_equal(check(&r), -1);
+}
+
 /*
  * Every field an op does not use, set to 1 in an otherwise good request of
  * that op, is refused: nothing can ride along.
@@ -468,7 +531,7 @@ static const struct field fields[] = {
 	F(dev), F(zone), F(w_op), F(w_power_limit_mw), F(w_enabled),
 	F(w_min_mhz), F(w_max_mhz), F(pad), F(gpu_mask), F(pkg_mask),
 	F(auth), F(w_from), F(pad1), F(tok), F(w_reason), F(w_addr_kind),
-	F(w_addr),
+	F(w_addr), F(w_label),
 };
 #undef F
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -1387,6 +1450,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_label),
+		cmocka_unit_test(test_restore_carries_no_value),
 		cmocka_unit_test_setup(test_writes_request, setup),
 		cmocka_unit_test_setup(test_writes_exec, setup),
 		cmocka_unit_test(test_good),
