@@ -23,7 +23,9 @@
  * process needs over the control channel (device_reload; the files' own
  * re-reading is reload.c's); SIGCHLD from the network process stops the
  * daemon; SIGTERM stops the override commands, then the network process
- * gracefully. Its control thread passes the network process's systemd
+ * gracefully; SIGUSR2 too, but as a restart: the leases are handed over
+ * through the journal (never restored) and the exit status is
+ * ZEUSD_EXIT_RESTART. Its control thread passes the network process's systemd
  * notifications on, as texts of its own (the network process names a
  * kind, control.h), and logs the results of the reloads it sent.
  *
@@ -481,22 +483,45 @@ device_loop(const struct zeusd_config *cfg, struct node *node,
     const sigset_t *sigs)
 {
 	struct signals_handlers h = { .reload = device_reload_signal,
-	    .child = device_child, .ctx = node };
+	    .child = device_child, .ctx = node, .usr2_restarts = true };
 	char how[48];
 	int sig, wstatus = 0;
+	bool handover = false;
 
 	if ((sig = signals_loop(sigs, &h)) == SIGCHLD)
 		return 1;
 	notify_stopping(sig);
+	if (sig == SIGUSR2) {
+		/*
+		 * A restart, which SIGTERM cannot say (systemctl stop and
+		 * restart both send it): with a lease journal the leases are
+		 * handed over as they are, for the next zeusd to take back,
+		 * even with --restore-on-shutdown; without one nothing could
+		 * take them back, so they end as at any stop.
+		 */
+		handover = cfg->gpu_leases && cfg->state_dir != NULL;
+		if (handover)
+			zlog(ZLOG_INFO, "restart_requested", "leases=handed_over "
+			    "msg=\"leased GPUs keep their settings; the next "
+			    "zeusd takes the leases back from the journal\"");
+		else
+			zlog(ZLOG_INFO, "restart_requested", "leases=not_kept "
+			    "msg=\"no lease journal (--gpu-leases --state-dir): "
+			    "leases end as at a stop, %s\"",
+			    cfg->restore_on_shutdown ? "their GPUs restored "
+			    "(--restore-on-shutdown)" : "their GPUs left as "
+			    "they are");
+	}
 	/*
 	 * Override commands first: a request blocked in one gets its
 	 * (failed) answer at once instead of holding the network process's
 	 * graceful stop, and no new command starts.
 	 */
 	(void)reaper_shutdown(REAPER_GRACE_MS);
-	if (cfg->restore_on_shutdown)
+	if (cfg->restore_on_shutdown && !handover)
 		warden_stopping(dev.warden);	/* leases' restores may run */
-	(void)kill(dev.net, SIGTERM);
+	/* SIGUSR2: the network process stops without restoring leases */
+	(void)kill(dev.net, handover ? SIGUSR2 : SIGTERM);
 	if (device_wait_network(sigs, SPLIT_STOP_MS, &wstatus) != 0)
 		return 1;
 	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
@@ -505,7 +530,8 @@ device_loop(const struct zeusd_config *cfg, struct node *node,
 		    (int)dev.net, how);
 		return 1;
 	}
-	return 0;
+	/* a supervisor starts us again (systemd: RestartForceExitStatus=) */
+	return sig == SIGUSR2 ? ZEUSD_EXIT_RESTART : 0;
 }
 
 /* The device process cannot start: the network process goes too. */

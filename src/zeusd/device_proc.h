@@ -14,11 +14,20 @@
 #include "node/config.h"
 
 /*
+ * The exit status after a clean stop on SIGUSR2, a restart (EX_TEMPFAIL
+ * of sysexits.h): the systemd unit restarts zeusd on it
+ * (RestartForceExitStatus=75), and with a lease journal the next zeusd
+ * takes the leases back, their GPUs never restored in between.
+ */
+#define ZEUSD_EXIT_RESTART 75
+
+/*
  * The device process's whole life, from the end of flag parsing (main.c):
  * argv[0..argc-1] are `zeusd serve`'s arguments from "serve" on, passed
- * again to the network process. Returns the exit status: 1 with one line
- * on stderr when startup fails; a device command stuck at the stop ends
- * the process (exit 1) without closing the devices.
+ * again to the network process. Returns the exit status: 0 after a clean
+ * stop on SIGTERM or SIGINT, ZEUSD_EXIT_RESTART after one on SIGUSR2; 1
+ * with one line on stderr when startup fails; a device command stuck at
+ * the stop ends the process (exit 1) without closing the devices.
  */
 int device_proc_main(struct zeusd_config *cfg, int argc, char **argv);
 

@@ -15,8 +15,9 @@
  * Serving, in order: leases, streams, the loop and the shared readers on
  * it, the server, the control thread, READY=1 (relayed: the device process
  * sends it), the watchdog; then the signal loop (signals.h; SIGHUP is the
- * device process's); then the stop: the server, then leases (restored with
- * --restore-on-shutdown), streams, the node, and exit.
+ * device process's, and SIGUSR2 from it is a restart); then the stop: the
+ * server, then leases (restored with --restore-on-shutdown, unless a
+ * restart hands them over), streams, the node, and exit.
  */
 #include "zeusd/network_proc.h"
 
@@ -424,9 +425,10 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 }
 
 /*
- * Serves until a signal stops it, then stops the server. 0 once stopped,
- * -1 with err when it could not start. A device command stuck at the stop
- * ends the process (exit 1) without teardown.
+ * Serves until a signal stops it, then stops the server. The signal once
+ * stopped (SIGUSR2: a restart, from the device process), -1 with err when
+ * it could not start. A device command stuck at the stop ends the process
+ * (exit 1) without teardown.
  */
 static int
 network_serve(const struct zeusd_config *cfg, struct server *srv,
@@ -434,7 +436,7 @@ network_serve(const struct zeusd_config *cfg, struct server *srv,
     struct remote_reads **rr, struct remote_writes **rw, struct zerr *err)
 {
 	struct signals_handlers h = { .reload_elsewhere = "send it to the "
-	    "device process (the main PID)" };
+	    "device process (the main PID)", .usr2_restarts = true };
 	char groups[80];
 	pthread_t t;
 	int sig;
@@ -464,7 +466,7 @@ network_serve(const struct zeusd_config *cfg, struct server *srv,
 		 */
 		_exit(1);
 	}
-	return 0;
+	return sig;
 }
 
 void
@@ -478,6 +480,7 @@ network_proc_main(int argc, char **argv)
 	struct zerr err;
 	sigset_t sigs;
 	bool served = false;
+	int sig;
 
 	/* the name exec through an fd gave us ("4") is no name for tools */
 	(void)prctl(PR_SET_NAME, "zeusd", 0, 0, 0);
@@ -489,18 +492,20 @@ network_proc_main(int argc, char **argv)
 	signals_block(&sigs);
 	memset(&node, 0, sizeof(node));
 	network_start(argc, argv, &cfg, &srv, &node);
-	if (network_serve(&cfg, &srv, &node, NETSTART_FD_LISTEN, &sigs, &rr,
-	    &rw, &err) == 0)
-		served = true;
+	sig = network_serve(&cfg, &srv, &node, NETSTART_FD_LISTEN, &sigs,
+	    &rr, &rw, &err);
+	served = sig > 0;
 	/*
 	 * The teardown: the HTTP side has let go; the streams, then leases
-	 * (put back with --restore-on-shutdown, through their queues), then
-	 * the node and its workers.
+	 * (put back with --restore-on-shutdown, through their queues, unless
+	 * a restart hands them over through the journal: the device process
+	 * refuses those restores then), then the node and its workers.
 	 */
 	loop_free(srv.ctx.loop);	/* stopped with the server */
 	pool_destroy(srv.ctx.lookups);	/* nothing waits on it now */
 	streams_destroy(srv.ctx.streams);	/* after the HTTP side let go */
-	if (served && srv.ctx.leases != NULL && cfg.restore_on_shutdown)
+	if (served && srv.ctx.leases != NULL && cfg.restore_on_shutdown &&
+	    !(sig == SIGUSR2 && cfg.state_dir != NULL))
 		leases_restore_all(srv.ctx.leases, SHUTDOWN_RESTORE_MS);
 	leases_stop(srv.ctx.leases);
 	/* the ledger's last lines; with a journal the leases carry on */

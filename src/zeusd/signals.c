@@ -44,6 +44,8 @@ signals_loop(const sigset_t *sigs, const struct signals_handlers *h)
 			break;
 		case SIGUSR1:
 		case SIGUSR2:
+			if (sig == SIGUSR2 && h->usr2_restarts)
+				return sig;	/* a restart: the caller's stop */
 			zlog(ZLOG_INFO, "signal_ignored", "signal=%s",
 			    sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 			break;

@@ -181,7 +181,9 @@ needs_debs = pytest.mark.skipif(
 PACKAGES = {
     "zeusd": {"./usr/bin/zeusd", "./usr/share/man/man8/zeusd.8.gz",
               "./usr/share/bash-completion/completions/zeusd",
-              "./usr/share/doc/zeusd/copyright"}
+              "./usr/share/doc/zeusd/copyright",
+              # the postinst's systemctl calls (debian/zeusd.postinst)
+              "./usr/share/lintian/overrides/zeusd"}
     | {f"./lib/systemd/system/{u}" for u in UNITS}
     | ({"./etc/default/zeusd"}
        if (SYSTEMD_SRC / "zeusd.defaults").is_file() else set()),
@@ -250,6 +252,25 @@ def test_deb_control_and_scripts(tmp_path):
     assert postinst.index("adduser --system") < \
         postinst.index("deb-systemd-helper")
     assert "deb-systemd-helper enable 'zeusd.service'" in postinst
+    # an upgrade does not stop or restart zeusd with SIGTERM (which would
+    # restore leased GPUs with --restore-on-shutdown): the postinst sends
+    # SIGUSR2 to its main process, zeusd's restart that hands the leases
+    # over, and only on an upgrade (a previous version in $2), after the
+    # units were reloaded
+    assert "_dh_action=restart" not in postinst, postinst
+    preinst = (ctl / "preinst").read_text() \
+        if (ctl / "preinst").exists() else ""
+    assert "stop 'zeusd.service'" not in preinst, preinst
+    prerm = (ctl / "prerm").read_text()
+    assert re.search(r'"\$1" = remove .*\n\s*deb-systemd-invoke stop',
+                     prerm), prerm
+    usr2 = postinst.index("systemctl kill --kill-whom=main "
+                          "--signal=SIGUSR2 zeusd.service")
+    guard = postinst.rindex('if [ "$1" = configure ] && [ -n "$2" ]', 0,
+                            usr2)
+    assert postinst.index("daemon-reload") < guard, postinst
+    assert "systemctl --quiet is-active zeusd.service" in \
+        postinst[guard:usr2], postinst
     if "zeusd-tcp.socket" in UNITS:
         # --no-enable: enabled only where the admin had enabled it before
         assert "debian-installed 'zeusd-tcp.socket'" in postinst

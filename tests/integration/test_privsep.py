@@ -338,13 +338,15 @@ def test_no_janitor_without_a_socket_file(start):
 
 def test_signals_to_the_janitor_do_nothing(start):
     """SIGTERM, SIGINT, SIGHUP (a Ctrl-C or systemd's SIGTERM to the whole
-    group) leave it alone; SIGKILL ends it, and the daemon serves on, and
+    group) leave it alone, and so does SIGUSR2 (the device process's
+    restart; `systemctl kill -s USR2` without --kill-whom=main sends it to
+    every process of the unit); SIGKILL ends it, and the daemon serves on, and
     says so when it stops (the socket file would have stayed had the device
     process been killed)."""
     d = start("uds")
     jan = janitor_pid(d)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
-                signal.SIGUSR1):
+                signal.SIGUSR1, signal.SIGUSR2):
         os.kill(jan, sig)
     pending = int(status(jan)["ShdPnd"], 16) | int(status(jan)["SigPnd"], 16)
     assert pending & (1 << (signal.SIGTERM - 1)), status(jan)

@@ -2,7 +2,8 @@
 `systemd-analyze verify` and score <= 3.0 in `systemd-analyze security`;
 socket activation through `systemd-socket-activate` (Unix socket and TCP);
 readiness, status and watchdog over a test NOTIFY_SOCKET; log priorities
-for a test JOURNAL_STREAM; SIGHUP reload; signals that must not kill."""
+for a test JOURNAL_STREAM; SIGHUP reload; signals that must not kill; the
+unit restarting zeusd after a SIGUSR2 restart (exit 75)."""
 import os
 import re
 import shutil
@@ -392,16 +393,27 @@ def test_sighup_reloads_overrides(start, tmp_path):
     assert set_limit() == 200 and rec.read_text() == "a\nb\nb\n"
 
 
-def test_usr1_usr2_pipe_hup_do_not_kill(start):
+def test_usr1_pipe_hup_do_not_kill(start):
+    """SIGUSR2 is no longer among them: it restarts zeusd (exit 75,
+    test_restart_handover.py)."""
     d = start()
-    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGPIPE,
-                signal.SIGHUP):
+    for sig in (signal.SIGUSR1, signal.SIGPIPE, signal.SIGHUP):
         d.proc.send_signal(sig)
     wait_log(d, "event=reloaded")
-    wait_log(d, "event=signal_ignored", 2)
+    wait_log(d, "event=signal_ignored signal=SIGUSR1")
     assert d.proc.poll() is None
     assert d.get("/discover").status_code == 200
     assert os.path.exists(d.sock)
+
+
+def test_sigusr2_restart_is_restarted():
+    """zeusd's stop on SIGUSR2 exits 75 (ZEUSD_EXIT_RESTART): the unit
+    restarts on it whatever Restart= says, and does not count it as a
+    failure."""
+    svc = unit_settings("zeusd.service")
+    assert "75" in svc["RestartForceExitStatus"][-1].split(), svc
+    assert "75" in svc["SuccessExitStatus"][-1].split(), svc
+    assert "75" not in " ".join(svc.get("RestartPreventExitStatus", []))
 
 
 # --- socket activation --------------------------------------------------------
