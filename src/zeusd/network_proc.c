@@ -479,6 +479,7 @@ network_proc_main(int argc, char **argv)
 	struct node node;
 	struct zerr err;
 	sigset_t sigs;
+	struct pschan_pool *pool;
 	bool served = false;
 	int sig;
 
@@ -510,9 +511,11 @@ network_proc_main(int argc, char **argv)
 	leases_stop(srv.ctx.leases);
 	/* the ledger's last lines; with a journal the leases carry on */
 	leases_end_all(srv.ctx.leases, cfg.state_dir != NULL);
+	pool = node.pool;	/* node_close forgets it */
 	node_close(&node);
 	remote_read_free(rr);	/* the readers are stopped */
 	remote_write_free(rw);	/* and the GPU workers */
+	pschan_pool_destroy(pool);	/* nothing calls the device process now */
 	leases_destroy(srv.ctx.leases);
 	tokens_destroy(srv.ctx.tokens);
 	policy_holder_free(srv.ctx.policy);
