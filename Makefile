@@ -9,12 +9,14 @@
 #   make bench  benchmarks (docs/performance.md): bench-http (against
 #               nginx), bench-metrics (scrapes), bench-privsep (against
 #               the build before), bench-streams (SSE, long),
-#               bench-journal (the lease journal's cost; root)
+#               bench-journal (the lease journal's cost; root);
+#               alone: bench-lease-write BENCH_BEFORE=DIR (a lease
+#               holder's writes against another build; root)
 BUILD ?= build
 ASAN ?= build-asan
 
 .PHONY: all deps run check package windows bench bench-http bench-streams bench-metrics \
-	bench-privsep bench-journal clean fuzz
+	bench-privsep bench-journal bench-lease-write clean fuzz
 
 all: deps
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) >/dev/null
@@ -65,6 +67,10 @@ bench-privsep:
 # build/ (make all), as root: it acts as nobody
 bench-journal: all
 	@bench/journal_bench.sh
+
+# build/ against BENCH_BEFORE=<another build dir>, as root
+bench-lease-write: all
+	@bench/lease_write_bench.sh
 
 fuzz:
 	@scripts/fuzz.sh
