@@ -21,7 +21,9 @@
  * so no other write on that GPU lands between them (the hardware is
  * serial anyway; the network process's worker sends one write per GPU at
  * a time). Nothing here polls: a holder's processes are looked at (pidfd
- * readable: exited) when a write or a restore asks.
+ * readable: exited) when a write or a restore asks, and each holder's
+ * pidfd is armed once in the holders' watcher (pidwatch.h), whose thread
+ * restores the lease when the last of them exits (holder_exited).
  */
 #include "access/warden.h"
 
@@ -50,6 +52,7 @@
 #include "access/lease.h"
 #include "access/lease_text.h"
 #include "access/peer.h"
+#include "access/pidwatch.h"
 #include "access/policy.h"
 #include "access/slurmjobs.h"
 #include "common/clock.h"
@@ -63,6 +66,9 @@
 #include "privsep/msg.h"
 
 #define WARDEN_MAX_PIDS 64		/* holder processes per GPU */
+/* a restore of this process's own that failed: tried again after */
+#define WARDEN_RETRY_FIRST_MS 1000
+#define WARDEN_RETRY_MAX_MS 30000	/* doubling up to this */
 #define NO_SLOT UINT32_MAX
 
 struct wpeer {
@@ -111,6 +117,8 @@ struct wwho {
 
 struct wgpu {
 	pthread_mutex_t lock;
+	unsigned idx;			/* its GPU */
+	struct pidwatch *pw;		/* the warden's (leases), or NULL */
 	bool held;
 	uid_t uid;
 	/*
@@ -182,10 +190,21 @@ struct warden {
 	pthread_cond_t peer_ended;	/* a PSMSG_PEER_END came (w->lock) */
 	struct wgpu *gpu;		/* [cfg.ngpu] */
 	struct slurmjobs *jobs;		/* the Slurm job steps that hold GPUs */
+	/*
+	 * --gpu-leases: the thread that restores a lease when its holder
+	 * processes are gone (pidwatch.h), and the GPUs it restores.
+	 */
+	struct pidwatch *pw;
+	struct gpu_backend *b;
+	unsigned retry_ms;		/* its restores' backoff; 0: none due */
 	/* the lease journal (--state-dir): -1 none */
 	int jdir;
 	char boot[JOURNAL_BOOT_LEN + 1];
 };
+
+static void holder_exited(void *ctx, uint32_t gpu);
+static void restore_retry(void *ctx);
+static void retry_after(struct warden *w, bool again);
 
 static time_t
 mono_s(void)
@@ -257,9 +276,19 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	for (unsigned i = 0; i < cfg->ngpu; i++) {
 		pthread_mutex_init(&w->gpu[i].lock, NULL);
 		atomic_init(&w->gpu[i].holder_key, 0);
+		w->gpu[i].idx = i;
 	}
 	atomic_init(&w->stopping, false);
 	atomic_init(&w->refused, 0);
+	if (cfg->leases) {
+		if (pidwatch_create(holder_exited, restore_retry, w, &w->pw,
+		    err) != 0) {
+			warden_destroy(w);
+			return -1;
+		}
+		for (unsigned i = 0; i < cfg->ngpu; i++)
+			w->gpu[i].pw = w->pw;
+	}
 	if (cfg->state_dir != NULL && cfg->leases &&
 	    (journal_boot_id(w->boot, err) != 0 ||
 	    (w->jdir = journal_open_dir(cfg->state_dir, err)) < 0)) {
@@ -271,11 +300,33 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	return 0;
 }
 
+/* A holder's pidfd goes (it is watched no more). */
+static void
+wgpu_close_pid(struct wgpu *g, int fd)
+{
+	if (g->pw != NULL)
+		pidwatch_remove(g->pw, fd);
+	close(fd);
+}
+
+/* A holder's pidfd comes: its exit is told to holder_exited. */
+static void
+wgpu_watch_pid(struct wgpu *g, int fd, pid_t pid)
+{
+	struct zerr e;
+
+	if (g->pw != NULL && pidwatch_add(g->pw, fd, g->idx, &e) != 0)
+		zlog(ZLOG_WARN, "holder_not_watched", "gpu=%u pid=%ld "
+		    "error=\"%s\" msg=\"its exit is seen at the next write or "
+		    "the network process's restore\"", g->idx, (long)pid,
+		    e.msg);
+}
+
 static void
 wgpu_forget_pids(struct wgpu *g)
 {
 	for (unsigned i = 0; i < g->npid; i++)
-		close(g->pidfd[i]);
+		wgpu_close_pid(g, g->pidfd[i]);
 	g->npid = 0;
 }
 
@@ -296,6 +347,10 @@ warden_destroy(struct warden *w)
 {
 	if (w == NULL)
 		return;
+	pidwatch_destroy(w->pw);	/* no restore runs from here on */
+	w->pw = NULL;
+	for (unsigned i = 0; i < w->cfg.ngpu; i++)
+		w->gpu[i].pw = NULL;	/* its pidfds are closed below */
 	if (w->jdir >= 0)
 		close(w->jdir);
 	pthread_cond_destroy(&w->peer_ended);
@@ -863,7 +918,7 @@ wgpu_live(struct wgpu *g)
 
 	for (unsigned i = 0; i < g->npid; i++) {
 		if (pidfd_exited(g->pidfd[i])) {
-			close(g->pidfd[i]);
+			wgpu_close_pid(g, g->pidfd[i]);
 			continue;
 		}
 		g->pidfd[k] = g->pidfd[i];
@@ -921,6 +976,7 @@ wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
 	for (unsigned i = 0; i < g->npid; i++)
 		known |= g->pid[i] == p->pid;
 	if (!known && p->pidfd >= 0 && g->npid < WARDEN_MAX_PIDS) {
+		wgpu_watch_pid(g, p->pidfd, p->pid);
 		g->pidfd[g->npid] = p->pidfd;
 		g->start[g->npid] = p->start;
 		g->pid[g->npid++] = p->pid;
@@ -1224,6 +1280,110 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 	return all;
 }
 
+/*
+ * A holder process of GPU `gpu`'s lease exited (pidwatch.h): when none
+ * runs any more, this process puts back what the lease changed, itself,
+ * with the same words the network process's restore would have had. The
+ * network process's restore, which follows, then finds nothing waiting
+ * and only ends its lease in the ledger (restore(): "nothing waits"). A
+ * write that fails stays waiting (others are refused meanwhile) and is
+ * tried again here after a backoff (restore_retry), as by the network
+ * process's retries, a release or the stop.
+ */
+static void
+holder_exited(void *ctx, uint32_t gpu)
+{
+	struct warden *w = ctx;
+	struct wgpu *g;
+
+	if (gpu >= w->cfg.ngpu)
+		return;
+	g = &w->gpu[gpu];
+	pthread_mutex_lock(&g->lock);
+	if (g->held && !wgpu_live(g) && w->b != NULL) {
+		if (!wgpu_pending(g)) {
+			wgpu_end(g);
+			journal_keep_logged(w, g, gpu);
+		} else if (restore_all(w, g, w->b, gpu,
+		    reasons[PSMSG_REASON_PROCESS_EXIT])) {
+			zlog(ZLOG_INFO, "gpu_lease_restored_by_device", "gpu=%u "
+			    "uid=%u msg=\"its holder processes exited\"", gpu,
+			    (unsigned)g->ended_uid);
+		} else {
+			zlog(ZLOG_ERROR, "gpu_lease_restore_failed", "gpu=%u "
+			    "uid=%u msg=\"its holder processes exited; retried "
+			    "after a backoff; others are refused meanwhile\"",
+			    gpu, (unsigned)g->uid);
+			if (w->retry_ms == 0)
+				retry_after(w, true);
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* The next retry of restores that failed (the watcher's thread's). */
+static void
+retry_after(struct warden *w, bool again)
+{
+	if (!again) {
+		w->retry_ms = 0;
+		return;
+	}
+	w->retry_ms = w->retry_ms == 0 ? WARDEN_RETRY_FIRST_MS :
+	    w->retry_ms >= WARDEN_RETRY_MAX_MS / 2 ? WARDEN_RETRY_MAX_MS :
+	    w->retry_ms * 2;
+	pidwatch_tick_in(w->pw, w->retry_ms);
+}
+
+/*
+ * Every lease whose holder processes are gone but whose settings still
+ * wait: a restore that failed (at its backoff), or a lease no pidfd
+ * watches (a write of an exited process ran: warden_write's kick).
+ */
+static void
+restore_retry(void *ctx)
+{
+	struct warden *w = ctx;
+	bool again = false;
+
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct wgpu *g = &w->gpu[i];
+
+		pthread_mutex_lock(&g->lock);
+		if (g->held && !wgpu_live(g) && wgpu_pending(g)) {
+			if (restore_all(w, g, w->b, i,
+			    reasons[PSMSG_REASON_PROCESS_EXIT]))
+				zlog(ZLOG_INFO, "gpu_lease_restored_by_device",
+				    "gpu=%u uid=%u msg=\"its holder processes "
+				    "are gone\"", i, (unsigned)g->ended_uid);
+			else
+				again = true;
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	retry_after(w, again);
+}
+
+int
+warden_watch(struct warden *w, struct gpu_backend *b, struct zerr *err)
+{
+	bool due = false;
+
+	if (w->pw == NULL)
+		return 0;
+	w->b = b;
+	/* a restore that failed at start-up (warden_recover) is retried */
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct wgpu *g = &w->gpu[i];
+
+		pthread_mutex_lock(&g->lock);
+		due |= g->held && !wgpu_live(g) && wgpu_pending(g);
+		pthread_mutex_unlock(&g->lock);
+	}
+	retry_after(w, due);
+	return pidwatch_start(w->pw, err);
+}
+
 /* The holder processes of `r` that still run (pid and start time). */
 static void
 adopt_pids(struct wgpu *g, const struct journal_rec *r)
@@ -1240,6 +1400,7 @@ adopt_pids(struct wgpu *g, const struct journal_rec *r)
 			close(fd);	/* gone, or its pid is another's now */
 			continue;
 		}
+		wgpu_watch_pid(g, fd, (pid_t)r->pid[i]);
 		g->pidfd[g->npid] = fd;
 		g->pid[g->npid] = (pid_t)r->pid[i];
 		g->start[g->npid++] = r->start[i];
@@ -1345,9 +1506,9 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		} else {
 			/* the network process retries it, refusing others */
 			zlog(ZLOG_ERROR, "lease_journal_restore_failed",
-			    "gpu=%u uid=%u msg=\"retried with the network "
-			    "process's backoff; the GPU is refused to others "
-			    "meanwhile\"", i, (unsigned)r.uid);
+			    "gpu=%u uid=%u msg=\"retried after a backoff; the "
+			    "GPU is refused to others meanwhile\"", i,
+			    (unsigned)r.uid);
 		}
 		g->adopted = false;
 		pthread_mutex_unlock(&g->lock);
@@ -1726,6 +1887,12 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	else
 		who_tcp(c, rq, &a);
 	audit_ran(&a, gpu, wr, &bf, rc, err, NULL);
+	/*
+	 * Its process had exited (a write queued before it did): no pidfd
+	 * watches this lease, so the watcher's thread restores it now.
+	 */
+	if (rc == 0 && p != NULL && p->gone && w->pw != NULL)
+		pidwatch_kick(w->pw);
 	goto done;
 refused:
 	rc = refuse(w, p, c, gpu, wr, rq, err);

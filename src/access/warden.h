@@ -32,7 +32,10 @@
  *    is refused while a holder process lives or a setting waits for its
  *    restore; a restore is run only as recorded here (the recorded value,
  *    never the network process's), and only when the holder's processes
- *    are gone, the holder (or root) released it, or zeusd stops.
+ *    are gone, the holder (or root) released it, or zeusd stops. When
+ *    the holder's processes are gone this process restores the GPU on its
+ *    own (warden_watch), so a network process that never asks (taken
+ *    over, stopped, crashed) leaves no cap behind.
  *
  * Every write it runs or refuses gets its audit line here, with who as
  * this process knows them and the value before as it read it (the network
@@ -114,6 +117,15 @@ void warden_destroy(struct warden *w);
  * processes and asks for their restores as for any lease).
  */
 int warden_recover(struct warden *w, struct gpu_backend *b);
+
+/*
+ * --gpu-leases, after warden_recover: a thread (pidwatch.h) restores a
+ * lease's GPU, through `b`, as soon as its holder processes are gone,
+ * without waiting for the network process to ask (which then finds
+ * nothing to do). Stopped by warden_destroy. 0 (also without leases), or
+ * -1 with err.
+ */
+int warden_watch(struct warden *w, struct gpu_backend *b, struct zerr *err);
 
 /*
  * After warden_recover: GPU `gpu`'s lease as this process holds it, for

@@ -567,7 +567,7 @@ device_warden(const struct zeusd_config *cfg, struct node *node,
 	if (warden_create(&wc, &dev.warden, err) != 0)
 		return -1;
 	(void)warden_recover(dev.warden, &node->gpu);
-	return 0;
+	return warden_watch(dev.warden, &node->gpu, err);
 }
 
 /* ---- Starting the network process ----------------------------------------- */

@@ -8,6 +8,7 @@ leaves an audit line; a forged peer is refused; the daemon keeps serving.
 import json
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from zeushelp import as_user, network_pid, peers, steal, unix_sockets, wait_log
+from zeushelp import (as_user, network_pid, peers, steal, unix_sockets,
+                      wait_log, wait_until)
 
 
 PSMSG_MAGIC = 0x7a707331
@@ -48,6 +50,24 @@ s.sendall(b"GET /gpu/get_power_limit?gpu_ids=0 HTTP/1.1\\r\\nHost: z\\r\\n\\r\\n
 s.recv(65536)
 print("connected", flush=True)
 time.sleep(120)
+"""
+
+# HOLD, whose connection outlives it: a child keeps the socket open, and
+# the process that connected (the peer zeusd knows) exits when its stdin
+# closes; the child's pid is printed
+HOLD_FORK = """
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /gpu/get_power_limit?gpu_ids=0 HTTP/1.1\\r\\nHost: z\\r\\n\\r\\n")
+s.recv(65536)
+kid = os.fork()
+if kid == 0:
+    sys.stdin.close()
+    time.sleep(120)
+    os._exit(0)
+print("connected", kid, flush=True)
+sys.stdin.read()
 """
 
 
@@ -249,13 +269,14 @@ def check_after_holder_left(d, f, audit, kinds, before, h_other):
     gpu1 = [x for x in lines if x["gpu"] == 1]
     assert [x["identity"].get("uid") for x in gpu1] == [4242, None,
                                                        4242], gpu1
-    # nobody's process is gone, but its change is not undone yet: the GPU
-    # stays refused to others until the restore, and the restore runs now
-    rc, kind, msg, _ = f.write(1, 175000, "unix", h_other)
-    assert (rc, kind) == (-1, kinds["ZERR_CONFLICT"]), msg
+    # nobody's process is gone: the device process put its change back
+    # by itself, to the recorded value (it watches the holder's pidfd),
+    # without a restore asked for; one asked for now finds nothing waiting
+    wait_until(lambda: limit_of(d, 1) == before[1], 10)
+    wait_log(d, "event=gpu_lease_restored_by_device gpu=1")
     rc, _, msg, _ = f.write(1, 0, "restore", 0)
     assert rc == 0, msg
-    assert limit_of(d, 1) == before[1]          # the recorded value
+    assert limit_of(d, 1) == before[1]
     rc, _, msg, _ = f.write(1, 175000, "unix", h_other)
     assert rc == 0, msg
     assert "event=device_write_refused" in d.logs()
@@ -265,7 +286,7 @@ def check_after_holder_left(d, f, audit, kinds, before, h_other):
     ran = [json.loads(x) for x in audit.read_text().splitlines()
            if json.loads(x).get("result") == "ok"]
     assert [(x["gpu"], x["identity"]["uid"], x.get("reason")) for x in ran] \
-        == [(1, 65534, None), (2, 4242, None), (1, 65534, "unspecified"),
+        == [(1, 65534, None), (2, 4242, None), (1, 65534, "process_exit"),
             (1, 4242, None)], ran
     assert ran[0]["before"] == {"power_limit_mw": before[1]}
     assert ran[0]["requested"] == {"power_limit_mw": 150000}
@@ -334,12 +355,16 @@ def test_forged_write_batch_is_decided_write_by_write(node):
         other.kill()
         nobody.wait()
         other.wait()
+    # nobody's exit: the device process restores GPU 1 by itself
+    wait_until(lambda: "process_exit" in audit.read_text(), 10)
     lines = [json.loads(x) for x in audit.read_text().splitlines()]
     assert [(x["gpu"], x["result"], x["identity"].get("uid"))
             for x in lines if x.get("operation") == "set_power_limit"] == [
         (1, "ok", 65534), (1, "refused", 4242), (1, "refused", None),
-        (1, "ok", 65534), (0, "refused", 65534), (0, "refused", 65534)], \
-        lines
+        (1, "ok", 65534), (0, "refused", 65534), (0, "refused", 65534),
+        (1, "ok", 65534)], lines
+    assert lines[-1]["reason"] == "process_exit", lines[-1]
+    assert lines[-1]["requested"] == {"power_limit_mw": before}, lines[-1]
     assert d.proc.poll() is None
 
 
@@ -640,6 +665,39 @@ def test_a_closed_connection_grants_nothing_new(node):
                   "&block=true").status_code == 200
     refused = [x for x in audit_refusals(audit) if x["gpu"] == 3]
     assert [x["identity"]["uid"] for x in refused] == [0], refused
+
+
+def test_a_lease_of_an_exited_process_is_restored_by_the_device(node):
+    """A write of a process that exited before it ran (a write queued
+    before its exit; here forged, for a connection a child of it keeps
+    open) runs, as the network process's queued writes do, and leaves a
+    lease no pidfd watches: the device process restores it at once by
+    itself. Before, it waited for the network process's restore, which a
+    forger never sends: the GPU stayed changed, refused to others."""
+    audit = node.base / "audit.log"
+    d = node(args=["--gpu-leases", "--audit-log", str(audit)], policy=POLICY)
+    f = Forger(d)
+    before = limit_of(d, 1)
+    p = subprocess.Popen([*as_user(65534), sys.executable, "-c", HOLD_FORK,
+                          d.sock], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    word, kid = p.stdout.readline().split()
+    assert word == "connected"
+    try:
+        h = f.handle_of(p.pid)
+        p.stdin.close()                     # the peer process exits
+        p.wait(timeout=20)
+        rc, _, msg, _ = f.write(1, 150000, "unix", h)
+        assert rc == 0, msg                 # its connection is open
+        wait_until(lambda: limit_of(d, 1) == before, 10)
+        wait_log(d, "event=gpu_lease_restored_by_device gpu=1")
+    finally:
+        os.kill(int(kid), signal.SIGKILL)
+    ran = [json.loads(x) for x in audit.read_text().splitlines()
+           if json.loads(x).get("operation") == "set_power_limit"]
+    assert [(x["result"], x["requested"], x.get("reason")) for x in ran] \
+        == [("ok", {"power_limit_mw": 150000}, None),
+            ("ok", {"power_limit_mw": before}, "process_exit")], ran
 
 
 def test_the_device_process_bounds_leases_per_user(node):

@@ -26,8 +26,9 @@ import pytest
 
 from conftest import WINE_RUN, build_sanitizers
 from test_audit_full_disk import fill, small_fs  # noqa: F401 (a fixture)
-from zeushelp import (Session, as_user, audit_lines, children, limit_mw,
-                      wait_log, wait_until)
+from simutil import write_control
+from zeushelp import (Session, as_user, audit_lines, children, leases,
+                      limit_mw, network_pid, wait_log, wait_until)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -224,6 +225,75 @@ def test_a_holder_gone_while_zeusd_was_down_is_restored_at_start(rig, users):
     (end,) = audit_lines(rig.audit, "lease_end")
     assert end["reason"] == "holder_gone_while_zeusd_was_down", end
     assert end["energy"] == "ok" and end["energy_j"] > 0, end
+
+
+def test_the_device_process_restores_when_the_network_process_does_not(
+        rig, users):
+    """The holder's exit is seen by the device process itself (its own
+    pidfds, src/access/pidwatch.c): the GPU is put back, and the journal
+    follows, while the network process cannot ask (stopped here; a network
+    process taken over or crashed alike). When it asks later, nothing
+    waits: one restore, one lease_end."""
+    alice, bob = users
+    d = rig.start()
+    default = limit_mw(d, 1)
+    a = Session(d, alice)
+    assert set_limit(a, 1, 205000)[0] == 200
+    assert rig.journal(1).exists()
+    net = network_pid(d)
+    os.kill(net, signal.SIGSTOP)
+    try:
+        a.close()                           # the job ends
+        wait_until(lambda: not rig.journal(1).exists(), 10)
+        (line,) = [x for x in audit_lines(rig.audit, "set_power_limit")
+                   if x.get("reason")]
+        assert line["reason"] == "process_exit", line
+        assert line["requested"] == {"power_limit_mw": default}, line
+        assert line["result"] == "ok", line
+        wait_log(d, "event=gpu_lease_restored_by_device gpu=1")
+    finally:
+        os.kill(net, signal.SIGCONT)
+    assert limit_mw(d, 1) == default
+    wait_until(lambda: audit_lines(rig.audit, "lease_end"), 5)
+    (end,) = audit_lines(rig.audit, "lease_end")
+    assert end["reason"] == "process_exit", end
+    assert end["identity"]["user"] == alice, end
+    assert len([x for x in audit_lines(rig.audit, "set_power_limit")
+                if x.get("reason")]) == 1
+    wait_until(lambda: not leases(d)["leases"], 5)
+    b = Session(d, bob)
+    assert set_limit(b, 1, 250000)[0] == 200
+    b.close()
+
+
+def test_the_device_process_retries_a_restore_that_failed(rig, users):
+    """The device process's own restore fails in the driver while the
+    network process cannot ask: the GPU stays refused, and the device
+    process tries again after its backoff until the write goes through."""
+    alice, _ = users
+    ctl = rig.base / "sim.control"
+    write_control(ctl)
+    d = rig.start(env={"ZEUS_SIM_CONTROL": str(ctl)})
+    default = limit_mw(d, 2)
+    a = Session(d, alice)
+    assert set_limit(a, 2, 215000)[0] == 200
+    net = network_pid(d)
+    write_control(ctl, "fail nvmlDeviceSetPowerManagementLimit 2 UNKNOWN")
+    os.kill(net, signal.SIGSTOP)
+    try:
+        a.close()
+        wait_log(d, "event=gpu_lease_restore_failed gpu=2")
+        assert rig.journal(2).exists()      # still owed
+        write_control(ctl)                  # the driver recovers
+        wait_until(lambda: not rig.journal(2).exists(), 15)
+        wait_log(d, "event=gpu_lease_restored_by_device gpu=2")
+    finally:
+        os.kill(net, signal.SIGCONT)
+    assert limit_mw(d, 2) == default
+    lines = [(x["result"], x["requested"]) for x in
+             audit_lines(rig.audit, "set_power_limit") if x.get("reason")]
+    assert lines[0] == ("error", {"power_limit_mw": default}), lines
+    assert lines[-1] == ("ok", {"power_limit_mw": default}), lines
 
 
 def test_a_reused_pid_is_not_taken_for_the_holder(rig, users):
