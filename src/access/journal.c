@@ -48,12 +48,8 @@ sum_hex(const char *buf, size_t len, char out[2 * SHA256_DIGEST_SIZE + 1])
 	out[2 * SHA256_DIGEST_SIZE] = '\0';
 }
 
-/* Appends to buf at *at; false when it does not fit. */
-static bool put(char *buf, size_t size, size_t *at, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static bool
-put(char *buf, size_t size, size_t *at, const char *fmt, ...)
+bool
+journal_put(char *buf, size_t size, size_t *at, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -77,41 +73,45 @@ journal_format(const struct journal_rec *r, const char *boot, char *buf,
 	size_t at = 0;
 	bool ok;
 
-	ok = put(buf, size, &at, MAGIC "boot %.*s\ngpu %u\nuid %" PRIu32 "\n",
-	    JOURNAL_BOOT_LEN, boot, r->gpu, r->uid);
+	ok = journal_put(buf, size, &at, MAGIC "boot %.*s\ngpu %u\nuid %"
+	    PRIu32 "\n", JOURNAL_BOOT_LEN, boot, r->gpu, r->uid);
 	if (ok && r->cgroup[0] != '\0') {
 		/* hex: a path may hold any byte but NUL and '/' separates */
-		ok = put(buf, size, &at, "cgroup ");
+		ok = journal_put(buf, size, &at, "cgroup ");
 		for (size_t i = 0; ok && i < sizeof(r->cgroup) &&
 		    r->cgroup[i] != '\0'; i++)
-			ok = put(buf, size, &at, "%02x",
+			ok = journal_put(buf, size, &at, "%02x",
 			    (unsigned)(unsigned char)r->cgroup[i]);
 		if (ok)
-			ok = put(buf, size, &at, "\n");
+			ok = journal_put(buf, size, &at, "\n");
 	}
 	if (ok && r->label[0] != '\0')
-		ok = put(buf, size, &at, "label %.*s\n", LEASE_LABEL_MAX,
-		    r->label);
+		ok = journal_put(buf, size, &at, "label %.*s\n",
+		    LEASE_LABEL_MAX, r->label);
 	if (ok && r->has_start)
-		ok = put(buf, size, &at, "started_ms %" PRIu64 "\n",
+		ok = journal_put(buf, size, &at, "started_ms %" PRIu64 "\n",
 		    r->started_ms);
 	if (ok && r->has_energy)
-		ok = put(buf, size, &at, "energy_mj %" PRIu64 "\n", r->energy_mj);
+		ok = journal_put(buf, size, &at, "energy_mj %" PRIu64 "\n",
+		    r->energy_mj);
 	if (ok && r->has_limit)
-		ok = put(buf, size, &at, "limit_mw %" PRIu32 "\n", r->limit_mw);
+		ok = journal_put(buf, size, &at, "limit_mw %" PRIu32 "\n",
+		    r->limit_mw);
 	if (ok && r->has_persist)
-		ok = put(buf, size, &at, "persistence %d\n", r->persist ? 1 : 0);
+		ok = journal_put(buf, size, &at, "persistence %d\n",
+		    r->persist ? 1 : 0);
 	if (ok && r->gpu_clocks)
-		ok = put(buf, size, &at, "gpu_clocks 1\n");
+		ok = journal_put(buf, size, &at, "gpu_clocks 1\n");
 	if (ok && r->mem_clocks)
-		ok = put(buf, size, &at, "mem_clocks 1\n");
+		ok = journal_put(buf, size, &at, "mem_clocks 1\n");
 	for (unsigned i = 0; ok && i < r->npid && i < JOURNAL_MAX_PIDS; i++)
-		ok = put(buf, size, &at, "pid %" PRId32 " %" PRIu64 "\n",
-		    r->pid[i], r->start[i]);
+		ok = journal_put(buf, size, &at, "pid %" PRId32 " %" PRIu64
+		    "\n", r->pid[i], r->start[i]);
 	if (!ok)
 		return -1;
 	sum_hex(buf, at, sum);
-	if (!put(buf, size, &at, "sum %s\n", sum) || at > JOURNAL_MAX_BYTES)
+	if (!journal_put(buf, size, &at, "sum %s\n", sum) ||
+	    at > JOURNAL_MAX_BYTES)
 		return -1;
 	return (int)at;
 }
@@ -167,6 +167,24 @@ boot_ok(const char *s, size_t n)
 			return false;
 	}
 	return true;
+}
+
+void
+journal_sum(const char *buf, size_t len, char out[JOURNAL_SUM_HEX + 1])
+{
+	sum_hex(buf, len, out);
+}
+
+bool
+journal_number(const char *s, const char *end, uint64_t max, uint64_t *out)
+{
+	return number(s, end, max, out);
+}
+
+bool
+journal_boot_valid(const char *s, size_t n)
+{
+	return boot_ok(s, n);
 }
 
 /* The lines, in their order; a key may be absent unless `must`. */
@@ -421,24 +439,20 @@ file_name(char *buf, size_t size, unsigned gpu, const char *suffix)
 }
 
 int
-journal_save(int dirfd, const struct journal_rec *r, const char *boot,
-    struct zerr *err)
+journal_replace(int dirfd, const char *name, const char *buf, size_t len)
 {
-	char buf[JOURNAL_MAX_BYTES], tmp[48], name[48];
-	int len = journal_format(r, boot, buf, sizeof(buf));
+	char tmp[256];
+	ssize_t n;
 	int fd, e = 0;
 
-	if (len < 0)
-		return zerr_set(err, ZERR_INTERNAL, "lease journal: a record "
-		    "too large");
-	file_name(tmp, sizeof(tmp), r->gpu, ".tmp");
-	file_name(name, sizeof(name), r->gpu, "");
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
+		return ENAMETOOLONG;
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
 	if (fd < 0)
 		e = errno;
-	else if (write(fd, buf, (size_t)len) != len)
-		e = errno != 0 ? errno : ENOSPC;
+	else if ((n = write(fd, buf, len)) < 0 || (size_t)n != len)
+		e = n < 0 ? errno : ENOSPC;
 	else if (fsync(fd) != 0)
 		e = errno;
 	if (fd >= 0 && close(fd) != 0 && e == 0)
@@ -447,11 +461,26 @@ journal_save(int dirfd, const struct journal_rec *r, const char *boot,
 		e = errno;
 	if (e == 0 && fsync(dirfd) != 0)
 		e = errno;
-	if (e != 0) {
+	if (e != 0)
 		(void)unlinkat(dirfd, tmp, 0);
+	return e;
+}
+
+int
+journal_save(int dirfd, const struct journal_rec *r, const char *boot,
+    struct zerr *err)
+{
+	char buf[JOURNAL_MAX_BYTES], name[48];
+	int len = journal_format(r, boot, buf, sizeof(buf));
+	int e;
+
+	if (len < 0)
+		return zerr_set(err, ZERR_INTERNAL, "lease journal: a record "
+		    "too large");
+	file_name(name, sizeof(name), r->gpu, "");
+	if ((e = journal_replace(dirfd, name, buf, (size_t)len)) != 0)
 		return zerr_set(err, ZERR_UNAVAILABLE, "the lease journal "
 		    "(--state-dir) cannot be written: %s", strerror(e));
-	}
 	return 0;
 }
 
@@ -471,20 +500,19 @@ journal_remove(int dirfd, unsigned gpu, struct zerr *err)
 }
 
 int
-journal_load(int dirfd, unsigned gpu, const char *boot, struct journal_rec *r,
-    enum journal_bad *bad, char *why, size_t whysz)
+journal_read_private(int dirfd, const char *name, char *buf, size_t size,
+    size_t *n, enum journal_bad *bad, char *why, size_t whysz)
 {
-	char buf[JOURNAL_MAX_BYTES + 1], name[48], fboot[JOURNAL_BOOT_LEN + 1];
+	char tmp[256];
 	struct stat st;
-	ssize_t n;
+	ssize_t got;
 	int fd;
 
-	memset(r, 0, sizeof(*r));
+	*n = 0;
 	*bad = JOURNAL_OK;
 	why[0] = '\0';
-	file_name(name, sizeof(name), gpu, ".tmp");
-	(void)unlinkat(dirfd, name, 0);		/* a save cut short */
-	file_name(name, sizeof(name), gpu, "");
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) < sizeof(tmp))
+		(void)unlinkat(dirfd, tmp, 0);	/* a save cut short */
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
@@ -500,15 +528,36 @@ journal_load(int dirfd, unsigned gpu, const char *boot, struct journal_rec *r,
 			close(fd);
 		return -1;
 	}
-	n = fileio_read_all(fd, buf, sizeof(buf));
+	got = fileio_read_all(fd, buf, size);
 	close(fd);
-	if (n < 0) {
+	if (got < 0 || (size_t)got >= size) {
 		*bad = JOURNAL_GARBLED;
-		snprintf(why, whysz, "cannot read %s: %s", name,
-		    strerror(errno));
+		if (got < 0)
+			snprintf(why, whysz, "cannot read %s: %s", name,
+			    strerror(errno));
+		else
+			snprintf(why, whysz, "%s: more than %zu bytes", name,
+			    size - 1);
 		return -1;
 	}
-	if ((*bad = journal_parse(buf, (size_t)n, r, fboot, why, whysz)) !=
+	*n = (size_t)got;
+	return 0;
+}
+
+int
+journal_load(int dirfd, unsigned gpu, const char *boot, struct journal_rec *r,
+    enum journal_bad *bad, char *why, size_t whysz)
+{
+	char buf[JOURNAL_MAX_BYTES + 1], name[48], fboot[JOURNAL_BOOT_LEN + 1];
+	size_t n;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	file_name(name, sizeof(name), gpu, "");
+	if ((rc = journal_read_private(dirfd, name, buf, sizeof(buf), &n, bad,
+	    why, whysz)) != 0)
+		return rc;
+	if ((*bad = journal_parse(buf, n, r, fboot, why, whysz)) !=
 	    JOURNAL_OK)
 		return -1;
 	if (r->gpu != gpu) {

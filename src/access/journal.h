@@ -123,4 +123,41 @@ int journal_load(int dirfd, unsigned gpu, const char *boot,
  */
 int journal_set_aside(int dirfd, unsigned gpu);
 
+/* ---- Shared with the state directory's other files (ledger_store.h) ---- */
+
+#define JOURNAL_SUM_HEX 64		/* a SHA-256 in hex */
+
+/* The SHA-256 of buf[0..len) in lowercase hex. */
+void journal_sum(const char *buf, size_t len, char out[JOURNAL_SUM_HEX + 1]);
+
+/*
+ * [s, end) as a decimal number of at most `max`: no sign, no leading zero
+ * (but "0"); false otherwise.
+ */
+bool journal_number(const char *s, const char *end, uint64_t max,
+    uint64_t *out);
+
+/* Appends a formatted text to buf at *at; false when it does not fit. */
+bool journal_put(char *buf, size_t size, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Whether s[0..n) is a boot id (lowercase 8-4-4-4-12 hex). */
+bool journal_boot_valid(const char *s, size_t n);
+
+/*
+ * `name` in the state directory replaced by buf[0..len) whole: written to
+ * `name`.tmp, synced, renamed over, the directory synced. 0, or an errno.
+ */
+int journal_replace(int dirfd, const char *name, const char *buf, size_t len);
+
+/*
+ * `name` (a leftover `name`.tmp is removed first): 1 when there is none,
+ * 0 with its bytes in buf[0..*n) when it is a regular file of this
+ * process's user, mode 600, one link, at most size - 1 bytes; -1 with
+ * `bad` (JOURNAL_UNSAFE, or JOURNAL_GARBLED when it cannot be read or is
+ * too large) and `why`.
+ */
+int journal_read_private(int dirfd, const char *name, char *buf, size_t size,
+    size_t *n, enum journal_bad *bad, char *why, size_t whysz);
+
 #endif

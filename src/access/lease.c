@@ -43,6 +43,7 @@
 #include "devices/worker.h"
 #include "access/audit.h"
 #include "access/lease_text.h"
+#include "access/ledger_store.h"
 #include "node/node.h"
 #include "access/peer.h"
 
@@ -159,6 +160,8 @@ struct leases {
 	struct lease_record ended[LEDGER_ENDED];	/* a ring */
 	unsigned nended;		/* ever ended; ended[nended % N] next */
 	struct lease_waiter *waiters;	/* leases_release's */
+	bool ledger_kept;		/* leases_seed_ledger: the device
+					 * process keeps the ledger's file */
 };
 
 /* What a restore writes, one command each; bit i of `pending` is [i]. */
@@ -457,8 +460,12 @@ ledger_end(struct leases *l, struct lease_gpu *g, unsigned gpu)
 		u->mj[gpu] += r->energy_mj;
 	lease_settings_format(g->settings, settings, sizeof(settings));
 	reason = g->reason ? g->reason : "ended";
-	/* the device process writes its line (node.h: node_audit) */
-	if (audit_enabled()) {
+	/*
+	 * The device process writes its line (node.h: node_audit), and
+	 * counts its energy in the ledger's copy it keeps (--state-dir):
+	 * then told with or without an audit log.
+	 */
+	if (audit_enabled() || l->ledger_kept) {
 		struct node_lease_line nl = { .gpu = gpu, .uid = g->uid,
 		    .pid = g->holder_pid, .user = g->user, .cgroup = g->cgroup,
 		    .label = g->label, .reason = reason,
@@ -1051,6 +1058,45 @@ lease_check_max(struct leases *l, uid_t uid, const uint32_t *gpus,
 	if (taking == 0 || held + taking <= max)
 		return 0;
 	return lease_text_max(err, uid, held, taking, max);
+}
+
+void
+leases_seed_ledger(struct leases *l, const struct ledger_store *s)
+{
+	unsigned ngpu = s->ngpu < l->ngpu ? s->ngpu : l->ngpu;
+
+	if (ngpu > LEDGER_STORE_GPUS)
+		ngpu = LEDGER_STORE_GPUS;
+	pthread_mutex_lock(&l->lock);
+	l->ledger_kept = true;
+	for (unsigned i = 0; i < s->nusers && i < LEDGER_STORE_USERS; i++) {
+		const struct ledger_store_user *su = &s->users[i];
+		char name[LEDGER_STORE_NAME];
+		struct ledger_user *u;
+
+		snprintf(name, sizeof(name), "%.*s", LEDGER_STORE_NAME - 1,
+		    su->name);
+		/* in the file's order: "(other)" comes 256th, as it was */
+		if ((u = ledger_user(l, (uid_t)su->uid, name)) == NULL)
+			break;
+		for (unsigned g = 0; g < ngpu; g++)
+			u->mj[g] = u->mj[g] > UINT64_MAX - su->mj[g] ?
+			    UINT64_MAX : u->mj[g] + su->mj[g];
+	}
+	for (unsigned g = 0; g < ngpu; g++) {
+		struct ledger_gpu *lg = &l->ledger[g];
+
+		lg->unleased_mj = lg->unleased_mj > UINT64_MAX -
+		    s->gpu[g].unleased_mj ? UINT64_MAX : lg->unleased_mj +
+		    s->gpu[g].unleased_mj;
+		if (s->gpu[g].based && !lg->based) {
+			lg->based = true;
+			lg->last_mj = s->gpu[g].last_mj;
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	zlog(ZLOG_INFO, "ledger_continued", "users=%u gpus=%u", s->nusers <
+	    LEDGER_STORE_USERS ? s->nusers : LEDGER_STORE_USERS, ngpu);
 }
 
 /* CLOCK_MONOTONIC `ms` milliseconds ago (a lease begun before a restart). */

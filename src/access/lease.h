@@ -131,6 +131,18 @@ int leases_adopt(struct leases *l, unsigned gpu, const struct lease_adopted *a,
     struct zerr *err);
 
 /*
+ * Start-up, before leases_adopt and before anything is served: the energy
+ * ledger as the device process kept it (--state-dir: ledger_store.h, its
+ * file), so that /metrics continues instead of starting at 0: each user's
+ * totals of ended leases, in their order, and each GPU's unleased energy
+ * with the counter reading it is based on (the energy used since, zeusd
+ * down included, is nobody's unless a lease taken back was open: then
+ * its own, from its start reading). Adds to what is there.
+ */
+struct ledger_store;
+void leases_seed_ledger(struct leases *l, const struct ledger_store *s);
+
+/*
  * Stops the watcher thread: no restore starts after it. Call before the
  * device workers stop (restores already queued still run and complete
  * into `l`), and leases_destroy after they stopped.

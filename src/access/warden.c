@@ -51,6 +51,7 @@
 #include "access/journal.h"
 #include "access/lease.h"
 #include "access/lease_text.h"
+#include "access/ledger_store.h"
 #include "access/peer.h"
 #include "access/pidwatch.h"
 #include "access/policy.h"
@@ -141,6 +142,8 @@ struct wgpu {
 	pid_t pid[WARDEN_MAX_PIDS];
 	uint64_t start[WARDEN_MAX_PIDS];	/* procstat_start_ticks */
 	unsigned npid;
+	/* the energy ledger's copy (--state-dir, ledger_store.h), or NULL */
+	struct wbook *book;
 	/*
 	 * Being taken back from the lease journal (warden_recover): a
 	 * restore at start-up writes its own lease_end line, the network
@@ -200,6 +203,7 @@ struct warden {
 	/* the lease journal (--state-dir): -1 none */
 	int jdir;
 	char boot[JOURNAL_BOOT_LEN + 1];
+	struct wbook *book;		/* the ledger's copy, with the journal */
 };
 
 static void holder_exited(void *ctx, uint32_t gpu);
@@ -330,10 +334,203 @@ wgpu_forget_pids(struct wgpu *g)
 	g->npid = 0;
 }
 
+/* ---- The energy ledger's copy (--state-dir, ledger_store.h) --------------- */
+
+/*
+ * The network process keeps the ledger /metrics shows but cannot write a
+ * file, so this process keeps its durable copy from what it sees itself:
+ * the GPU's energy counter read when a lease starts and when it ends (the
+ * increments outside leases are nobody's, as in lease.c), the energy of
+ * each lease end it accepts from the network process (warden_audit, which
+ * bounds it by its own record), and that of a lease it took back and
+ * ended itself, which the network process never heard of. Saved at each
+ * lease end and at the stop; handed to the next network process at start
+ * (warden_ledger). Lock order: a GPU's lock, then the book's.
+ */
+struct wbook {
+	pthread_mutex_t lock;
+	struct ledger_store s;
+	struct gpu_backend *b;		/* the counters (warden_recover's) */
+	int dirfd;			/* the journal's directory */
+	const char *boot;
+	bool failing;			/* the last save failed (said once) */
+};
+
+/* Writes the file (book locked); a failure is said once until one works. */
+static void
+book_save(struct wbook *bk)
+{
+	char q[ZERR_MSG_MAX + 64];
+	struct zerr e;
+
+	zerr_clear(&e);
+	if (ledger_store_save(bk->dirfd, &bk->s, bk->boot, &e) == 0) {
+		bk->failing = false;
+		return;
+	}
+	if (!bk->failing)
+		zlog(ZLOG_ERROR, "ledger_save_failed", "error=%s msg=\"the "
+		    "energy ledger's file is behind: a restart now loses the "
+		    "latest totals\"", zlog_quote(q, sizeof(q), e.msg));
+	bk->failing = true;
+}
+
+/*
+ * A lease begins, or is taken back, with the counter at g->energy_mj
+ * (GPU lock held): the energy before it is nobody's.
+ */
+static void
+book_start(struct wgpu *g)
+{
+	struct wbook *bk = g->book;
+
+	if (bk == NULL || !g->energy_ok)
+		return;
+	pthread_mutex_lock(&bk->lock);
+	ledger_store_unleased(&bk->s, g->idx, g->energy_mj);
+	pthread_mutex_unlock(&bk->lock);
+}
+
+/*
+ * The lease ends (GPU lock held, g still held): the counter now is the
+ * new base, and without a start reading the lease's energy is nobody's,
+ * as lease.c counts it. A lease taken back and ended here gets its energy
+ * charged to its holder; any other's comes with the network process's
+ * lease_end (book_lease).
+ */
+static void
+book_end(struct wgpu *g)
+{
+	struct wbook *bk = g->book;
+	uint64_t mj = 0;
+	struct zerr e;
+
+	if (bk == NULL || bk->b == NULL || !g->held ||
+	    bk->b->ops->get_energy_mj(bk->b, g->idx, &mj, &e) != 0)
+		return;
+	pthread_mutex_lock(&bk->lock);
+	if (g->energy_ok && mj >= g->energy_mj) {
+		if (g->adopted)
+			ledger_store_add(&bk->s, (uint32_t)g->uid, g->user,
+			    g->idx, mj - g->energy_mj);
+		ledger_store_rebase(&bk->s, g->idx, mj);
+	} else {
+		ledger_store_unleased(&bk->s, g->idx, mj);
+	}
+	book_save(bk);
+	pthread_mutex_unlock(&bk->lock);
+}
+
+/* A lease end the network process told, accepted: its energy, its user's. */
+static void
+book_lease(struct warden *w, uid_t uid, const char *user, unsigned gpu,
+    uint64_t mj)
+{
+	struct wbook *bk = w->book;
+
+	if (bk == NULL)
+		return;
+	pthread_mutex_lock(&bk->lock);
+	ledger_store_add(&bk->s, (uint32_t)uid, user, gpu, mj);
+	book_save(bk);
+	pthread_mutex_unlock(&bk->lock);
+}
+
+/*
+ * Start-up, before the journal's leases are taken back: the file, or a
+ * ledger from 0 when there is none or it is refused (set aside).
+ */
+static void
+book_load(struct warden *w, struct gpu_backend *b)
+{
+	static const char *const bad_names[] = {
+		[JOURNAL_OK] = "ok",
+		[JOURNAL_GARBLED] = "garbled",
+		[JOURNAL_OTHER_BOOT] = "other_boot",
+		[JOURNAL_UNSAFE] = "unsafe",
+	};
+	struct wbook *bk = calloc(1, sizeof(*bk));
+	enum journal_bad bad;
+	char why[160], q[200];
+	int rc;
+
+	if (bk == NULL) {
+		zlog(ZLOG_ERROR, "ledger_not_kept", "msg=\"out of memory: the "
+		    "energy ledger is not kept across a restart\"");
+		return;
+	}
+	pthread_mutex_init(&bk->lock, NULL);
+	bk->b = b;
+	bk->dirfd = w->jdir;
+	bk->boot = w->boot;
+	rc = ledger_store_load(w->jdir, w->boot, w->cfg.ngpu, &bk->s, &bad,
+	    why, sizeof(why));
+	if (rc < 0) {
+		zlog(ZLOG_ERROR, "ledger_refused", "reason=%s why=%s msg=\"the "
+		    "energy ledger starts from 0; the file is kept as "
+		    "ledger.refused\"", bad_names[bad], zlog_quote(q, sizeof(q),
+		    why));
+		(void)ledger_store_set_aside(w->jdir);
+	} else if (rc == 0 && bad == JOURNAL_OTHER_BOOT) {
+		zlog(ZLOG_INFO, "ledger_taken_back", "users=%u boot=other "
+		    "msg=\"the GPUs' counters restarted with the machine: the "
+		    "totals carry on, unleased energy counts from now\"",
+		    bk->s.nusers);
+	} else if (rc == 0) {
+		zlog(ZLOG_INFO, "ledger_taken_back", "users=%u boot=same",
+		    bk->s.nusers);
+	}
+	/*
+	 * A GPU without a base (a first start, another boot) gets one now:
+	 * what it uses from here outside leases, zeusd down included, is
+	 * nobody's. Read once per GPU, at start-up only.
+	 */
+	for (unsigned i = 0; i < bk->s.ngpu; i++) {
+		uint64_t mj;
+		struct zerr e;
+
+		if (!bk->s.gpu[i].based &&
+		    b->ops->get_energy_mj(b, i, &mj, &e) == 0)
+			ledger_store_rebase(&bk->s, i, mj);
+	}
+	book_save(bk);		/* before any thread: no lock needed yet */
+	w->book = bk;
+	for (unsigned i = 0; i < w->cfg.ngpu; i++)
+		w->gpu[i].book = bk;
+}
+
+/* The stop: the file a last time, and the book goes. */
+static void
+book_close(struct warden *w)
+{
+	if (w->book == NULL)
+		return;
+	pthread_mutex_lock(&w->book->lock);
+	book_save(w->book);
+	pthread_mutex_unlock(&w->book->lock);
+	for (unsigned i = 0; i < w->cfg.ngpu; i++)
+		w->gpu[i].book = NULL;
+	pthread_mutex_destroy(&w->book->lock);
+	free(w->book);
+	w->book = NULL;
+}
+
+int
+warden_ledger(struct warden *w, struct ledger_store *out)
+{
+	if (w->book == NULL)
+		return 0;
+	pthread_mutex_lock(&w->book->lock);
+	*out = w->book->s;
+	pthread_mutex_unlock(&w->book->lock);
+	return 1;
+}
+
 /* The lease ends: its holder is remembered for the ledger's line. */
 static void
 wgpu_end(struct wgpu *g)
 {
+	book_end(g);
 	g->held = false;
 	g->adopted = false;
 	atomic_store(&g->holder_key, 0);
@@ -351,6 +548,7 @@ warden_destroy(struct warden *w)
 	w->pw = NULL;
 	for (unsigned i = 0; i < w->cfg.ngpu; i++)
 		w->gpu[i].pw = NULL;	/* its pidfds are closed below */
+	book_close(w);			/* the ledger's file, before its dir */
 	if (w->jdir >= 0)
 		close(w->jdir);
 	pthread_cond_destroy(&w->peer_ended);
@@ -1419,6 +1617,7 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 
 	if (w->jdir < 0)
 		return 0;
+	book_load(w, b);	/* first: a lease ended below is counted */
 	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
 		struct wgpu *g = &w->gpu[i];
 		struct journal_rec r;
@@ -1488,6 +1687,7 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->started_ms = r.started_ms;
 		g->energy_ok = r.has_energy;
 		g->energy_mj = r.energy_mj;
+		book_start(g);	/* its start, if the file is older */
 		adopt_pids(g, &r);
 		g->first_pid = g->last_pid = r.npid > 0 ? r.pid[0] : 0;
 		g->adopted = true;	/* this process ends it, and says so */
@@ -1869,6 +2069,7 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 			g->started_ms = bf.started_ms;
 			g->energy_ok = bf.energy_ok;
 			g->energy_mj = bf.energy_mj;
+			book_start(g);
 		}
 		if (g->max_mw == 0) {	/* bounds its lease_end's energy */
 			uint32_t lo, hi;
@@ -2083,7 +2284,8 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 	/* a lease under which nothing changed changed nothing: no line */
 	if (ra->kind == PSMSG_AUDIT_LEASE_END && ra->settings == 0)
 		return 0;
-	if (!event_room(w))
+	/* a lease_end (once a lease: bounded) counts in the ledger first */
+	if (ra->kind != PSMSG_AUDIT_LEASE_END && !event_room(w))
 		return 0;
 	switch (ra->kind) {
 	case PSMSG_AUDIT_REFUSED:
@@ -2132,6 +2334,9 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (!holder_ok) {
+		if (ra->kind == PSMSG_AUDIT_LEASE_END && !event_room(w))
+			return zerr_set(err, ZERR_CONFLICT, "a lease line "
+			    "refused");
 		zlog(ZLOG_WARN, "audit_record_refused", "gpu=%u uid=%u "
 		    "msg=\"a lease line for a holder the device process never "
 		    "saw on that GPU, said twice, or beyond what it saw\"",
@@ -2139,6 +2344,13 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 		return zerr_set(err, ZERR_CONFLICT, "uid %u held no lease on "
 		    "GPU %u (or its end was told)", (unsigned)ra->holder_uid,
 		    gpu);
+	}
+	if (ra->kind == PSMSG_AUDIT_LEASE_END) {
+		if (ra->energy_ok)	/* bounded above by this process's */
+			book_lease(w, (uid_t)ra->holder_uid, a.user, gpu,
+			    ra->energy_mj);
+		if (!event_room(w))
+			return 0;
 	}
 	a.unix_peer = true;
 	a.uid = (uid_t)ra->holder_uid;

@@ -137,6 +137,15 @@ struct lease_adopted;
 int warden_adopted(struct warden *w, unsigned gpu, struct lease_adopted *a);
 
 /*
+ * After warden_recover, with a lease journal (--state-dir): the energy
+ * ledger as this process keeps it (its file, ledger_store.h, taken back
+ * and carried on), for the network process to continue from (lease.h,
+ * leases_seed_ledger): 1 with *out, or 0 without a journal.
+ */
+struct ledger_store;
+int warden_ledger(struct warden *w, struct ledger_store *out);
+
+/*
  * The network process started (its pid) and the listening socket's path
  * (cfg.net, cfg.listen_path): set once, before any request is decided.
  */

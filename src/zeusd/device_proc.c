@@ -707,6 +707,9 @@ device_net_info(const struct zeusd_config *cfg, const struct node *node,
 		goto fail;
 	for (unsigned i = 0; i < node->ngpu && i < PSMSG_MAX_GPUS; i++)
 		info->leases[i] = adopted[i];
+	/* the ledger carries on from its file (--state-dir) */
+	info->ledger_ok = dev.warden != NULL &&
+	    warden_ledger(dev.warden, &info->ledger) == 1;
 	if ((fd = reload_memfd("zeusd-netstart", (const char *)info,
 	    sizeof(*info))) < 0) {
 		zerr_set(err, ZERR_INTERNAL, "the network process's start "

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "access/lease.h"
+#include "access/ledger_store.h"
 #include "node/node_remote.h"
 #include "privsep/sandbox.h"
 
@@ -73,6 +74,14 @@ struct netstart_info {
 	 * network process's own (lease.h, leases_adopt).
 	 */
 	struct lease_adopted leases[PSMSG_MAX_GPUS];
+	/*
+	 * The energy ledger the device process keeps (--state-dir,
+	 * warden_ledger), for the network process's ledger to continue
+	 * from (lease.h, leases_seed_ledger); ledger_ok false: none. About
+	 * 150 KiB: the record is a memfd, read once.
+	 */
+	bool ledger_ok;
+	struct ledger_store ledger;
 };
 
 #endif

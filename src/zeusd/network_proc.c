@@ -406,8 +406,11 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 		return -1;
 	/*
 	 * The leases the device process took back from its journal, once
-	 * their restores can be queued; before anything is served.
+	 * their restores can be queued; before anything is served. The
+	 * ledger first, so that its users keep their order.
 	 */
+	if (srv->ctx.leases != NULL && info.ledger_ok)
+		leases_seed_ledger(srv->ctx.leases, &info.ledger);
 	for (unsigned g = 0; srv->ctx.leases != NULL && g < PSMSG_MAX_GPUS;
 	    g++)
 		if (info.leases[g].held && leases_adopt(srv->ctx.leases, g,
