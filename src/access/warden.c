@@ -24,13 +24,15 @@
  * readable: exited) when a write or a restore asks, and each holder's
  * pidfd is armed once in the holders' watcher (pidwatch.h), whose thread
  * restores the lease when the last of them exits (holder_exited).
+ *
+ * This file: peers, tokens, the decision on every write, the network
+ * process's events and the executor's calls; the lease record of each GPU
+ * is warden_lease.c's, the ledger's copy warden_book.c's (warden_int.h).
  */
 #include "access/warden.h"
 
 #include <errno.h>
 #include <stddef.h>
-#include <fcntl.h>
-#include <pwd.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -51,11 +53,11 @@
 #include "access/journal.h"
 #include "access/lease.h"
 #include "access/lease_text.h"
-#include "access/ledger_store.h"
 #include "access/peer.h"
 #include "access/pidwatch.h"
 #include "access/policy.h"
 #include "access/slurmjobs.h"
+#include "access/warden_int.h"
 #include "common/clock.h"
 #include "common/identity.h"
 #include "common/log.h"
@@ -66,10 +68,6 @@
 #include "privsep/exec.h"
 #include "privsep/msg.h"
 
-#define WARDEN_MAX_PIDS 64		/* holder processes per GPU */
-/* a restore of this process's own that failed: tried again after */
-#define WARDEN_RETRY_FIRST_MS 1000
-#define WARDEN_RETRY_MAX_MS 30000	/* doubling up to this */
 #define NO_SLOT UINT32_MAX
 
 struct wpeer {
@@ -104,63 +102,6 @@ struct wpeer {
 	uint32_t allowed;
 };
 
-/* A write's peer as the decision sees it (a copy, out of the lock). */
-struct wwho {
-	uid_t uid;
-	pid_t pid;
-	bool proc_known;
-	uint64_t start;
-	int pidfd;			/* proc_watch's, closed by the caller */
-	bool gone;			/* proc_watch found it exited */
-	struct identity id;
-	struct policy_peer pp;
-};
-
-struct wgpu {
-	pthread_mutex_t lock;
-	unsigned idx;			/* its GPU */
-	struct pidwatch *pw;		/* the warden's (leases), or NULL */
-	bool held;
-	uid_t uid;
-	/*
-	 * held ? uid + 1 : 0, written under `lock`, read by other GPUs'
-	 * decisions without it (max_leased_gpus counts a user's leases).
-	 */
-	_Atomic uint64_t holder_key;
-	pid_t first_pid;
-	pid_t last_pid;			/* the last writer (restores' lines) */
-	bool ended;			/* ended_uid: the last lease's holder */
-	uid_t ended_uid;
-	bool end_written;		/* its lease_end line is in the log */
-	uint64_t started_ns;		/* the lease's first change here */
-	uint32_t max_mw;		/* the GPU's top power limit then */
-	char user[IDENTITY_USER_MAX];
-	char comm[IDENTITY_COMM_MAX];
-	char cgroup[IDENTITY_CGROUP_MAX];	/* the first writer's */
-	char label[LEASE_LABEL_MAX + 1];	/* the holder's latest; "" */
-	int pidfd[WARDEN_MAX_PIDS];
-	pid_t pid[WARDEN_MAX_PIDS];
-	uint64_t start[WARDEN_MAX_PIDS];	/* procstat_start_ticks */
-	unsigned npid;
-	/* the energy ledger's copy (--state-dir, ledger_store.h), or NULL */
-	struct wbook *book;
-	/*
-	 * Being taken back from the lease journal (warden_recover): a
-	 * restore at start-up writes its own lease_end line, the network
-	 * process never having known the lease. Those that hold again are
-	 * handed to it (warden_adopted), which restores and ends them as its
-	 * own.
-	 */
-	bool adopted;
-	/* the values before the lease's first change of each setting */
-	bool has_limit, has_persist, gpu_clocks, mem_clocks;
-	uint32_t limit_mw;
-	bool persist;
-	/* with a journal: when the lease began and the energy counter then */
-	bool has_start, energy_ok;
-	uint64_t started_ms, energy_mj;
-};
-
 /* A verified token (the table is under w->lock). */
 struct wtoken {
 	uint32_t gen;			/* 0: free */
@@ -169,46 +110,6 @@ struct wtoken {
 	time_t used;			/* CLOCK_MONOTONIC seconds */
 	struct auth_claims c;
 };
-
-struct warden {
-	struct warden_config cfg;
-	struct wtoken **tok;		/* [WARDEN_MAX_TOKENS], lazily */
-	unsigned key_gen;
-	uint32_t tok_gen;
-	pthread_mutex_t lock;		/* the peer table */
-	struct wpeer **slot;		/* [WARDEN_MAX_PEERS], lazily filled */
-	uint32_t nused;			/* slots ever handed out */
-	uint32_t *freed;		/* [WARDEN_MAX_PEERS]: a stack */
-	uint32_t nfreed;
-	uint32_t closed_head, closed_tail;
-	uint32_t next_gen;
-	atomic_bool stopping;
-	atomic_ulong refused;
-	bool diag_ok;			/* sockdiag_unix_works() */
-	/* the network process's events (PSMSG_AUDIT): a bucket (w->lock) */
-	double events;
-	uint64_t events_ns;
-	unsigned long events_dropped;
-	time_t events_said;
-	pthread_cond_t peer_ended;	/* a PSMSG_PEER_END came (w->lock) */
-	struct wgpu *gpu;		/* [cfg.ngpu] */
-	struct slurmjobs *jobs;		/* the Slurm job steps that hold GPUs */
-	/*
-	 * --gpu-leases: the thread that restores a lease when its holder
-	 * processes are gone (pidwatch.h), and the GPUs it restores.
-	 */
-	struct pidwatch *pw;
-	struct gpu_backend *b;
-	unsigned retry_ms;		/* its restores' backoff; 0: none due */
-	/* the lease journal (--state-dir): -1 none */
-	int jdir;
-	char boot[JOURNAL_BOOT_LEN + 1];
-	struct wbook *book;		/* the ledger's copy, with the journal */
-};
-
-static void holder_exited(void *ctx, uint32_t gpu);
-static void restore_retry(void *ctx);
-static void retry_after(struct warden *w, bool again);
 
 static time_t
 mono_s(void)
@@ -219,8 +120,8 @@ mono_s(void)
 	return t.tv_sec;
 }
 
-static bool
-pidfd_exited(int fd)
+bool
+wd_pidfd_exited(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
@@ -284,14 +185,9 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	}
 	atomic_init(&w->stopping, false);
 	atomic_init(&w->refused, 0);
-	if (cfg->leases) {
-		if (pidwatch_create(holder_exited, restore_retry, w, &w->pw,
-		    err) != 0) {
-			warden_destroy(w);
-			return -1;
-		}
-		for (unsigned i = 0; i < cfg->ngpu; i++)
-			w->gpu[i].pw = w->pw;
+	if (cfg->leases && wd_watch_create(w, err) != 0) {
+		warden_destroy(w);
+		return -1;
 	}
 	if (cfg->state_dir != NULL && cfg->leases &&
 	    (journal_boot_id(w->boot, err) != 0 ||
@@ -304,241 +200,6 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	return 0;
 }
 
-/* A holder's pidfd goes (it is watched no more). */
-static void
-wgpu_close_pid(struct wgpu *g, int fd)
-{
-	if (g->pw != NULL)
-		pidwatch_remove(g->pw, fd);
-	close(fd);
-}
-
-/* A holder's pidfd comes: its exit is told to holder_exited. */
-static void
-wgpu_watch_pid(struct wgpu *g, int fd, pid_t pid)
-{
-	struct zerr e;
-
-	if (g->pw != NULL && pidwatch_add(g->pw, fd, g->idx, &e) != 0)
-		zlog(ZLOG_WARN, "holder_not_watched", "gpu=%u pid=%ld "
-		    "error=\"%s\" msg=\"its exit is seen at the next write or "
-		    "the network process's restore\"", g->idx, (long)pid,
-		    e.msg);
-}
-
-static void
-wgpu_forget_pids(struct wgpu *g)
-{
-	for (unsigned i = 0; i < g->npid; i++)
-		wgpu_close_pid(g, g->pidfd[i]);
-	g->npid = 0;
-}
-
-/* ---- The energy ledger's copy (--state-dir, ledger_store.h) --------------- */
-
-/*
- * The network process keeps the ledger /metrics shows but cannot write a
- * file, so this process keeps its durable copy from what it sees itself:
- * the GPU's energy counter read when a lease starts and when it ends (the
- * increments outside leases are nobody's, as in lease.c), the energy of
- * each lease end it accepts from the network process (warden_audit, which
- * bounds it by its own record), and that of a lease it took back and
- * ended itself, which the network process never heard of. Saved at each
- * lease end and at the stop; handed to the next network process at start
- * (warden_ledger). Lock order: a GPU's lock, then the book's.
- */
-struct wbook {
-	pthread_mutex_t lock;
-	struct ledger_store s;
-	struct gpu_backend *b;		/* the counters (warden_recover's) */
-	int dirfd;			/* the journal's directory */
-	const char *boot;
-	bool failing;			/* the last save failed (said once) */
-};
-
-/* Writes the file (book locked); a failure is said once until one works. */
-static void
-book_save(struct wbook *bk)
-{
-	char q[ZERR_MSG_MAX + 64];
-	struct zerr e;
-
-	zerr_clear(&e);
-	if (ledger_store_save(bk->dirfd, &bk->s, bk->boot, &e) == 0) {
-		bk->failing = false;
-		return;
-	}
-	if (!bk->failing)
-		zlog(ZLOG_ERROR, "ledger_save_failed", "error=%s msg=\"the "
-		    "energy ledger's file is behind: a restart now loses the "
-		    "latest totals\"", zlog_quote(q, sizeof(q), e.msg));
-	bk->failing = true;
-}
-
-/*
- * A lease begins, or is taken back, with the counter at g->energy_mj
- * (GPU lock held): the energy before it is nobody's.
- */
-static void
-book_start(struct wgpu *g)
-{
-	struct wbook *bk = g->book;
-
-	if (bk == NULL || !g->energy_ok)
-		return;
-	pthread_mutex_lock(&bk->lock);
-	ledger_store_unleased(&bk->s, g->idx, g->energy_mj);
-	pthread_mutex_unlock(&bk->lock);
-}
-
-/*
- * The lease ends (GPU lock held, g still held): the counter now is the
- * new base, and without a start reading the lease's energy is nobody's,
- * as lease.c counts it. A lease taken back and ended here gets its energy
- * charged to its holder; any other's comes with the network process's
- * lease_end (book_lease).
- */
-static void
-book_end(struct wgpu *g)
-{
-	struct wbook *bk = g->book;
-	uint64_t mj = 0;
-	struct zerr e;
-
-	if (bk == NULL || bk->b == NULL || !g->held ||
-	    bk->b->ops->get_energy_mj(bk->b, g->idx, &mj, &e) != 0)
-		return;
-	pthread_mutex_lock(&bk->lock);
-	if (g->energy_ok && mj >= g->energy_mj) {
-		if (g->adopted)
-			ledger_store_add(&bk->s, (uint32_t)g->uid, g->user,
-			    g->idx, mj - g->energy_mj);
-		ledger_store_rebase(&bk->s, g->idx, mj);
-	} else {
-		ledger_store_unleased(&bk->s, g->idx, mj);
-	}
-	book_save(bk);
-	pthread_mutex_unlock(&bk->lock);
-}
-
-/* A lease end the network process told, accepted: its energy, its user's. */
-static void
-book_lease(struct warden *w, uid_t uid, const char *user, unsigned gpu,
-    uint64_t mj)
-{
-	struct wbook *bk = w->book;
-
-	if (bk == NULL)
-		return;
-	pthread_mutex_lock(&bk->lock);
-	ledger_store_add(&bk->s, (uint32_t)uid, user, gpu, mj);
-	book_save(bk);
-	pthread_mutex_unlock(&bk->lock);
-}
-
-/*
- * Start-up, before the journal's leases are taken back: the file, or a
- * ledger from 0 when there is none or it is refused (set aside).
- */
-static void
-book_load(struct warden *w, struct gpu_backend *b)
-{
-	static const char *const bad_names[] = {
-		[JOURNAL_OK] = "ok",
-		[JOURNAL_GARBLED] = "garbled",
-		[JOURNAL_OTHER_BOOT] = "other_boot",
-		[JOURNAL_UNSAFE] = "unsafe",
-	};
-	struct wbook *bk = calloc(1, sizeof(*bk));
-	enum journal_bad bad;
-	char why[160], q[200];
-	int rc;
-
-	if (bk == NULL) {
-		zlog(ZLOG_ERROR, "ledger_not_kept", "msg=\"out of memory: the "
-		    "energy ledger is not kept across a restart\"");
-		return;
-	}
-	pthread_mutex_init(&bk->lock, NULL);
-	bk->b = b;
-	bk->dirfd = w->jdir;
-	bk->boot = w->boot;
-	rc = ledger_store_load(w->jdir, w->boot, w->cfg.ngpu, &bk->s, &bad,
-	    why, sizeof(why));
-	if (rc < 0) {
-		zlog(ZLOG_ERROR, "ledger_refused", "reason=%s why=%s msg=\"the "
-		    "energy ledger starts from 0; the file is kept as "
-		    "ledger.refused\"", bad_names[bad], zlog_quote(q, sizeof(q),
-		    why));
-		(void)ledger_store_set_aside(w->jdir);
-	} else if (rc == 0 && bad == JOURNAL_OTHER_BOOT) {
-		zlog(ZLOG_INFO, "ledger_taken_back", "users=%u boot=other "
-		    "msg=\"the GPUs' counters restarted with the machine: the "
-		    "totals carry on, unleased energy counts from now\"",
-		    bk->s.nusers);
-	} else if (rc == 0) {
-		zlog(ZLOG_INFO, "ledger_taken_back", "users=%u boot=same",
-		    bk->s.nusers);
-	}
-	/*
-	 * A GPU without a base (a first start, another boot) gets one now:
-	 * what it uses from here outside leases, zeusd down included, is
-	 * nobody's. Read once per GPU, at start-up only.
-	 */
-	for (unsigned i = 0; i < bk->s.ngpu; i++) {
-		uint64_t mj;
-		struct zerr e;
-
-		if (!bk->s.gpu[i].based &&
-		    b->ops->get_energy_mj(b, i, &mj, &e) == 0)
-			ledger_store_rebase(&bk->s, i, mj);
-	}
-	book_save(bk);		/* before any thread: no lock needed yet */
-	w->book = bk;
-	for (unsigned i = 0; i < w->cfg.ngpu; i++)
-		w->gpu[i].book = bk;
-}
-
-/* The stop: the file a last time, and the book goes. */
-static void
-book_close(struct warden *w)
-{
-	if (w->book == NULL)
-		return;
-	pthread_mutex_lock(&w->book->lock);
-	book_save(w->book);
-	pthread_mutex_unlock(&w->book->lock);
-	for (unsigned i = 0; i < w->cfg.ngpu; i++)
-		w->gpu[i].book = NULL;
-	pthread_mutex_destroy(&w->book->lock);
-	free(w->book);
-	w->book = NULL;
-}
-
-int
-warden_ledger(struct warden *w, struct ledger_store *out)
-{
-	if (w->book == NULL)
-		return 0;
-	pthread_mutex_lock(&w->book->lock);
-	*out = w->book->s;
-	pthread_mutex_unlock(&w->book->lock);
-	return 1;
-}
-
-/* The lease ends: its holder is remembered for the ledger's line. */
-static void
-wgpu_end(struct wgpu *g)
-{
-	book_end(g);
-	g->held = false;
-	g->adopted = false;
-	atomic_store(&g->holder_key, 0);
-	g->ended = true;
-	g->ended_uid = g->uid;
-	wgpu_forget_pids(g);
-}
-
 void
 warden_destroy(struct warden *w)
 {
@@ -548,7 +209,7 @@ warden_destroy(struct warden *w)
 	w->pw = NULL;
 	for (unsigned i = 0; i < w->cfg.ngpu; i++)
 		w->gpu[i].pw = NULL;	/* its pidfds are closed below */
-	book_close(w);			/* the ledger's file, before its dir */
+	wd_book_close(w);			/* the ledger's file, before its dir */
 	if (w->jdir >= 0)
 		close(w->jdir);
 	pthread_cond_destroy(&w->peer_ended);
@@ -703,7 +364,7 @@ proc_look(int fd, struct peer *p, uint64_t *start, struct zerr *err)
 		    "zeusd's device process has no descriptor free to look at "
 		    "the connecting process; retry later") : 0;
 	if (procstat_start_ticks(p->pid, start) == 0 &&
-	    !pidfd_exited(p->pidfd))
+	    !wd_pidfd_exited(p->pidfd))
 		known = 1;
 	peer_release(p);
 	return known;
@@ -732,7 +393,7 @@ proc_watch(struct wwho *who, struct zerr *err)
 		return 0;
 	}
 	if (procstat_start_ticks(who->pid, &start) != 0 ||
-	    start != who->start || pidfd_exited(fd)) {
+	    start != who->start || wd_pidfd_exited(fd)) {
 		close(fd);
 		who->gone = true;
 		return 0;
@@ -1108,102 +769,8 @@ refuse(struct warden *w, const struct wwho *p, const struct auth_claims *c,
 	return -1;
 }
 
-/* Drops the holder's processes that exited; true while one lives. */
-static bool
-wgpu_live(struct wgpu *g)
-{
-	unsigned k = 0;
-
-	for (unsigned i = 0; i < g->npid; i++) {
-		if (pidfd_exited(g->pidfd[i])) {
-			wgpu_close_pid(g, g->pidfd[i]);
-			continue;
-		}
-		g->pidfd[k] = g->pidfd[i];
-		g->start[k] = g->start[i];
-		g->pid[k++] = g->pid[i];
-	}
-	g->npid = k;
-	return k > 0;
-}
-
-static bool
-wgpu_pending(const struct wgpu *g)
-{
-	return g->has_limit || g->has_persist || g->gpu_clocks || g->mem_clocks;
-}
-
-/* Whether the lease still binds (ending it when not). */
-static bool
-wgpu_held(struct wgpu *g)
-{
-	bool live = g->held && wgpu_live(g);
-
-	if (g->held && !live && !wgpu_pending(g))
-		wgpu_end(g);
-	return g->held;
-}
-
-/*
- * After a successful write of a non-root Unix peer: its lease, which takes
- * over p's pidfd when it watches a process not yet among the holders.
- */
-static void
-wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
-    bool got_limit, uint32_t limit_mw, bool got_persist, bool persist)
-{
-	unsigned t = gpu_write_touches(wr->op);
-	bool known = false;
-
-	if (!g->held) {
-		memset(&g->has_limit, 0, sizeof(*g) - offsetof(struct wgpu,
-		    has_limit));
-		g->held = true;
-		g->uid = p->uid;
-		atomic_store(&g->holder_key, (uint64_t)p->uid + 1);
-		g->end_written = false;
-		g->started_ns = zclock_now_ns();
-		g->max_mw = 0;
-		g->first_pid = p->pid;
-		snprintf(g->user, sizeof(g->user), "%s", p->id.user);
-		snprintf(g->comm, sizeof(g->comm), "%s", p->id.comm);
-		snprintf(g->cgroup, sizeof(g->cgroup), "%s", p->id.cgroup);
-		g->label[0] = '\0';
-	}
-	g->last_pid = p->pid;
-	for (unsigned i = 0; i < g->npid; i++)
-		known |= g->pid[i] == p->pid;
-	if (!known && p->pidfd >= 0 && g->npid < WARDEN_MAX_PIDS) {
-		wgpu_watch_pid(g, p->pidfd, p->pid);
-		g->pidfd[g->npid] = p->pidfd;
-		g->start[g->npid] = p->start;
-		g->pid[g->npid++] = p->pid;
-		p->pidfd = -1;
-	}
-	if ((t & GPU_SETTING_POWER_LIMIT) && !g->has_limit && got_limit) {
-		g->has_limit = true;
-		g->limit_mw = limit_mw;
-	}
-	if ((t & GPU_SETTING_PERSISTENCE) && !g->has_persist && got_persist) {
-		g->has_persist = true;
-		g->persist = persist;
-	}
-	g->gpu_clocks |= (t & GPU_SETTING_GPU_CLOCKS) != 0;
-	g->mem_clocks |= (t & GPU_SETTING_MEM_CLOCKS) != 0;
-}
-
-/* The value a write replaces, read just before it (its audit line). */
-struct wbefore {
-	bool limit_ok, persist_ok;
-	uint32_t limit_mw;
-	bool persist;
-	/* a lease that begins, with a journal: its start (journal.h) */
-	bool starts, energy_ok;
-	uint64_t started_ms, energy_mj;
-};
-
-static void
-before_read(struct gpu_backend *b, unsigned gpu, const struct gpu_write *wr,
+void
+wd_before_read(struct gpu_backend *b, unsigned gpu, const struct gpu_write *wr,
     struct wbefore *bf)
 {
 	struct zerr e;
@@ -1217,7 +784,7 @@ before_read(struct gpu_backend *b, unsigned gpu, const struct gpu_write *wr,
 		    &bf->persist, &e) == 0;
 }
 
-static const char *const reasons[PSMSG_REASON_END] = {
+const char *const wd_reasons[PSMSG_REASON_END] = {
 	[PSMSG_REASON_NONE] = "unspecified",
 	[PSMSG_REASON_PROCESS_EXIT] = "process_exit",
 	[PSMSG_REASON_RELEASE] = "release",
@@ -1228,8 +795,8 @@ static const char *const reasons[PSMSG_REASON_END] = {
  * The audit line of a write the device process ran (ok or failed): who
  * as this process knows them, the value before as it read it.
  */
-static void
-audit_ran(const struct audit_who *a, unsigned gpu, const struct gpu_write *wr,
+void
+wd_audit_ran(const struct audit_who *a, unsigned gpu, const struct gpu_write *wr,
     const struct wbefore *bf, int rc, const struct zerr *err,
     const char *reason)
 {
@@ -1249,597 +816,12 @@ audit_ran(const struct audit_who *a, unsigned gpu, const struct gpu_write *wr,
 	    reason);
 }
 
-
-/* ---- The lease journal (--state-dir, journal.h) --------------------------- */
-
-/* Now, as Unix time in ms (a lease's start in the journal). */
-static uint64_t
-realtime_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
-}
-
-/* GPU `gpu`'s record as the journal keeps it. */
-static void
-rec_of(const struct wgpu *g, unsigned gpu, struct journal_rec *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->gpu = gpu;
-	r->uid = (uint32_t)g->uid;
-	snprintf(r->cgroup, sizeof(r->cgroup), "%s", g->cgroup);
-	snprintf(r->label, sizeof(r->label), "%s", g->label);
-	r->has_start = g->has_start;
-	r->started_ms = g->started_ms;
-	r->has_energy = g->energy_ok;
-	r->energy_mj = g->energy_mj;
-	r->has_limit = g->has_limit;
-	r->limit_mw = g->limit_mw;
-	r->has_persist = g->has_persist;
-	r->persist = g->persist;
-	r->gpu_clocks = g->gpu_clocks;
-	r->mem_clocks = g->mem_clocks;
-	for (unsigned i = 0; i < g->npid && i < JOURNAL_MAX_PIDS; i++) {
-		r->pid[r->npid] = (int32_t)g->pid[i];
-		r->start[r->npid++] = g->start[i];
-	}
-}
-
-/*
- * The journal made to match the record (lock held): the file replaced, or
- * removed when nothing waits for a restore. 0, or -1 with err.
- */
-static int
-journal_keep(struct warden *w, const struct wgpu *g, unsigned gpu,
-    struct zerr *err)
-{
-	struct journal_rec r;
-
-	if (w->jdir < 0)
-		return 0;
-	if (!g->held || !wgpu_pending(g))
-		return journal_remove(w->jdir, gpu, err);
-	rec_of(g, gpu, &r);
-	return journal_save(w->jdir, &r, w->boot, err);
-}
-
-/* journal_keep where nothing can be refused any more: a failure is logged. */
-static void
-journal_keep_logged(struct warden *w, const struct wgpu *g, unsigned gpu)
-{
-	char q[ZERR_MSG_MAX + 64];
-	struct zerr e;
-
-	zerr_clear(&e);
-	if (journal_keep(w, g, gpu, &e) != 0)
-		zlog(ZLOG_ERROR, "lease_journal_failed", "gpu=%u error=%s "
-		    "msg=\"the journal may not match the lease until its "
-		    "next change\"", gpu, zlog_quote(q, sizeof(q), e.msg));
-}
-
-/*
- * Before a write of non-root peer `p` runs (lock held): the lease as it
- * will be if the write succeeds goes to the journal first, when it
- * changes what the journal holds (a new lease, a setting's first change,
- * a new holder process). 0, or -1 with err (503: nothing runs).
- */
-static int
-journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
-    const struct wwho *p, const struct gpu_write *wr,
-    const struct wbefore *bf, const char *label, struct zerr *err)
-{
-	unsigned t = gpu_write_touches(wr->op);
-	struct journal_rec r, now;
-	bool known = false;
-
-	if (w->jdir < 0)
-		return 0;
-	memset(&now, 0, sizeof(now));
-	if (g->held)
-		rec_of(g, gpu, &now);
-	r = now;
-	r.gpu = gpu;
-	r.uid = (uint32_t)p->uid;
-	if (!g->held) {
-		snprintf(r.cgroup, sizeof(r.cgroup), "%s", p->id.cgroup);
-		r.label[0] = '\0';
-	}
-	if (label[0] != '\0')		/* a write's label replaces the last */
-		snprintf(r.label, sizeof(r.label), "%.*s",
-		    LEASE_LABEL_MAX, label);
-	if (!g->held && bf->starts) {
-		r.has_start = true;
-		r.started_ms = bf->started_ms;
-		r.has_energy = bf->energy_ok;
-		r.energy_mj = bf->energy_mj;
-	}
-	if ((t & GPU_SETTING_POWER_LIMIT) && !r.has_limit && bf->limit_ok) {
-		r.has_limit = true;
-		r.limit_mw = bf->limit_mw;
-	}
-	if ((t & GPU_SETTING_PERSISTENCE) && !r.has_persist &&
-	    bf->persist_ok) {
-		r.has_persist = true;
-		r.persist = bf->persist;
-	}
-	r.gpu_clocks |= (t & GPU_SETTING_GPU_CLOCKS) != 0;
-	r.mem_clocks |= (t & GPU_SETTING_MEM_CLOCKS) != 0;
-	for (unsigned i = 0; i < r.npid; i++)
-		known |= r.pid[i] == (int32_t)p->pid;
-	if (!known && p->proc_known && r.npid < JOURNAL_MAX_PIDS) {
-		r.pid[r.npid] = (int32_t)p->pid;
-		r.start[r.npid++] = p->start;
-	}
-	if (!journal_rec_pending(&r) || memcmp(&r, &now, sizeof(r)) == 0)
-		return 0;
-	return journal_save(w->jdir, &r, w->boot, err);
-}
-
-/*
- * The lease_end line of a lease taken back from the journal, which the
- * network process never heard of: the device process's own figures, from
- * the lease's start as the journal kept it (so its energy spans the
- * restart) to now. Lock held.
- */
-static void
-lease_end_line(const struct wgpu *g, struct gpu_backend *b, unsigned gpu,
-    const struct audit_who *holder, unsigned settings, const char *reason)
-{
-	struct audit_lease le;
-	char names[96];
-	uint64_t mj = 0, now_ms;
-	struct zerr e;
-
-	if (!g->adopted || !audit_enabled())
-		return;
-	now_ms = realtime_ms();
-	lease_settings_format(settings, names, sizeof(names));
-	memset(&le, 0, sizeof(le));
-	le.cgroup = g->cgroup;
-	le.reason = reason;
-	le.settings = names;
-	le.duration_s = g->has_start && now_ms >= g->started_ms ?
-	    (double)(now_ms - g->started_ms) / 1000.0 : 0;
-	le.energy_ok = g->energy_ok && b->ops->get_energy_mj(b, gpu, &mj,
-	    &e) == 0 && mj >= g->energy_mj;
-	le.energy_j = le.energy_ok ? (double)(mj - g->energy_mj) / 1000.0 : 0;
-	audit_write_lease(holder, gpu, &le);
-}
-
-/*
- * Every setting the lease changed, back to its recorded value (lock
- * held), each write audited with `reason`; the lease ends when all are
- * back, and the journal follows. true when all went back.
- */
-static bool
-restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
-    unsigned gpu, const char *reason)
-{
-	struct audit_who holder;
-	bool all = true;
-	int rc;
-	unsigned had = (g->has_limit ? GPU_SETTING_POWER_LIMIT : 0) |
-	    (g->has_persist ? GPU_SETTING_PERSISTENCE : 0) |
-	    (g->gpu_clocks ? GPU_SETTING_GPU_CLOCKS : 0) |
-	    (g->mem_clocks ? GPU_SETTING_MEM_CLOCKS : 0);
-
-	memset(&holder, 0, sizeof(holder));
-	holder.unix_peer = true;
-	holder.uid = g->uid;
-	holder.pid = g->last_pid;
-	snprintf(holder.user, sizeof(holder.user), "%s", g->user);
-	for (unsigned k = 0; k < 4; k++) {
-		struct gpu_write wr;
-		struct wbefore bf;
-		struct zerr e;
-		bool *flag;
-
-		memset(&wr, 0, sizeof(wr));
-		switch (k) {
-		case 0:
-			flag = &g->has_limit;
-			wr.op = GPU_SET_POWER_LIMIT;
-			wr.power_limit_mw = g->limit_mw;
-			break;
-		case 1:
-			flag = &g->has_persist;
-			wr.op = GPU_SET_PERSISTENCE_MODE;
-			wr.enabled = g->persist;
-			break;
-		case 2:
-			flag = &g->gpu_clocks;
-			wr.op = GPU_RESET_GPU_LOCKED_CLOCKS;
-			break;
-		default:
-			flag = &g->mem_clocks;
-			wr.op = GPU_RESET_MEM_LOCKED_CLOCKS;
-			break;
-		}
-		if (!*flag)
-			continue;
-		zerr_clear(&e);
-		memset(&bf, 0, sizeof(bf));
-		if (audit_enabled())
-			before_read(b, gpu, &wr, &bf);
-		rc = b->ops->write(b, gpu, &wr, &e);
-		if (rc == 0)
-			*flag = false;
-		else
-			all = false;
-		audit_ran(&holder, gpu, &wr, &bf, rc, &e, reason);
-	}
-	if (!wgpu_pending(g)) {
-		lease_end_line(g, b, gpu, &holder, had, reason);
-		wgpu_end(g);
-	}
-	journal_keep_logged(w, g, gpu);
-	return all;
-}
-
-/*
- * A holder process of GPU `gpu`'s lease exited (pidwatch.h): when none
- * runs any more, this process puts back what the lease changed, itself,
- * with the same words the network process's restore would have had. The
- * network process's restore, which follows, then finds nothing waiting
- * and only ends its lease in the ledger (restore(): "nothing waits"). A
- * write that fails stays waiting (others are refused meanwhile) and is
- * tried again here after a backoff (restore_retry), as by the network
- * process's retries, a release or the stop.
- */
-static void
-holder_exited(void *ctx, uint32_t gpu)
-{
-	struct warden *w = ctx;
-	struct wgpu *g;
-
-	if (gpu >= w->cfg.ngpu)
-		return;
-	g = &w->gpu[gpu];
-	pthread_mutex_lock(&g->lock);
-	if (g->held && !wgpu_live(g) && w->b != NULL) {
-		if (!wgpu_pending(g)) {
-			wgpu_end(g);
-			journal_keep_logged(w, g, gpu);
-		} else if (restore_all(w, g, w->b, gpu,
-		    reasons[PSMSG_REASON_PROCESS_EXIT])) {
-			zlog(ZLOG_INFO, "gpu_lease_restored_by_device", "gpu=%u "
-			    "uid=%u msg=\"its holder processes exited\"", gpu,
-			    (unsigned)g->ended_uid);
-		} else {
-			zlog(ZLOG_ERROR, "gpu_lease_restore_failed", "gpu=%u "
-			    "uid=%u msg=\"its holder processes exited; retried "
-			    "after a backoff; others are refused meanwhile\"",
-			    gpu, (unsigned)g->uid);
-			if (w->retry_ms == 0)
-				retry_after(w, true);
-		}
-	}
-	pthread_mutex_unlock(&g->lock);
-}
-
-/* The next retry of restores that failed (the watcher's thread's). */
-static void
-retry_after(struct warden *w, bool again)
-{
-	if (!again) {
-		w->retry_ms = 0;
-		return;
-	}
-	w->retry_ms = w->retry_ms == 0 ? WARDEN_RETRY_FIRST_MS :
-	    w->retry_ms >= WARDEN_RETRY_MAX_MS / 2 ? WARDEN_RETRY_MAX_MS :
-	    w->retry_ms * 2;
-	pidwatch_tick_in(w->pw, w->retry_ms);
-}
-
-/*
- * Every lease whose holder processes are gone but whose settings still
- * wait: a restore that failed (at its backoff), or a lease no pidfd
- * watches (a write of an exited process ran: warden_write's kick).
- */
-static void
-restore_retry(void *ctx)
-{
-	struct warden *w = ctx;
-	bool again = false;
-
-	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
-		struct wgpu *g = &w->gpu[i];
-
-		pthread_mutex_lock(&g->lock);
-		if (g->held && !wgpu_live(g) && wgpu_pending(g)) {
-			if (restore_all(w, g, w->b, i,
-			    reasons[PSMSG_REASON_PROCESS_EXIT]))
-				zlog(ZLOG_INFO, "gpu_lease_restored_by_device",
-				    "gpu=%u uid=%u msg=\"its holder processes "
-				    "are gone\"", i, (unsigned)g->ended_uid);
-			else
-				again = true;
-		}
-		pthread_mutex_unlock(&g->lock);
-	}
-	retry_after(w, again);
-}
-
-int
-warden_watch(struct warden *w, struct gpu_backend *b, struct zerr *err)
-{
-	bool due = false;
-
-	if (w->pw == NULL)
-		return 0;
-	w->b = b;
-	/* a restore that failed at start-up (warden_recover) is retried */
-	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
-		struct wgpu *g = &w->gpu[i];
-
-		pthread_mutex_lock(&g->lock);
-		due |= g->held && !wgpu_live(g) && wgpu_pending(g);
-		pthread_mutex_unlock(&g->lock);
-	}
-	retry_after(w, due);
-	return pidwatch_start(w->pw, err);
-}
-
-/* The holder processes of `r` that still run (pid and start time). */
-static void
-adopt_pids(struct wgpu *g, const struct journal_rec *r)
-{
-	g->npid = 0;
-	for (unsigned i = 0; i < r->npid; i++) {
-		uint64_t start;
-		int fd = (int)syscall(SYS_pidfd_open, (pid_t)r->pid[i], 0);
-
-		if (fd < 0)
-			continue;
-		if (procstat_start_ticks((pid_t)r->pid[i], &start) != 0 ||
-		    start != r->start[i] || pidfd_exited(fd)) {
-			close(fd);	/* gone, or its pid is another's now */
-			continue;
-		}
-		wgpu_watch_pid(g, fd, (pid_t)r->pid[i]);
-		g->pidfd[g->npid] = fd;
-		g->pid[g->npid] = (pid_t)r->pid[i];
-		g->start[g->npid++] = r->start[i];
-	}
-}
-
-int
-warden_recover(struct warden *w, struct gpu_backend *b)
-{
-	static const char *const bad_names[] = {
-		[JOURNAL_GARBLED] = "garbled",
-		[JOURNAL_OTHER_BOOT] = "other_boot",
-		[JOURNAL_UNSAFE] = "unsafe",
-	};
-	int held = 0;
-
-	if (w->jdir < 0)
-		return 0;
-	book_load(w, b);	/* first: a lease ended below is counted */
-	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
-		struct wgpu *g = &w->gpu[i];
-		struct journal_rec r;
-		enum journal_bad bad;
-		char why[160], q[200];
-		struct passwd pw, *res = NULL;
-		char pwbuf[1024];
-		uint64_t now_ms;
-		int rc = journal_load(w->jdir, i, w->boot, &r, &bad, why,
-		    sizeof(why));
-
-		if (rc == 1)
-			continue;
-		if (rc != 0) {
-			zlog(bad == JOURNAL_OTHER_BOOT ? ZLOG_INFO : ZLOG_ERROR,
-			    "lease_journal_refused", "gpu=%u reason=%s why=%s "
-			    "msg=\"%s\"", i, bad_names[bad], zlog_quote(q,
-			    sizeof(q), why), bad == JOURNAL_OTHER_BOOT ?
-			    "GPU settings do not outlive a reboot: the record "
-			    "is dropped" : bad == JOURNAL_GARBLED ? "what the "
-			    "GPU was before its lease is unknown: it is left "
-			    "as it is (check it: nvidia-smi -q); the file is "
-			    "kept as gpu-N.lease.refused" : "the file is not "
-			    "trusted and not read: the GPU is left as it is "
-			    "(check it: nvidia-smi -q)");
-			if (bad == JOURNAL_OTHER_BOOT) {
-				struct zerr e;
-
-				(void)journal_remove(w->jdir, i, &e);
-			} else if (bad == JOURNAL_GARBLED) {
-				(void)journal_set_aside(w->jdir, i);
-			}
-			continue;
-		}
-		pthread_mutex_lock(&g->lock);
-		memset(&g->has_limit, 0, sizeof(*g) - offsetof(struct wgpu,
-		    has_limit));
-		g->held = true;
-		g->uid = (uid_t)r.uid;
-		atomic_store(&g->holder_key, (uint64_t)r.uid + 1);
-		/* its age, for the network process's lease_end line */
-		g->started_ns = zclock_now_ns();
-		now_ms = realtime_ms();
-		if (r.has_start && r.started_ms <= now_ms &&
-		    (now_ms - r.started_ms) * 1000000u < g->started_ns)
-			g->started_ns -= (now_ms - r.started_ms) * 1000000u;
-		{
-			uint32_t lo, hi;
-			struct zerr e;
-
-			if (b->ops->get_power_limit_constraints(b, i, &lo, &hi,
-			    &e) == 0)
-				g->max_mw = hi;
-		}
-		if (getpwuid_r((uid_t)r.uid, &pw, pwbuf, sizeof(pwbuf),
-		    &res) == 0 && res != NULL)
-			snprintf(g->user, sizeof(g->user), "%s", pw.pw_name);
-		snprintf(g->cgroup, sizeof(g->cgroup), "%s", r.cgroup);
-		snprintf(g->label, sizeof(g->label), "%s", r.label);
-		g->has_limit = r.has_limit;
-		g->limit_mw = r.limit_mw;
-		g->has_persist = r.has_persist;
-		g->persist = r.persist;
-		g->gpu_clocks = r.gpu_clocks;
-		g->mem_clocks = r.mem_clocks;
-		g->has_start = r.has_start;
-		g->started_ms = r.started_ms;
-		g->energy_ok = r.has_energy;
-		g->energy_mj = r.energy_mj;
-		book_start(g);	/* its start, if the file is older */
-		adopt_pids(g, &r);
-		g->first_pid = g->last_pid = r.npid > 0 ? r.pid[0] : 0;
-		g->adopted = true;	/* this process ends it, and says so */
-		if (g->npid > 0) {
-			held++;
-			zlog(ZLOG_INFO, "lease_journal_taken_back", "gpu=%u "
-			    "uid=%u processes=%u msg=\"the lease holds again; "
-			    "it is restored when they exit\"", i,
-			    (unsigned)r.uid, g->npid);
-			journal_keep_logged(w, g, i);
-		} else if (restore_all(w, g, b, i,
-		    "holder_gone_while_zeusd_was_down")) {
-			zlog(ZLOG_INFO, "lease_journal_restored", "gpu=%u "
-			    "uid=%u msg=\"its holder is gone: the GPU is put "
-			    "back\"", i, (unsigned)r.uid);
-		} else {
-			/* the network process retries it, refusing others */
-			zlog(ZLOG_ERROR, "lease_journal_restore_failed",
-			    "gpu=%u uid=%u msg=\"retried after a backoff; the "
-			    "GPU is refused to others meanwhile\"", i,
-			    (unsigned)r.uid);
-		}
-		g->adopted = false;
-		pthread_mutex_unlock(&g->lock);
-	}
-	return held;
-}
-
-int
-warden_adopted(struct warden *w, unsigned gpu, struct lease_adopted *a)
-{
-	struct wgpu *g;
-
-	memset(a, 0, sizeof(*a));
-	if (gpu >= w->cfg.ngpu)
-		return 0;
-	g = &w->gpu[gpu];
-	pthread_mutex_lock(&g->lock);
-	if (!g->held) {
-		pthread_mutex_unlock(&g->lock);
-		return 0;
-	}
-	a->held = true;
-	a->uid = g->uid;
-	snprintf(a->user, sizeof(a->user), "%s", g->user);
-	snprintf(a->cgroup, sizeof(a->cgroup), "%s", g->cgroup);
-	snprintf(a->label, sizeof(a->label), "%s", g->label);
-	a->has_start = g->has_start;
-	a->started_ms = g->started_ms;
-	a->energy_ok = g->energy_ok;
-	a->energy_mj = g->energy_mj;
-	a->has_limit = g->has_limit;
-	a->limit_mw = g->limit_mw;
-	a->has_persist = g->has_persist;
-	a->persist = g->persist;
-	a->gpu_clocks = g->gpu_clocks;
-	a->mem_clocks = g->mem_clocks;
-	for (unsigned i = 0; i < g->npid && a->npid < LEASE_ADOPT_PIDS; i++) {
-		int fd = fcntl(g->pidfd[i], F_DUPFD_CLOEXEC, 0);
-
-		if (fd < 0)
-			continue;	/* the network process restores early:
-					 * refused here while this one lives */
-		a->pid[a->npid] = g->pid[i];
-		a->fd[a->npid++] = fd;
-	}
-	pthread_mutex_unlock(&g->lock);
-	return 1;
-}
-
 void
 warden_set_network(struct warden *w, pid_t net, const char *listen_path)
 {
 	w->cfg.net = net;
 	snprintf(w->cfg.listen_path, sizeof(w->cfg.listen_path), "%s",
 	    listen_path);
-}
-
-/*
- * A restore: only of a change recorded here, only to the recorded value,
- * only when the holder's processes are gone, the holder or root released
- * it (`rel`), or zeusd stops. Lock held.
- */
-static int
-restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
-    unsigned gpu, const struct gpu_write *wr, const struct wwho *rel,
-    const char *reason, struct zerr *err)
-{
-	struct audit_who holder;
-	struct wbefore bf;
-	struct gpu_write rw = *wr;	/* with the value recorded here */
-	bool match = false;
-	int rc;
-
-	switch (wr->op) {
-	case GPU_SET_POWER_LIMIT:
-		match = g->has_limit;
-		rw.power_limit_mw = g->limit_mw;
-		break;
-	case GPU_SET_PERSISTENCE_MODE:
-		match = g->has_persist;
-		rw.enabled = g->persist;
-		break;
-	case GPU_RESET_GPU_LOCKED_CLOCKS:
-		match = g->gpu_clocks;
-		break;
-	case GPU_RESET_MEM_LOCKED_CLOCKS:
-		match = g->mem_clocks;
-		break;
-	default:
-		break;
-	}
-	/*
-	 * Nothing of this setting waits to go back (this process put it
-	 * back already, or its value before was never read): done, and no
-	 * write. The sender's lease ends; nothing here changes.
-	 */
-	if (!g->held || !match)
-		return 0;
-	if (wgpu_live(g) && !atomic_load(&w->stopping) && (rel == NULL ||
-	    (rel->uid != 0 && rel->uid != g->uid)))
-		return lease_text_not_yours(err, gpu, g->user, g->uid);
-	memset(&holder, 0, sizeof(holder));
-	holder.unix_peer = true;
-	holder.uid = g->uid;
-	holder.pid = g->last_pid;
-	snprintf(holder.user, sizeof(holder.user), "%s", g->user);
-	memset(&bf, 0, sizeof(bf));
-	if (audit_enabled())
-		before_read(b, gpu, &rw, &bf);
-	rc = b->ops->write(b, gpu, &rw, err);
-	audit_ran(&holder, gpu, &rw, &bf, rc, err, reason);
-	if (rc != 0)
-		return rc;
-	switch (wr->op) {
-	case GPU_SET_POWER_LIMIT:
-		g->has_limit = false;
-		break;
-	case GPU_SET_PERSISTENCE_MODE:
-		g->has_persist = false;
-		break;
-	case GPU_RESET_GPU_LOCKED_CLOCKS:
-		g->gpu_clocks = false;
-		break;
-	default:
-		g->mem_clocks = false;
-		break;
-	}
-	if (!wgpu_pending(g))		/* every change is back: it ends */
-		wgpu_end(g);
-	journal_keep_logged(w, g, gpu);
-	return 0;
 }
 
 /* The policy's word for a non-root Unix peer; 0 when it may. */
@@ -2011,7 +993,7 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 			goto refused;
 		}
 		pthread_mutex_lock(&g->lock);
-		rc = restore(w, g, b, gpu, wr, p, reasons[rq->w_reason <
+		rc = wd_restore(w, g, b, gpu, wr, p, wd_reasons[rq->w_reason <
 		    PSMSG_REASON_END ? rq->w_reason : 0], err);
 		pthread_mutex_unlock(&g->lock);
 		if (rc != 0 && err->kind == ZERR_CONFLICT)
@@ -2039,19 +1021,19 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 	if (audit_enabled() || (w->cfg.leases && p != NULL && p->uid != 0 &&
 	    (((t & GPU_SETTING_POWER_LIMIT) && !(g->held && g->has_limit)) ||
 	    ((t & GPU_SETTING_PERSISTENCE) && !(g->held && g->has_persist)))))
-		before_read(b, gpu, wr, &bf);
+		wd_before_read(b, gpu, wr, &bf);
 	/* written ahead: on disk before the GPU changes (journal.h) */
 	if (w->jdir >= 0 && w->cfg.leases && p != NULL && p->uid != 0 &&
 	    !g->held) {
 		struct zerr e;
 
 		bf.starts = true;
-		bf.started_ms = realtime_ms();
+		bf.started_ms = wd_realtime_ms();
 		bf.energy_ok = b->ops->get_energy_mj(b, gpu, &bf.energy_mj,
 		    &e) == 0;
 	}
 	if (w->cfg.leases && p != NULL && p->uid != 0 &&
-	    journal_ahead(w, g, gpu, p, wr, &bf, rq->w_label, err) != 0) {
+	    wd_journal_ahead(w, g, gpu, p, wr, &bf, rq->w_label, err) != 0) {
 		pthread_mutex_unlock(&g->lock);
 		goto refused;
 	}
@@ -2069,7 +1051,7 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 			g->started_ms = bf.started_ms;
 			g->energy_ok = bf.energy_ok;
 			g->energy_mj = bf.energy_mj;
-			book_start(g);
+			wd_book_start(g);
 		}
 		if (g->max_mw == 0) {	/* bounds its lease_end's energy */
 			uint32_t lo, hi;
@@ -2081,13 +1063,13 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		}
 	}
 	else if (rc != 0 && w->cfg.leases && p != NULL && p->uid != 0)
-		journal_keep_logged(w, g, gpu);	/* back to what holds */
+		wd_journal_keep(w, g, gpu);	/* back to what holds */
 	pthread_mutex_unlock(&g->lock);
 	if (p != NULL)
 		who_of(p, c, &a);
 	else
 		who_tcp(c, rq, &a);
-	audit_ran(&a, gpu, wr, &bf, rc, err, NULL);
+	wd_audit_ran(&a, gpu, wr, &bf, rc, err, NULL);
 	/*
 	 * Its process had exited (a write queued before it did): no pidfd
 	 * watches this lease, so the watcher's thread restores it now.
@@ -2265,7 +1247,7 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 {
 	const struct psmsg_request *rq = &ra->h;
 	unsigned gpu = ra->no_gpu ? AUDIT_NO_GPU : rq->dev;
-	const char *reason = reasons[ra->reason < PSMSG_REASON_END ?
+	const char *reason = wd_reasons[ra->reason < PSMSG_REASON_END ?
 	    ra->reason : 0];
 	struct gpu_write wr;
 	struct audit_who a;
@@ -2347,7 +1329,7 @@ warden_audit(struct warden *w, const struct psmsg_audit *ra,
 	}
 	if (ra->kind == PSMSG_AUDIT_LEASE_END) {
 		if (ra->energy_ok)	/* bounded above by this process's */
-			book_lease(w, (uid_t)ra->holder_uid, a.user, gpu,
+			wd_book_lease(w, (uid_t)ra->holder_uid, a.user, gpu,
 			    ra->energy_mj);
 		if (!event_room(w))
 			return 0;

@@ -49,6 +49,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "access/warden_config.h"
 #include "common/err.h"
 #include "node/groups.h"
 
@@ -71,35 +72,6 @@ struct psexec_guard;
 #define WARDEN_EVENTS_BURST 512
 #define WARDEN_EVENTS_PER_S 100
 
-struct auth_key;
-
-struct warden_config {
-	unsigned ngpu;
-	/*
-	 * The signing key (NULL: auth off), the device process's alone: a
-	 * split daemon's network process never holds it and asks here
-	 * (PSMSG_TOKEN). Not owned; replaced in place on SIGHUP
-	 * (auth_key_replace), then warden_key_reloaded.
-	 */
-	struct auth_key *key;
-	group_set enabled;		/* --enable */
-	bool unix_transport, tcp_transport;	/* what zeusd serves */
-	bool leases;			/* --gpu-leases */
-	bool audit_required;		/* --audit-required */
-	struct policy_holder *policy;	/* NULL: none; not owned */
-	pid_t net;			/* the network process (refused as a
-					 * peer of its own) */
-	/*
-	 * The path of zeusd's listening Unix socket (getsockname before the
-	 * split; "" unknown): a peer's socket must be connected to it.
-	 */
-	char listen_path[108];
-	/*
-	 * --state-dir: the lease journal's directory (journal.h), opened by
-	 * warden_create (NULL: no journal; only with leases).
-	 */
-	const char *state_dir;
-};
 
 int warden_create(const struct warden_config *cfg, struct warden **out,
     struct zerr *err);
