@@ -642,6 +642,8 @@ def test_multi_gpu_write_refused_whole(qstart, tmp_path):
     assert gate.started(0) == [250_000]
     assert gate.started(1) == []
     # the newer persistence write took the older one's place in the queue
+    # (the queue drains after the filler's answer: wait for both writes)
+    wait_until(lambda: len(q.log.writes()) >= 2, 10)
     assert q.log.writes() == [
         ("nvmlDeviceSetPersistenceMode", 0, ["0"]),
         ("nvmlDeviceSetGpuLockedClocks", 0, ["300", "1200"])]
