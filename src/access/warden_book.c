@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "access/ledger_store.h"
+#include "access/pidwatch.h"
 #include "common/log.h"
 #include "devices/gpu.h"
 
@@ -35,6 +36,7 @@ struct wbook {
 	int dirfd;			/* the journal's directory */
 	const char *boot;
 	bool failing;			/* the last save failed (said once) */
+	bool dirty;			/* changed since the file was written */
 };
 
 /* Writes the file (book locked); a failure is said once until one works. */
@@ -76,8 +78,12 @@ wd_book_start(struct wgpu *g)
  * The lease ends (GPU lock held, g still held): the counter now is the
  * new base, and without a start reading the lease's energy is nobody's,
  * as lease.c counts it. A lease taken back and ended here gets its energy
- * charged to its holder; any other's comes with the network process's
- * lease_end (book_lease).
+ * charged to its holder, and the file is written; any other's comes with
+ * the network process's lease_end (book_lease), which writes the file
+ * with this base in it: one synced write per lease end, not two on a
+ * release's path. (A lease_end that never comes, from a network process
+ * gone wrong, leaves the base to the next write of the file: a crash
+ * before it charges that lease's energy to nobody as well.)
  */
 void
 wd_book_end(struct wgpu *g)
@@ -98,11 +104,18 @@ wd_book_end(struct wgpu *g)
 	} else {
 		ledger_store_unleased(&bk->s, g->idx, mj);
 	}
-	book_save(bk);
+	if (g->adopted)
+		book_save(bk);
 	pthread_mutex_unlock(&bk->lock);
 }
 
-/* A lease end the network process told, accepted: its energy, its user's. */
+/*
+ * A lease end the network process told, accepted: its energy, its user's.
+ * The file is written on the holders' watcher's thread (wd_book_flush,
+ * kicked here), not on this one: the network process tells a lease's end
+ * before it answers the POST /gpu/release that waits for it, and a synced
+ * write there cost that answer about 0.45 ms.
+ */
 void
 wd_book_lease(struct warden *w, uid_t uid, const char *user, unsigned gpu,
     uint64_t mj)
@@ -113,7 +126,24 @@ wd_book_lease(struct warden *w, uid_t uid, const char *user, unsigned gpu,
 		return;
 	pthread_mutex_lock(&bk->lock);
 	ledger_store_add(&bk->s, (uint32_t)uid, user, gpu, mj);
-	book_save(bk);
+	bk->dirty = true;
+	pthread_mutex_unlock(&bk->lock);
+	if (w->pw != NULL)
+		pidwatch_kick(w->pw);
+}
+
+void
+wd_book_flush(struct warden *w)
+{
+	struct wbook *bk = w->book;
+
+	if (bk == NULL)
+		return;
+	pthread_mutex_lock(&bk->lock);
+	if (bk->dirty) {
+		bk->dirty = false;
+		book_save(bk);
+	}
 	pthread_mutex_unlock(&bk->lock);
 }
 

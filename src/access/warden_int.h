@@ -204,6 +204,8 @@ void wd_book_end(struct wgpu *g);
 void wd_book_lease(struct warden *w, uid_t uid, const char *user,
     unsigned gpu, uint64_t mj);
 void wd_book_load(struct warden *w, struct gpu_backend *b);
+/* The file, if a lease end changed the book since (the watcher's thread). */
+void wd_book_flush(struct warden *w);
 void wd_book_close(struct warden *w);
 
 #endif

@@ -450,7 +450,8 @@ retry_after(struct warden *w, bool again)
 /*
  * Every lease whose holder processes are gone but whose settings still
  * wait: a restore that failed (at its backoff), or a lease no pidfd
- * watches (a write of an exited process ran: warden_write's kick).
+ * watches (a write of an exited process ran: warden_write's kick). Then
+ * the ledger's file, when a lease end changed it (wd_book_lease's kick).
  */
 static void
 restore_retry(void *ctx)
@@ -474,6 +475,7 @@ restore_retry(void *ctx)
 		pthread_mutex_unlock(&g->lock);
 	}
 	retry_after(w, again);
+	wd_book_flush(w);		/* a lease end kicked it, perhaps */
 }
 
 int
