@@ -31,8 +31,8 @@ journal_rec_pending(const struct journal_rec *r)
 	    r->mem_clocks;
 }
 
-static void
-sum_hex(const char *buf, size_t len, char out[2 * SHA256_DIGEST_SIZE + 1])
+void
+journal_sum(const char *buf, size_t len, char out[JOURNAL_SUM_HEX + 1])
 {
 	static const char digits[] = "0123456789abcdef";
 	struct sha256_ctx ctx;
@@ -65,6 +65,38 @@ journal_put(char *buf, size_t size, size_t *at, const char *fmt, ...)
 	return true;
 }
 
+bool
+journal_put_hex(char *buf, size_t size, size_t *at, const char *s, size_t n)
+{
+	bool ok = true;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = journal_put(buf, size, at, "%02x",
+		    (unsigned)(unsigned char)s[i]);
+	return ok;
+}
+
+int
+journal_hex_text(const char *v, const char *end, char *out, size_t max)
+{
+	size_t n = (size_t)(end - v);
+
+	if (n == 0 || n % 2 != 0 || n / 2 > max)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (v[i] >= 'A' && v[i] <= 'F')
+			return -1;	/* one spelling: lowercase */
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = hex_digit_value((unsigned char)v[2 * i]);
+		int lo = hex_digit_value((unsigned char)v[2 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (hi | lo) == 0)
+			return -1;
+		out[i] = (char)(hi << 4 | lo);
+	}
+	return (int)(n / 2);
+}
+
 int
 journal_format(const struct journal_rec *r, const char *boot, char *buf,
     size_t size)
@@ -77,11 +109,9 @@ journal_format(const struct journal_rec *r, const char *boot, char *buf,
 	    PRIu32 "\n", JOURNAL_BOOT_LEN, boot, r->gpu, r->uid);
 	if (ok && r->cgroup[0] != '\0') {
 		/* hex: a path may hold any byte but NUL and '/' separates */
-		ok = journal_put(buf, size, &at, "cgroup ");
-		for (size_t i = 0; ok && i < sizeof(r->cgroup) &&
-		    r->cgroup[i] != '\0'; i++)
-			ok = journal_put(buf, size, &at, "%02x",
-			    (unsigned)(unsigned char)r->cgroup[i]);
+		ok = journal_put(buf, size, &at, "cgroup ") &&
+		    journal_put_hex(buf, size, &at, r->cgroup,
+		    strnlen(r->cgroup, sizeof(r->cgroup)));
 		if (ok)
 			ok = journal_put(buf, size, &at, "\n");
 	}
@@ -109,18 +139,29 @@ journal_format(const struct journal_rec *r, const char *boot, char *buf,
 		    "\n", r->pid[i], r->start[i]);
 	if (!ok)
 		return -1;
-	sum_hex(buf, at, sum);
+	journal_sum(buf, at, sum);
 	if (!journal_put(buf, size, &at, "sum %s\n", sum) ||
 	    at > JOURNAL_MAX_BYTES)
 		return -1;
 	return (int)at;
 }
 
-static enum journal_bad garbled(char *why, size_t whysz, const char *fmt,
-    ...) __attribute__((format(printf, 3, 4)));
+const char *
+journal_bad_name(enum journal_bad bad)
+{
+	static const char *const names[] = {
+		[JOURNAL_OK] = "ok",
+		[JOURNAL_GARBLED] = "garbled",
+		[JOURNAL_OTHER_BOOT] = "other_boot",
+		[JOURNAL_UNSAFE] = "unsafe",
+	};
 
-static enum journal_bad
-garbled(char *why, size_t whysz, const char *fmt, ...)
+	return (unsigned)bad < sizeof(names) / sizeof(names[0]) ?
+	    names[bad] : "unknown";
+}
+
+enum journal_bad
+journal_garbled(char *why, size_t whysz, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -134,8 +175,8 @@ garbled(char *why, size_t whysz, const char *fmt, ...)
  * A decimal number of at most `max`, no sign, no leading zero (but "0"),
  * ending at `end`; false otherwise.
  */
-static bool
-number(const char *s, const char *end, uint64_t max, uint64_t *out)
+bool
+journal_number(const char *s, const char *end, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -154,8 +195,8 @@ number(const char *s, const char *end, uint64_t max, uint64_t *out)
 	return true;
 }
 
-static bool
-boot_ok(const char *s, size_t n)
+bool
+journal_boot_valid(const char *s, size_t n)
 {
 	if (n != JOURNAL_BOOT_LEN)
 		return false;
@@ -167,24 +208,6 @@ boot_ok(const char *s, size_t n)
 			return false;
 	}
 	return true;
-}
-
-void
-journal_sum(const char *buf, size_t len, char out[JOURNAL_SUM_HEX + 1])
-{
-	sum_hex(buf, len, out);
-}
-
-bool
-journal_number(const char *s, const char *end, uint64_t max, uint64_t *out)
-{
-	return number(s, end, max, out);
-}
-
-bool
-journal_boot_valid(const char *s, size_t n)
-{
-	return boot_ok(s, n);
 }
 
 /* The lines, in their order; a key may be absent unless `must`. */
@@ -220,10 +243,11 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 	boot[0] = '\0';
 	why[0] = '\0';
 	if (len > JOURNAL_MAX_BYTES)
-		return garbled(why, whysz, "%zu bytes, more than %d", len,
+		return journal_garbled(why, whysz,
+		    "%zu bytes, more than %d", len,
 		    JOURNAL_MAX_BYTES);
 	if (len < sizeof(MAGIC) - 1 || memcmp(buf, MAGIC, sizeof(MAGIC) - 1))
-		return garbled(why, whysz, "no 'zeusd-lease 1' header");
+		return journal_garbled(why, whysz, "no 'zeusd-lease 1' header");
 	p = buf + sizeof(MAGIC) - 1;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -232,79 +256,73 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 		int k;
 
 		if (nl == NULL)
-			return garbled(why, whysz, "truncated (a line without "
+			return journal_garbled(why, whysz,
+			    "truncated (a line without "
 			    "its end)");
 		if (last == K_SUM)
-			return garbled(why, whysz, "bytes after the sum");
+			return journal_garbled(why, whysz,
+			    "bytes after the sum");
 		sp = memchr(p, ' ', (size_t)(nl - p));
 		if (sp == NULL)
-			return garbled(why, whysz, "a line without a value");
+			return journal_garbled(why, whysz,
+			    "a line without a value");
 		for (k = 0; k < K_END; k++)
 			if ((size_t)(sp - p) == strlen(keys[k].name) &&
 			    memcmp(p, keys[k].name, (size_t)(sp - p)) == 0)
 				break;
 		if (k == K_END)
-			return garbled(why, whysz, "an unknown line");
+			return journal_garbled(why, whysz, "an unknown line");
 		if (k < last || (k == last && !keys[k].many))
-			return garbled(why, whysz, "'%s' out of its place",
+			return journal_garbled(why, whysz,
+			    "'%s' out of its place",
 			    keys[k].name);
 		for (int m = last + 1; m < k; m++)
 			if (keys[m].must)
-				return garbled(why, whysz, "no '%s' line",
+				return journal_garbled(why, whysz,
+				    "no '%s' line",
 				    keys[m].name);
 		v = sp + 1;
 		switch (k) {
 		case K_BOOT:
-			if (!boot_ok(v, (size_t)(nl - v)))
-				return garbled(why, whysz, "a bad boot id");
+			if (!journal_boot_valid(v, (size_t)(nl - v)))
+				return journal_garbled(why, whysz,
+				    "a bad boot id");
 			memcpy(boot, v, JOURNAL_BOOT_LEN);
 			boot[JOURNAL_BOOT_LEN] = '\0';
 			break;
 		case K_GPU:
-			if (!number(v, nl, JOURNAL_MAX_GPU, &a))
-				return garbled(why, whysz, "a bad gpu");
+			if (!journal_number(v, nl, JOURNAL_MAX_GPU, &a))
+				return journal_garbled(why, whysz, "a bad gpu");
 			r->gpu = (unsigned)a;
 			break;
 		case K_UID:
-			if (!number(v, nl, UINT32_MAX - 1, &a))
-				return garbled(why, whysz, "a bad uid");
+			if (!journal_number(v, nl, UINT32_MAX - 1, &a))
+				return journal_garbled(why, whysz, "a bad uid");
 			r->uid = (uint32_t)a;
 			break;
-		case K_CGROUP: {
-			size_t n = (size_t)(nl - v);
-
-			if (n == 0 || n % 2 != 0 ||
-			    n / 2 >= sizeof(r->cgroup))
-				return garbled(why, whysz, "a bad cgroup");
-			for (size_t i = 0; i < n / 2; i++) {
-				int hi = hex_digit_value((unsigned char)v[2 * i]);
-				int lo = hex_digit_value(
-				    (unsigned char)v[2 * i + 1]);
-
-				if (hi < 0 || lo < 0 || (hi | lo) == 0 ||
-				    (v[2 * i] >= 'A' && v[2 * i] <= 'F') ||
-				    (v[2 * i + 1] >= 'A' && v[2 * i + 1] <= 'F'))
-					return garbled(why, whysz, "a bad "
-					    "cgroup");
-				r->cgroup[i] = (char)(hi << 4 | lo);
-			}
+		case K_CGROUP:
+			if (journal_hex_text(v, nl, r->cgroup,
+			    sizeof(r->cgroup) - 1) < 0)
+				return journal_garbled(why, whysz,
+				    "a bad cgroup");
 			break;
-		}
 		case K_LABEL: {
 			size_t n = (size_t)(nl - v);
 
 			if (n == 0 || n > LEASE_LABEL_MAX)
-				return garbled(why, whysz, "a bad label");
+				return journal_garbled(why, whysz,
+				    "a bad label");
 			memcpy(r->label, v, n);
 			r->label[n] = '\0';
 			if (lease_label_invalid(r->label) != NULL)
-				return garbled(why, whysz, "a bad label");
+				return journal_garbled(why, whysz,
+				    "a bad label");
 			break;
 		}
 		case K_START:
 		case K_ENERGY:
-			if (!number(v, nl, UINT64_MAX, &a))
-				return garbled(why, whysz, "a bad %s",
+			if (!journal_number(v, nl, UINT64_MAX, &a))
+				return journal_garbled(why, whysz, "a bad %s",
 				    keys[k].name);
 			if (k == K_START) {
 				r->has_start = true;
@@ -315,21 +333,23 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 			}
 			break;
 		case K_LIMIT:
-			if (!number(v, nl, UINT32_MAX, &a))
-				return garbled(why, whysz, "a bad limit_mw");
+			if (!journal_number(v, nl, UINT32_MAX, &a))
+				return journal_garbled(why, whysz,
+				    "a bad limit_mw");
 			r->has_limit = true;
 			r->limit_mw = (uint32_t)a;
 			break;
 		case K_PERSIST:
-			if (!number(v, nl, 1, &a))
-				return garbled(why, whysz, "a bad persistence");
+			if (!journal_number(v, nl, 1, &a))
+				return journal_garbled(why, whysz,
+				    "a bad persistence");
 			r->has_persist = true;
 			r->persist = a == 1;
 			break;
 		case K_GCLK:
 		case K_MCLK:
 			if (nl - v != 1 || *v != '1')
-				return garbled(why, whysz, "a bad %s",
+				return journal_garbled(why, whysz, "a bad %s",
 				    keys[k].name);
 			if (k == K_GCLK)
 				r->gpu_clocks = true;
@@ -340,11 +360,14 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 			const char *sp2 = memchr(v, ' ', (size_t)(nl - v));
 
 			if (r->npid == JOURNAL_MAX_PIDS)
-				return garbled(why, whysz, "more than %d pids",
+				return journal_garbled(why, whysz,
+				    "more than %d pids",
 				    JOURNAL_MAX_PIDS);
-			if (sp2 == NULL || !number(v, sp2, INT32_MAX, &a) ||
-			    a == 0 || !number(sp2 + 1, nl, UINT64_MAX, &b))
-				return garbled(why, whysz, "a bad pid line");
+			if (sp2 == NULL ||
+			    !journal_number(v, sp2, INT32_MAX, &a) || a == 0 ||
+			    !journal_number(sp2 + 1, nl, UINT64_MAX, &b))
+				return journal_garbled(why, whysz,
+				    "a bad pid line");
 			r->pid[r->npid] = (int32_t)a;
 			r->start[r->npid++] = b;
 			break;
@@ -352,10 +375,11 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 		case K_SUM: {
 			char sum[2 * SHA256_DIGEST_SIZE + 1];
 
-			sum_hex(buf, (size_t)(p - buf), sum);
+			journal_sum(buf, (size_t)(p - buf), sum);
 			if ((size_t)(nl - v) != 2 * SHA256_DIGEST_SIZE ||
 			    memcmp(v, sum, 2 * SHA256_DIGEST_SIZE) != 0)
-				return garbled(why, whysz, "the sum does not "
+				return journal_garbled(why, whysz,
+				    "the sum does not "
 				    "match");
 			break;
 		}
@@ -364,9 +388,10 @@ parse(const char *buf, size_t len, struct journal_rec *r, char *boot,
 		p = nl + 1;
 	}
 	if (last != K_SUM)
-		return garbled(why, whysz, "truncated (no sum)");
+		return journal_garbled(why, whysz, "truncated (no sum)");
 	if (!journal_rec_pending(r))
-		return garbled(why, whysz, "a lease that changed nothing");
+		return journal_garbled(why, whysz,
+		    "a lease that changed nothing");
 	return JOURNAL_OK;
 }
 
@@ -398,7 +423,7 @@ journal_boot_id(char boot[JOURNAL_BOOT_LEN + 1], struct zerr *err)
 	n = fileio_read_all(fd, buf, sizeof(buf));
 	close(fd);
 	if (n != JOURNAL_BOOT_LEN + 1 || buf[JOURNAL_BOOT_LEN] != '\n' ||
-	    !boot_ok(buf, JOURNAL_BOOT_LEN))
+	    !journal_boot_valid(buf, JOURNAL_BOOT_LEN))
 		return zerr_set(err, ZERR_INTERNAL, "the boot id does not "
 		    "read as one");
 	memcpy(boot, buf, JOURNAL_BOOT_LEN);

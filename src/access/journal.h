@@ -137,6 +137,23 @@ void journal_sum(const char *buf, size_t len, char out[JOURNAL_SUM_HEX + 1]);
 bool journal_number(const char *s, const char *end, uint64_t max,
     uint64_t *out);
 
+/* Appends s[0..n) in lowercase hex; false when it does not fit. */
+bool journal_put_hex(char *buf, size_t size, size_t *at, const char *s,
+    size_t n);
+
+/*
+ * [v, end) as lowercase hex of 1..max bytes, none of them NUL, decoded
+ * into out (not terminated): the byte count, or -1 (any other spelling).
+ */
+int journal_hex_text(const char *v, const char *end, char *out, size_t max);
+
+/* The word for `bad` in log lines ("garbled", "other_boot", "unsafe"). */
+const char *journal_bad_name(enum journal_bad bad);
+
+/* JOURNAL_GARBLED, with `why` formatted (a reader's refusal). */
+enum journal_bad journal_garbled(char *why, size_t whysz, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
+
 /* Appends a formatted text to buf at *at; false when it does not fit. */
 bool journal_put(char *buf, size_t size, size_t *at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -1080,15 +1080,13 @@ leases_seed_ledger(struct leases *l, const struct ledger_store *s)
 		if ((u = ledger_user(l, (uid_t)su->uid, name)) == NULL)
 			break;
 		for (unsigned g = 0; g < ngpu; g++)
-			u->mj[g] = u->mj[g] > UINT64_MAX - su->mj[g] ?
-			    UINT64_MAX : u->mj[g] + su->mj[g];
+			u->mj[g] = ledger_store_sat_add(u->mj[g], su->mj[g]);
 	}
 	for (unsigned g = 0; g < ngpu; g++) {
 		struct ledger_gpu *lg = &l->ledger[g];
 
-		lg->unleased_mj = lg->unleased_mj > UINT64_MAX -
-		    s->gpu[g].unleased_mj ? UINT64_MAX : lg->unleased_mj +
-		    s->gpu[g].unleased_mj;
+		lg->unleased_mj = ledger_store_sat_add(lg->unleased_mj,
+		    s->gpu[g].unleased_mj);
 		if (s->gpu[g].based && !lg->based) {
 			lg->based = true;
 			lg->last_mj = s->gpu[g].last_mj;

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/hex.h"
 
 #define MAGIC "zeusd-ledger 1\n"
 #define FILE_NAME "ledger"
@@ -30,8 +29,8 @@ ledger_store_init(struct ledger_store *s, unsigned ngpu)
 	s->ngpu = ngpu < LEDGER_STORE_GPUS ? ngpu : LEDGER_STORE_GPUS;
 }
 
-static uint64_t
-sat_add(uint64_t a, uint64_t b)
+uint64_t
+ledger_store_sat_add(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
@@ -61,7 +60,7 @@ ledger_store_add(struct ledger_store *s, uint32_t uid, const char *name,
 			    name != NULL ? name : "");
 		}
 	}
-	u->mj[gpu] = sat_add(u->mj[gpu], mj);
+	u->mj[gpu] = ledger_store_sat_add(u->mj[gpu], mj);
 }
 
 void
@@ -74,7 +73,8 @@ ledger_store_unleased(struct ledger_store *s, unsigned gpu, uint64_t mj)
 	g = &s->gpu[gpu];
 	/* a counter that went back (a driver reload) starts a new base */
 	if (g->based && mj >= g->last_mj)
-		g->unleased_mj = sat_add(g->unleased_mj, mj - g->last_mj);
+		g->unleased_mj = ledger_store_sat_add(g->unleased_mj,
+		    mj - g->last_mj);
 	g->based = true;
 	g->last_mj = mj;
 }
@@ -124,12 +124,10 @@ ledger_store_format(const struct ledger_store *s, const char *boot, char *buf,
 		const struct ledger_store_user *lu = &s->users[u];
 		size_t n = strnlen(lu->name, sizeof(lu->name) - 1);
 
-		ok = journal_put(buf, size, &at, "user %" PRIu32 " %s", lu->uid,
-		    n == 0 ? "-" : "");
 		/* hex: a name is whatever the passwd entry says */
-		for (size_t i = 0; ok && i < n; i++)
-			ok = journal_put(buf, size, &at, "%02x",
-			    (unsigned)(unsigned char)lu->name[i]);
+		ok = journal_put(buf, size, &at, "user %" PRIu32 " %s", lu->uid,
+		    n == 0 ? "-" : "") &&
+		    journal_put_hex(buf, size, &at, lu->name, n);
 		for (unsigned i = 0; ok && i < ngpu; i++)
 			ok = journal_put(buf, size, &at, " %" PRIu64,
 			    lu->mj[i]);
@@ -143,20 +141,6 @@ ledger_store_format(const struct ledger_store *s, const char *boot, char *buf,
 	    at > LEDGER_STORE_MAX_BYTES)
 		return -1;
 	return (int)at;
-}
-
-static enum journal_bad garbled(char *why, size_t whysz, const char *fmt,
-    ...) __attribute__((format(printf, 3, 4)));
-
-static enum journal_bad
-garbled(char *why, size_t whysz, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, whysz, fmt, ap);
-	va_end(ap);
-	return JOURNAL_GARBLED;
 }
 
 /* The next space-separated field of [*p, end): false when none. */
@@ -182,20 +166,7 @@ name_of(const char *v, const char *end, char *name)
 
 	if (n == 1 && *v == '-')
 		return true;
-	if (n == 0 || n % 2 != 0 || n / 2 >= LEDGER_STORE_NAME)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (v[i] >= 'A' && v[i] <= 'F')
-			return false;
-	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hex_digit_value((unsigned char)v[2 * i]);
-		int lo = hex_digit_value((unsigned char)v[2 * i + 1]);
-
-		if (hi < 0 || lo < 0 || (hi | lo) == 0)
-			return false;
-		name[i] = (char)(hi << 4 | lo);
-	}
-	return true;
+	return journal_hex_text(v, end, name, LEDGER_STORE_NAME - 1) > 0;
 }
 
 /* The line [p, nl) that must start with `key` and a space: its value. */
@@ -218,20 +189,25 @@ parse(const char *buf, size_t len, struct ledger_store *s, char *boot,
 	unsigned line = 0;
 
 	if (len > LEDGER_STORE_MAX_BYTES)
-		return garbled(why, whysz, "%zu bytes, more than %d", len,
+		return journal_garbled(why, whysz,
+		    "%zu bytes, more than %d", len,
 		    LEDGER_STORE_MAX_BYTES);
 	if (len < sizeof(MAGIC) - 1 || memcmp(buf, MAGIC, sizeof(MAGIC) - 1))
-		return garbled(why, whysz, "no 'zeusd-ledger 1' header");
+		return journal_garbled(why, whysz,
+		    "no 'zeusd-ledger 1' header");
 	for (p = buf + sizeof(MAGIC) - 1;; p = nl + 1, line++) {
 		if (p >= end)
-			return garbled(why, whysz, "truncated (no sum)");
+			return journal_garbled(why, whysz,
+			    "truncated (no sum)");
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
-			return garbled(why, whysz, "truncated (a line without "
+			return journal_garbled(why, whysz,
+			    "truncated (a line without "
 			    "its end)");
 		if (line == 0) {
 			if ((v = keyed(p, nl, "boot")) == NULL ||
 			    !journal_boot_valid(v, (size_t)(nl - v)))
-				return garbled(why, whysz, "no boot id");
+				return journal_garbled(why, whysz,
+				    "no boot id");
 			memcpy(boot, v, JOURNAL_BOOT_LEN);
 			boot[JOURNAL_BOOT_LEN] = '\0';
 			continue;
@@ -239,7 +215,8 @@ parse(const char *buf, size_t len, struct ledger_store *s, char *boot,
 		if (line == 1) {
 			if ((v = keyed(p, nl, "gpus")) == NULL ||
 			    !journal_number(v, nl, LEDGER_STORE_GPUS, &a))
-				return garbled(why, whysz, "no gpus line");
+				return journal_garbled(why, whysz,
+				    "no gpus line");
 			s->ngpu = (unsigned)a;
 			continue;
 		}
@@ -252,12 +229,14 @@ parse(const char *buf, size_t len, struct ledger_store *s, char *boot,
 			    a != line - 2 || !field(&v, nl, &f, &fe) ||
 			    !journal_number(f, fe, UINT64_MAX, &b) ||
 			    !field(&v, nl, &f, &fe) || v != nl)
-				return garbled(why, whysz, "a bad gpu line");
+				return journal_garbled(why, whysz,
+				    "a bad gpu line");
 			g->unleased_mj = b;
 			if (fe - f == 1 && *f == '-')
 				continue;
 			if (!journal_number(f, fe, UINT64_MAX, &b))
-				return garbled(why, whysz, "a bad gpu line");
+				return journal_garbled(why, whysz,
+				    "a bad gpu line");
 			g->based = true;
 			g->last_mj = b;
 			continue;
@@ -268,10 +247,12 @@ parse(const char *buf, size_t len, struct ledger_store *s, char *boot,
 			journal_sum(buf, (size_t)(p - buf), sum);
 			if ((size_t)(nl - v) != JOURNAL_SUM_HEX ||
 			    memcmp(v, sum, JOURNAL_SUM_HEX) != 0)
-				return garbled(why, whysz, "the sum does not "
+				return journal_garbled(why, whysz,
+				    "the sum does not "
 				    "match");
 			if (nl + 1 != end)
-				return garbled(why, whysz, "bytes after the "
+				return journal_garbled(why, whysz,
+				    "bytes after the "
 				    "sum");
 			return JOURNAL_OK;
 		}
@@ -280,36 +261,44 @@ parse(const char *buf, size_t len, struct ledger_store *s, char *boot,
 			unsigned k = s->nusers;
 
 			if (k == LEDGER_STORE_USERS)
-				return garbled(why, whysz, "more than %d users",
+				return journal_garbled(why, whysz,
+				    "more than %d users",
 				    LEDGER_STORE_USERS);
 			u = &s->users[k];
 			if (!field(&v, nl, &f, &fe) ||
 			    !journal_number(f, fe, UINT32_MAX, &a))
-				return garbled(why, whysz, "a bad user line");
+				return journal_garbled(why, whysz,
+				    "a bad user line");
 			/* "(other)" is the 256th, and only it */
 			if ((a == LEDGER_STORE_OTHER) !=
 			    (k == LEDGER_STORE_USERS - 1))
-				return garbled(why, whysz, "a user out of its "
+				return journal_garbled(why, whysz,
+				    "a user out of its "
 				    "place");
 			for (unsigned i = 0; i < k; i++)
 				if (s->users[i].uid == (uint32_t)a)
-					return garbled(why, whysz, "uid %" PRIu64
+					return journal_garbled(why, whysz,
+					    "uid %" PRIu64
 					    " twice", a);
 			u->uid = (uint32_t)a;
 			if (!field(&v, nl, &f, &fe) || !name_of(f, fe, u->name))
-				return garbled(why, whysz, "a bad user name");
+				return journal_garbled(why, whysz,
+				    "a bad user name");
 			for (unsigned i = 0; i < s->ngpu; i++)
 				if (!field(&v, nl, &f, &fe) ||
 				    !journal_number(f, fe, UINT64_MAX,
 				    &u->mj[i]))
-					return garbled(why, whysz, "a bad user "
+					return journal_garbled(why, whysz,
+					    "a bad user "
 					    "line");
 			if (v != nl)
-				return garbled(why, whysz, "a bad user line");
+				return journal_garbled(why, whysz,
+				    "a bad user line");
 			s->nusers++;
 			continue;
 		}
-		return garbled(why, whysz, "an unknown or misplaced line");
+		return journal_garbled(why, whysz,
+		    "an unknown or misplaced line");
 	}
 }
 

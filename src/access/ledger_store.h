@@ -69,6 +69,9 @@ struct ledger_store {
 /* An empty ledger of `ngpu` GPUs (at most LEDGER_STORE_GPUS). */
 void ledger_store_init(struct ledger_store *s, unsigned ngpu);
 
+/* a + b, or UINT64_MAX when that overflows (every total here adds so). */
+uint64_t ledger_store_sat_add(uint64_t a, uint64_t b);
+
 /*
  * `mj` of a lease of `uid` (named `name`) on `gpu`, added to its total
  * (saturating); a user past the 255th goes to "(other)".

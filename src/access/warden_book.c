@@ -25,9 +25,10 @@
  * increments outside leases are nobody's, as in lease.c), the energy of
  * each lease end it accepts from the network process (warden_audit, which
  * bounds it by its own record), and that of a lease it took back and
- * ended itself, which the network process never heard of. Saved at each
- * lease end and at the stop; handed to the next network process at start
- * (warden_ledger). Lock order: a GPU's lock, then the book's.
+ * ended itself, which the network process never heard of. Written at
+ * each lease end (on the holders' watcher's thread: wd_book_flush) and at
+ * the stop; handed to the next network process at start (warden_ledger).
+ * Lock order: a GPU's lock, then the book's.
  */
 struct wbook {
 	pthread_mutex_t lock;
@@ -154,12 +155,6 @@ wd_book_flush(struct warden *w)
 void
 wd_book_load(struct warden *w, struct gpu_backend *b)
 {
-	static const char *const bad_names[] = {
-		[JOURNAL_OK] = "ok",
-		[JOURNAL_GARBLED] = "garbled",
-		[JOURNAL_OTHER_BOOT] = "other_boot",
-		[JOURNAL_UNSAFE] = "unsafe",
-	};
 	struct wbook *bk = calloc(1, sizeof(*bk));
 	enum journal_bad bad;
 	char why[160], q[200];
@@ -179,8 +174,8 @@ wd_book_load(struct warden *w, struct gpu_backend *b)
 	if (rc < 0) {
 		zlog(ZLOG_ERROR, "ledger_refused", "reason=%s why=%s msg=\"the "
 		    "energy ledger starts from 0; the file is kept as "
-		    "ledger.refused\"", bad_names[bad], zlog_quote(q, sizeof(q),
-		    why));
+		    "ledger.refused\"", journal_bad_name(bad),
+		    zlog_quote(q, sizeof(q), why));
 		(void)ledger_store_set_aside(w->jdir);
 	} else if (rc == 0 && bad == JOURNAL_OTHER_BOOT) {
 		zlog(ZLOG_INFO, "ledger_taken_back", "users=%u boot=other "

@@ -393,47 +393,56 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 static void retry_after(struct warden *w, bool again);
 
 /*
- * A holder process of GPU `gpu`'s lease exited (pidwatch.h): when none
- * runs any more, this process puts back what the lease changed, itself,
- * with the same words the network process's restore would have had. The
- * network process's restore, which follows, then finds nothing waiting
- * and only ends its lease in the ledger (wd_restore(): "nothing waits"). A
- * write that fails stays waiting (others are refused meanwhile) and is
- * tried again here after a backoff (restore_retry), as by the network
- * process's retries, a release or the stop.
+ * GPU `gpu`'s lease once none of its holder processes runs (lock held):
+ * this process puts back what it changed, itself, with the words the
+ * network process's restore would have had (which, coming after, finds
+ * nothing waiting: wd_restore). A lease that changed nothing ends. true
+ * while something still waits: a write failed, and is tried again after
+ * a backoff (restore_retry); others are refused meanwhile.
  */
+static bool
+restore_gone(struct warden *w, struct wgpu *g, unsigned gpu)
+{
+	if (!g->held || w->b == NULL || wgpu_live(g))
+		return false;
+	if (!wgpu_pending(g)) {
+		wgpu_end(g);
+		wd_journal_keep(w, g, gpu);
+		return false;
+	}
+	if (restore_all(w, g, w->b, gpu,
+	    wd_reasons[PSMSG_REASON_PROCESS_EXIT])) {
+		zlog(ZLOG_INFO, "gpu_lease_restored_by_device", "gpu=%u uid=%u "
+		    "msg=\"its holder processes are gone\"", gpu,
+		    (unsigned)g->ended_uid);
+		return false;
+	}
+	zlog(ZLOG_ERROR, "gpu_lease_restore_failed", "gpu=%u uid=%u "
+	    "msg=\"its holder processes are gone; retried after a backoff; "
+	    "others are refused meanwhile\"", gpu, (unsigned)g->uid);
+	return true;
+}
+
+/* A holder process of GPU `gpu`'s lease exited (pidwatch.h). */
 static void
 holder_exited(void *ctx, uint32_t gpu)
 {
 	struct warden *w = ctx;
-	struct wgpu *g;
+	bool owed;
 
 	if (gpu >= w->cfg.ngpu)
 		return;
-	g = &w->gpu[gpu];
-	pthread_mutex_lock(&g->lock);
-	if (g->held && !wgpu_live(g) && w->b != NULL) {
-		if (!wgpu_pending(g)) {
-			wgpu_end(g);
-			wd_journal_keep(w, g, gpu);
-		} else if (restore_all(w, g, w->b, gpu,
-		    wd_reasons[PSMSG_REASON_PROCESS_EXIT])) {
-			zlog(ZLOG_INFO, "gpu_lease_restored_by_device", "gpu=%u "
-			    "uid=%u msg=\"its holder processes exited\"", gpu,
-			    (unsigned)g->ended_uid);
-		} else {
-			zlog(ZLOG_ERROR, "gpu_lease_restore_failed", "gpu=%u "
-			    "uid=%u msg=\"its holder processes exited; retried "
-			    "after a backoff; others are refused meanwhile\"",
-			    gpu, (unsigned)g->uid);
-			if (w->retry_ms == 0)
-				retry_after(w, true);
-		}
-	}
-	pthread_mutex_unlock(&g->lock);
+	pthread_mutex_lock(&w->gpu[gpu].lock);
+	owed = restore_gone(w, &w->gpu[gpu], gpu);
+	pthread_mutex_unlock(&w->gpu[gpu].lock);
+	if (owed && w->retry_ms == 0)
+		retry_after(w, true);
 }
 
-/* The next retry of restores that failed (the watcher's thread's). */
+/*
+ * The next retry of restores that failed: the watcher's thread's, or
+ * before it starts (warden_recover).
+ */
 static void
 retry_after(struct warden *w, bool again)
 {
@@ -448,10 +457,10 @@ retry_after(struct warden *w, bool again)
 }
 
 /*
- * Every lease whose holder processes are gone but whose settings still
- * wait: a restore that failed (at its backoff), or a lease no pidfd
- * watches (a write of an exited process ran: warden_write's kick). Then
- * the ledger's file, when a lease end changed it (wd_book_lease's kick).
+ * Every lease whose holder processes are gone: a restore that failed (at
+ * its backoff), or a lease no pidfd watches (a write of an exited process
+ * ran: warden_write's kick). Then the ledger's file, when a lease end
+ * changed it (wd_book_lease's kick).
  */
 static void
 restore_retry(void *ctx)
@@ -460,19 +469,9 @@ restore_retry(void *ctx)
 	bool again = false;
 
 	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
-		struct wgpu *g = &w->gpu[i];
-
-		pthread_mutex_lock(&g->lock);
-		if (g->held && !wgpu_live(g) && wgpu_pending(g)) {
-			if (restore_all(w, g, w->b, i,
-			    wd_reasons[PSMSG_REASON_PROCESS_EXIT]))
-				zlog(ZLOG_INFO, "gpu_lease_restored_by_device",
-				    "gpu=%u uid=%u msg=\"its holder processes "
-				    "are gone\"", i, (unsigned)g->ended_uid);
-			else
-				again = true;
-		}
-		pthread_mutex_unlock(&g->lock);
+		pthread_mutex_lock(&w->gpu[i].lock);
+		again |= restore_gone(w, &w->gpu[i], i);
+		pthread_mutex_unlock(&w->gpu[i].lock);
 	}
 	retry_after(w, again);
 	wd_book_flush(w);		/* a lease end kicked it, perhaps */
@@ -491,20 +490,9 @@ wd_watch_create(struct warden *w, struct zerr *err)
 int
 warden_watch(struct warden *w, struct gpu_backend *b, struct zerr *err)
 {
-	bool due = false;
-
 	if (w->pw == NULL)
 		return 0;
 	w->b = b;
-	/* a restore that failed at start-up (warden_recover) is retried */
-	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
-		struct wgpu *g = &w->gpu[i];
-
-		pthread_mutex_lock(&g->lock);
-		due |= g->held && !wgpu_live(g) && wgpu_pending(g);
-		pthread_mutex_unlock(&g->lock);
-	}
-	retry_after(w, due);
 	return pidwatch_start(w->pw, err);
 }
 
@@ -612,11 +600,6 @@ adopt_pids(struct wgpu *g, const struct journal_rec *r)
 int
 warden_recover(struct warden *w, struct gpu_backend *b)
 {
-	static const char *const bad_names[] = {
-		[JOURNAL_GARBLED] = "garbled",
-		[JOURNAL_OTHER_BOOT] = "other_boot",
-		[JOURNAL_UNSAFE] = "unsafe",
-	};
 	int held = 0;
 
 	if (w->jdir < 0)
@@ -638,8 +621,9 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		if (rc != 0) {
 			zlog(bad == JOURNAL_OTHER_BOOT ? ZLOG_INFO : ZLOG_ERROR,
 			    "lease_journal_refused", "gpu=%u reason=%s why=%s "
-			    "msg=\"%s\"", i, bad_names[bad], zlog_quote(q,
-			    sizeof(q), why), bad == JOURNAL_OTHER_BOOT ?
+			    "msg=\"%s\"", i, journal_bad_name(bad),
+			    zlog_quote(q, sizeof(q), why),
+			    bad == JOURNAL_OTHER_BOOT ?
 			    "GPU settings do not outlive a reboot: the record "
 			    "is dropped" : bad == JOURNAL_GARBLED ? "what the "
 			    "GPU was before its lease is unknown: it is left "
@@ -713,6 +697,8 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 			    "gpu=%u uid=%u msg=\"retried after a backoff; the "
 			    "GPU is refused to others meanwhile\"", i,
 			    (unsigned)r.uid);
+			if (w->retry_ms == 0)	/* the watcher's, once it runs */
+				retry_after(w, true);
 		}
 		g->adopted = false;
 		pthread_mutex_unlock(&g->lock);
