@@ -27,8 +27,8 @@ import pytest
 from conftest import WINE_RUN, build_sanitizers
 from test_audit_full_disk import fill, small_fs  # noqa: F401 (a fixture)
 from simutil import write_control
-from zeushelp import (Session, as_user, audit_lines, children, leases,
-                      limit_mw, network_pid, wait_log, wait_until)
+from zeushelp import (Session, StateRig, as_user, audit_lines, boot_id,
+                      leases, limit_mw, network_pid, wait_log, wait_until)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -39,47 +39,9 @@ pytestmark = [
 USERS = ("zeusjournal-a", "zeusjournal-b")
 
 
-class Rig:
-    """zeusd with --gpu-leases, an audit log and a state directory, on
-    simulated GPUs whose settings outlive it."""
-
-    def __init__(self, start_public):
-        self.start_public = start_public
-        self.base = start_public.base
-        self.state = self.base / "state"
-        self.gpus = self.base / "gpus.state"
-        self.audit = self.base / "audit.jsonl"
-        self.d = None
-
-    def start(self, extra=(), env=None):
-        self.d = self.start_public(
-            ["--gpu-leases", "--audit-log", str(self.audit), "--state-dir",
-             str(self.state)] + list(extra),
-            {"ZEUS_SIM_STATE": str(self.gpus), **(env or {})})
-        return self.d
-
-    def crash(self):
-        """SIGKILL of the device process; the rest follows it."""
-        d = self.d
-        kids = children(d.proc.pid)
-        d.proc.send_signal(signal.SIGKILL)
-        d.proc.wait(timeout=10)
-        d.ready = False         # the fixture expects no clean exit
-        for k in kids:
-            wait_until(lambda: not Path(f"/proc/{k}").exists(), 10)
-        wait_until(lambda: not os.path.exists(d.sock), 10)
-
-    def journal(self, gpu=0):
-        return self.state / f"gpu-{gpu}.lease"
-
-
 @pytest.fixture
 def rig(start_public, users):
-    return Rig(start_public)
-
-
-def boot_id():
-    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return StateRig(start_public)
 
 
 def start_ticks(pid):

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from simutil import SimLog
-from zeushelp import Session, audit_lines, leases, limit_mw
+from zeushelp import Session, audit_lines, lease_series, leases, limit_mw
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to act as other users")
@@ -210,20 +210,6 @@ def test_a_write_that_changed_nothing_leaves_no_lease(ledger, users):
     assert [x["identity"]["user"] for x in ended] == [bob], ended
 
 
-def user_series(d, user, gpu=0):
-    r = d.get("/metrics")
-    assert r.status_code == 200
-    lease = unleased = None
-    for line in r.text.splitlines():
-        if line.startswith("zeusd_gpu_lease_energy_joules_total{"
-                           f'index="{gpu}",user="{user}"}}'):
-            lease = float(line.split()[-1])
-        if line.startswith("zeusd_gpu_unleased_energy_joules_total{"
-                           f'index="{gpu}"}}'):
-            unleased = float(line.split()[-1])
-    return lease, unleased
-
-
 def test_user_counters_never_go_back(ledger, users):
     d, _, _ = ledger()
     alice = users[0]
@@ -232,15 +218,15 @@ def test_user_counters_never_go_back(ledger, users):
         a = Session(d, alice)
         assert a("POST", "/gpu/set_power_limit?gpu_ids=0&power_limit_mw="
                  f"{200000 + i * 10000}&block=true")[0] == 200
-        seen.append(user_series(d, alice))      # open
+        seen.append(lease_series(d, alice))      # open
         time.sleep(0.1)
         assert a("POST", "/gpu/release?gpu_ids=0")[0] == 200
         a.close()
-        seen.append(user_series(d, alice))      # ended
+        seen.append(lease_series(d, alice))      # ended
         if i == 1:
             d.proc.send_signal(signal.SIGHUP)
             time.sleep(0.2)
-            seen.append(user_series(d, alice))
+            seen.append(lease_series(d, alice))
     leased = [s[0] for s in seen]
     unleased = [s[1] for s in seen]
     assert None not in leased and None not in unleased, seen

@@ -16,12 +16,12 @@ import os
 import pwd
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from conftest import WINE_RUN
-from zeushelp import Session, children, leases, wait_log, wait_until
+from zeushelp import (Session, StateRig, boot_id, lease_series, leases,
+                      wait_log, wait_until)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -32,63 +32,9 @@ pytestmark = [
 USERS = ("zeusledgerr-a",)
 
 
-class Rig:
-    """zeusd with --gpu-leases and a state directory (and an audit log
-    unless told otherwise), on simulated GPUs that outlive it."""
-
-    def __init__(self, start_public):
-        self.start_public = start_public
-        self.base = start_public.base
-        self.state = self.base / "state"
-        self.gpus = self.base / "gpus.state"
-        self.audit = self.base / "audit.jsonl"
-        self.d = None
-
-    def start(self, audit=True):
-        args = ["--gpu-leases", "--state-dir", str(self.state)]
-        if audit:
-            args += ["--audit-log", str(self.audit)]
-        self.d = self.start_public(args, {"ZEUS_SIM_STATE": str(self.gpus)})
-        return self.d
-
-    def ledger(self):
-        return self.state / "ledger"
-
-    def stop(self, how):
-        """Ends the running zeusd: "kill" (SIGKILL of the device process,
-        a crash), "usr2" (a planned restart) or "term" (a stop)."""
-        d = self.d
-        d.client.close()
-        kids = children(d.proc.pid)
-        d.proc.send_signal({"kill": signal.SIGKILL, "usr2": signal.SIGUSR2,
-                            "term": signal.SIGTERM}[how])
-        rc = d.proc.wait(timeout=60)
-        d.ready = False         # the fixture expects no clean exit
-        for k in kids:
-            wait_until(lambda: not Path(f"/proc/{k}").exists(), 10)
-        wait_until(lambda: not os.path.exists(d.sock), 10)
-        return rc
-
-
 @pytest.fixture
 def rig(start_public, users):
-    return Rig(start_public)
-
-
-def series(d, user, gpu=0):
-    """(the user's lease joules, the GPU's unleased joules) as /metrics
-    says them; None for a series it does not show."""
-    r = d.get("/metrics")
-    assert r.status_code == 200
-    lease = unleased = None
-    for line in r.text.splitlines():
-        if line.startswith("zeusd_gpu_lease_energy_joules_total{"
-                           f'index="{gpu}",user="{user}"}}'):
-            lease = float(line.split()[-1])
-        if line.startswith("zeusd_gpu_unleased_energy_joules_total{"
-                           f'index="{gpu}"}}'):
-            unleased = float(line.split()[-1])
-    return lease, unleased
+    return StateRig(start_public)
 
 
 def counter_mj(d, gpu=0):
@@ -122,8 +68,7 @@ def user_line(path, user):
                  if x.startswith(f"user {uid} ")), None)
 
 
-def boot_id():
-    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+
 
 
 def ledger_text(boot, ngpu, users, unleased=0, base=None):
@@ -143,29 +88,29 @@ def ledger_text(boot, ngpu, users, unleased=0, base=None):
                                        ("usr2", True), ("term", True)])
 def test_the_ledger_continues(rig, users, how, audit):
     (alice,) = users
-    d = rig.start(audit)
+    d = rig.start(audit=audit)
     one_lease(d, alice)
     # on disk by the time the lease is over (its end is saved)
     assert wait_until(lambda: user_line(rig.ledger(), alice), 10), \
         rig.ledger().read_text() if rig.ledger().exists() else "no file"
     assert oct(rig.ledger().stat().st_mode & 0o777) == "0o600"
-    lease_j, unleased_j = series(d, alice)
+    lease_j, unleased_j = lease_series(d, alice)
     assert lease_j is not None and lease_j > 0, (lease_j, unleased_j)
     assert unleased_j is not None
     rc = rig.stop(how)
     assert rc == {"kill": -signal.SIGKILL, "usr2": 75, "term": 0}[how]
-    d = rig.start(audit)
+    d = rig.start(audit=audit)
     logs = d.logs()
     assert "event=ledger_taken_back users=1 boot=same" in logs, logs
     assert "event=ledger_continued" in logs, logs
     # not reset: where it was, or further
-    lease2, unleased2 = series(d, alice)
+    lease2, unleased2 = lease_series(d, alice)
     assert lease2 is not None and lease2 >= lease_j, (lease_j, lease2)
     assert unleased2 is not None and unleased2 >= unleased_j, \
         (unleased_j, unleased2)
     # and it keeps counting into the same series
     one_lease(d, alice)
-    lease3, unleased3 = series(d, alice)
+    lease3, unleased3 = lease_series(d, alice)
     assert lease3 > lease2 and unleased3 >= unleased2, (lease2, lease3)
     assert "level=error" not in d.logs(), d.logs()
 
@@ -177,7 +122,7 @@ def test_a_lease_open_across_a_crash_keeps_its_energy(rig, users):
     (alice,) = users
     d = rig.start()
     one_lease(d, alice)
-    before, _ = series(d, alice)
+    before, _ = lease_series(d, alice)
     a = Session(d, alice)
     assert a("POST", "/gpu/set_power_limit?gpu_ids=0&power_limit_mw="
              "210000&block=true")[0] == 200
@@ -196,7 +141,7 @@ def test_a_lease_open_across_a_crash_keeps_its_energy(rig, users):
     assert wait_until(lambda: [r for r in leases(d)["ended"]
                                if r["gpu"] == 0], 15), leases(d)
     (ended,) = [r for r in leases(d)["ended"] if r["gpu"] == 0]
-    after, _ = series(d, alice)
+    after, _ = lease_series(d, alice)
     # the lease's whole energy, the time zeusd was down included
     assert after >= before + ended["energy_j"] - 1e-3, (before, after,
                                                          ended)
@@ -225,9 +170,9 @@ def test_a_bad_ledger_file_is_refused(rig, users, damage):
     assert "level=error" in line and "starts from 0" in line, line
     assert (rig.state / "ledger.refused").read_text() == text
     # zeusd serves, and the ledger starts from nothing
-    assert series(d, alice)[0] is None
+    assert lease_series(d, alice)[0] is None
     one_lease(d, alice)
-    assert 0 < series(d, alice)[0] < 5000, series(d, alice)
+    assert 0 < lease_series(d, alice)[0] < 5000, lease_series(d, alice)
     # a clean file replaces it
     assert wait_until(lambda: user_line(rig.ledger(), alice), 10)
     assert oct(rig.ledger().stat().st_mode & 0o777) == "0o600"
@@ -248,12 +193,12 @@ def test_a_file_from_another_boot_keeps_its_totals(rig, users):
     os.chmod(rig.ledger(), 0o600)
     d = rig.start()
     assert "event=ledger_taken_back users=1 boot=other" in d.logs()
-    lease_j, unleased_j = series(d, alice)
+    lease_j, unleased_j = lease_series(d, alice)
     assert lease_j == 5000.0
     # 7000 J, plus what the GPU used since this zeusd began: not its whole
     # counter since the base of 0 from before the reboot
     c0 = counter_mj(d)
-    lease_j, unleased_j = series(d, alice)
+    lease_j, unleased_j = lease_series(d, alice)
     assert 0 < c0 / 1000 - (unleased_j - 7000.0), (unleased_j, c0)
     assert 7000.0 <= unleased_j, unleased_j
     assert f"boot {boot_id()}\n" in rig.ledger().read_text()

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import WINE_RUN
-from zeushelp import Session, audit_lines, limit_mw, wait_log, wait_until
+from zeushelp import (Session, StateRig, audit_lines, limit_mw, wait_log,
+                      wait_until)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -48,31 +49,9 @@ def gpu_limit_mw(path, gpu):
                               LIMIT_AT)[0]
 
 
-class Rig:
-    """zeusd with --gpu-leases, an audit log and (unless told otherwise) a
-    state directory, on simulated GPUs whose settings outlive it."""
-
-    def __init__(self, start_public):
-        self.start_public = start_public
-        self.base = start_public.base
-        self.state = self.base / "state"
-        self.gpus = self.base / "gpus.state"
-        self.audit = self.base / "audit.jsonl"
-
-    def start(self, extra=(), journal=True):
-        args = ["--gpu-leases", "--audit-log", str(self.audit)]
-        if journal:
-            args += ["--state-dir", str(self.state)]
-        return self.start_public(args + list(extra),
-                                 {"ZEUS_SIM_STATE": str(self.gpus)})
-
-    def journal(self, gpu=0):
-        return self.state / f"gpu-{gpu}.lease"
-
-
 @pytest.fixture
 def rig(start_public, users):
-    return Rig(start_public)
+    return StateRig(start_public)
 
 
 def stop_with(d, sig):

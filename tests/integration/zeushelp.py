@@ -741,3 +741,75 @@ def wait_until(pred, timeout=10.0, step=0.005):
             return False
         time.sleep(step)
     return True
+
+
+# --- the lease journal's and the ledger's rig (--state-dir) ---
+
+class StateRig:
+    """zeusd with --gpu-leases, an audit log (unless audit=False) and a
+    state directory (unless journal=False), on simulated GPUs whose
+    settings and counters outlive it (ZEUS_SIM_STATE), as real ones do."""
+
+    def __init__(self, start_public):
+        self.start_public = start_public
+        self.base = start_public.base
+        self.state = self.base / "state"
+        self.gpus = self.base / "gpus.state"
+        self.audit = self.base / "audit.jsonl"
+        self.d = None
+
+    def start(self, extra=(), env=None, audit=True, journal=True):
+        args = ["--gpu-leases"]
+        if audit:
+            args += ["--audit-log", str(self.audit)]
+        if journal:
+            args += ["--state-dir", str(self.state)]
+        self.d = self.start_public(
+            args + list(extra),
+            {"ZEUS_SIM_STATE": str(self.gpus), **(env or {})})
+        return self.d
+
+    def stop(self, how):
+        """Ends the running zeusd: "kill" (SIGKILL of the device process,
+        a crash: its network process and janitor follow), "usr2" (a
+        planned restart) or "term" (a stop). Its exit status."""
+        d = self.d
+        d.client.close()
+        kids = children(d.proc.pid)
+        d.proc.send_signal({"kill": signal.SIGKILL, "usr2": signal.SIGUSR2,
+                            "term": signal.SIGTERM}[how])
+        rc = d.proc.wait(timeout=60)
+        d.ready = False         # the fixture expects no clean exit
+        for k in kids:
+            wait_until(lambda: not Path(f"/proc/{k}").exists(), 10)
+        wait_until(lambda: not os.path.exists(d.sock), 10)
+        return rc
+
+    def crash(self):
+        return self.stop("kill")
+
+    def journal(self, gpu=0):
+        return self.state / f"gpu-{gpu}.lease"
+
+    def ledger(self):
+        return self.state / "ledger"
+
+
+def boot_id():
+    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+
+
+def lease_series(d, user, gpu=0):
+    """(the user's lease joules, the GPU's unleased joules) as /metrics
+    says them; None for a series it does not show."""
+    r = d.get("/metrics")
+    assert r.status_code == 200
+    lease = unleased = None
+    for line in r.text.splitlines():
+        if line.startswith("zeusd_gpu_lease_energy_joules_total{"
+                           f'index="{gpu}",user="{user}"}}'):
+            lease = float(line.split()[-1])
+        if line.startswith("zeusd_gpu_unleased_energy_joules_total{"
+                           f'index="{gpu}"}}'):
+            unleased = float(line.split()[-1])
+    return lease, unleased
