@@ -10,6 +10,7 @@
 #define ZEUS_ACCESS_LEASE_TEXT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "common/err.h"
@@ -37,5 +38,9 @@ int lease_text_not_yours(struct zerr *err, unsigned gpu, const char *user,
  */
 int lease_text_max(struct zerr *err, uid_t uid, unsigned held,
     unsigned taking, unsigned max);
+
+/* A lease's settings (GPU_SETTING_* bits) as text: "power_limit,gpu_clocks"
+ * ("" for none). */
+void lease_settings_format(unsigned settings, char *buf, size_t size);
 
 #endif

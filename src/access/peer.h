@@ -42,7 +42,8 @@ struct peer {
 	gid_t gid;
 	pid_t pid;		/* PEER_UNIX, PEER_PIPE */
 	/*
-	 * PEER_UNIX, taken by peer_take_pidfd (only where leases need it):
+	 * PEER_UNIX, taken by peer_take_pidfd (the device process's look-up
+	 * of a connection, warden.c, for that moment only):
 	 * the connecting process itself, which a pid number is not (a number
 	 * is reused once its process is reaped). Owned by the connection
 	 * (struct conn), closed by peer_release; a copy of the struct (the

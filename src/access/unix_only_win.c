@@ -2,9 +2,10 @@
 /*
  * unix_only_win.c - the access features that Windows zeusd does not have,
  * as the shared handlers see them when they are off: the node policy
- * (policy.h; grants to Unix users and groups on the Unix socket), GPU
- * leases (lease.h; bound to a Unix peer's process through a pidfd) and
- * the audit log (audit.h; not ported yet). main_win.c refuses
+ * (policy.h; grants to Unix users and groups on the Unix socket) and
+ * the audit log (audit.h; not ported yet). GPU leases, which are the
+ * device process's (access/warden.h), are answered "not enabled" by the
+ * one-process node (node.c). main_win.c refuses
  * --policy-file, --gpu-leases and --audit-log at startup with a clear
  * message, so no policy, ledger or log exists and every call here is the
  * "feature off" answer the Linux modules give for the same state: nothing
@@ -14,7 +15,6 @@
 #include <string.h>
 
 #include "access/audit.h"
-#include "access/lease.h"
 #include "access/policy.h"
 
 /* ---- policy.h: no policy (the Unix socket's; there is none here) ------- */
@@ -64,90 +64,6 @@ policy_max_leased_gpus(const struct policy *p)
 {
 	(void)p;
 	return 0;		/* no leases to bound */
-}
-
-/* ---- lease.h: no ledger (leases are Unix peers' processes) ------------- */
-
-int
-leases_claim(struct leases *l, const struct peer *p,
-    const struct identity *id, const uint32_t *gpus, unsigned n,
-    unsigned max_gpus, struct zerr *err)
-{
-	(void)l;
-	(void)p;
-	(void)id;
-	(void)gpus;
-	(void)n;
-	(void)max_gpus;
-	(void)err;
-	return 0;		/* no ledger: nothing is held, nothing refused */
-}
-
-void
-leases_claim_done(struct leases *l, const struct peer *p,
-    const uint32_t *gpus, unsigned n)
-{
-	(void)l;
-	(void)p;
-	(void)gpus;
-	(void)n;
-}
-
-void
-leases_note(struct leases *l, bool unix_peer, uid_t uid,
-    const struct gpu_cmd *cmd)
-{
-	(void)l;
-	(void)unix_peer;
-	(void)uid;
-	(void)cmd;
-}
-
-void
-leases_label(struct leases *l, const struct peer *p, const uint32_t *gpus,
-    unsigned n, const char *label)
-{
-	(void)l;
-	(void)p;
-	(void)gpus;
-	(void)n;
-	(void)label;
-}
-
-int
-leases_release(struct leases *l, const struct peer *p, uint64_t handle,
-    const uint32_t *gpus, unsigned n, struct lease_waiter *w,
-    uint32_t *not_leased, unsigned *nnot, struct zerr *err)
-{
-	(void)l;
-	(void)p;
-	(void)handle;
-	(void)w;
-	for (unsigned i = 0; i < n; i++)
-		not_leased[i] = gpus[i];
-	*nnot = n;
-	return zerr_set(err, ZERR_NOT_FOUND, "GPU leases are a Linux "
-	    "feature (Unix-socket clients); this zeusd has none");
-}
-
-void
-leases_view(struct leases *l, const uint64_t *mj, const bool *ok,
-    struct lease_view *v)
-{
-	(void)l;
-	(void)mj;
-	(void)ok;
-	v->ncur = 0;
-	v->nended = 0;
-}
-
-void
-leases_users(struct leases *l, void (*each)(void *arg, uid_t uid,
-    const char *user, unsigned gpu, uint64_t mj), void *arg)
-{
-	(void)l;
-	(void)each;
-	(void)arg;
 }
 
 /* ---- audit.h: no audit log ---------------------------------------------- */

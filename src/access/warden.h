@@ -32,15 +32,19 @@
  *    is refused while a holder process lives or a setting waits for its
  *    restore; a restore is run only as recorded here (the recorded value,
  *    never the network process's), and only when the holder's processes
- *    are gone, the holder (or root) released it, or zeusd stops. When
- *    the holder's processes are gone this process restores the GPU on its
- *    own (warden_watch), so a network process that never asks (taken
- *    over, stopped, crashed) leaves no cap behind.
+ *    are gone, the holder (or root) released it, or zeusd stops; each
+ *    by this process on its own (warden_watch, warden_release,
+ *    warden_leases_stop): the network process holds no lease record and
+ *    asks for no restore, so one taken over, stopped or crashed leaves no
+ *    cap behind.
  *
- * Every write it runs or refuses gets its audit line here, with who as
- * this process knows them and the value before as it read it (the network
- * process still writes its own early refusals, superseded writes and the
- * ledger's lines).
+ * The lease record here is the only one (docs/design.md, "The lease
+ * core"): GET /gpu/leases, POST /gpu/release and the energy ledger in
+ * /metrics are answered from it (warden_leases, warden_release,
+ * warden_ledger_page). Every write it runs or refuses, every lease's end
+ * and every release gets its audit line here, with who as this process
+ * knows them and the value before as it read it (the network process
+ * only tells typed events: its early refusals and superseded writes).
  */
 #ifndef ZEUS_ACCESS_WARDEN_H
 #define ZEUS_ACCESS_WARDEN_H
@@ -84,38 +88,70 @@ void warden_destroy(struct warden *w);
  * exit; one whose holder is gone is restored now (audited with reason
  * holder_gone_while_zeusd_was_down). A file from another boot is dropped;
  * a garbled one is set aside and its GPU left as it is; one that is not
- * root's and private is not read. Returns the leases that hold again
- * (warden_adopted hands them to the network process, which watches their
- * processes and asks for their restores as for any lease).
+ * root's and private is not read. With --gpu-leases, the energy ledger
+ * starts here too (from its file with --state-dir). Returns the leases
+ * that hold again.
  */
 int warden_recover(struct warden *w, struct gpu_backend *b);
 
 /*
  * --gpu-leases, after warden_recover: a thread (pidwatch.h) restores a
- * lease's GPU, through `b`, as soon as its holder processes are gone,
- * without waiting for the network process to ask (which then finds
- * nothing to do). Stopped by warden_destroy. 0 (also without leases), or
- * -1 with err.
+ * lease's GPU, through `b`, as soon as its holder processes are gone, and
+ * retries a restore that failed (1 s, doubling to 30 s). Stopped by
+ * warden_leases_stop or warden_destroy. 0 (also without leases), or -1
+ * with err.
  */
 int warden_watch(struct warden *w, struct gpu_backend *b, struct zerr *err);
 
 /*
- * After warden_recover: GPU `gpu`'s lease as this process holds it, for
- * the network process to hold as its own (lease.h, leases_adopt): 1 with
- * *a filled and a->fd[] duplicates of the holders' pidfds (the caller's
- * to close), or 0 when the GPU is not leased.
+ * PSMSG_LEASES: the open leases with their energy so far, the last ended
+ * ones (newest first) and each GPU's energy charged to nobody, with the
+ * counters read now. PSMSG_LEDGER: users [first, first + n) of the
+ * ledger, each with its energy per GPU, open leases up to now. 0, or -1
+ * with err (404 without --gpu-leases). *out zeroed by the caller.
  */
-struct lease_adopted;
-int warden_adopted(struct warden *w, unsigned gpu, struct lease_adopted *a);
+struct psmsg_leases_reply;
+struct psmsg_ledger_reply;
+int warden_leases(struct warden *w, struct psmsg_leases_reply *out,
+    struct zerr *err);
+int warden_ledger_page(struct warden *w, uint32_t first,
+    struct psmsg_ledger_reply *out, struct zerr *err);
 
 /*
- * After warden_recover, with a lease journal (--state-dir): the energy
- * ledger as this process keeps it (its file, ledger_store.h, taken back
- * and carried on), for the network process to continue from (lease.h,
- * leases_seed_ledger): 1 with *out, or 0 without a journal.
+ * PSMSG_RELEASE (POST /gpu/release) from the writer `rq` names (w_from,
+ * auth: a Unix peer's handle while its connection is open; a TCP client
+ * is no one's holder): ends its leases on the GPUs of rq->gpu_mask (root
+ * on the Unix socket: anyone's), putting back what they changed, with
+ * their records in out->rec[0..nopen) and the GPUs without a lease in
+ * out->not_leased. Another user's lease on one of them refuses the whole
+ * call (409, nothing done, audited); a restore that fails answers 409 and
+ * is retried, the lease holding meanwhile. 0, or -1 with err.
  */
-struct ledger_store;
-int warden_ledger(struct warden *w, struct ledger_store *out);
+struct psmsg_request;
+int warden_release(struct warden *w, const struct psmsg_request *rq,
+    struct psmsg_leases_reply *out, struct zerr *err);
+
+/*
+ * PSMSG_LEASE_CHECK: a write request of the writer `rq` names (w_from,
+ * auth; w_op) on the GPUs of rq->gpu_mask, before the network process
+ * queues any of it: -1 with the 409 (audited) when another user's lease,
+ * a restore that failed, max_leased_gpus or a holder that cannot be
+ * watched refuses it, so that the whole request changes nothing; 0
+ * otherwise, which grants nothing (warden_write decides each write).
+ */
+int warden_lease_check(struct warden *w, const struct psmsg_request *rq,
+    struct zerr *err);
+
+/*
+ * The stop, once the network process is gone: with `restore`
+ * (--restore-on-shutdown, not a restart that hands leases over) every
+ * held lease is restored, retried until `timeout_ms`, then given up with
+ * a log line; restores already failing are tried too. Then each lease
+ * still held ends with its settings left (its lease_end says so), or,
+ * with `kept` (the journal keeps it for the next zeusd), stays.
+ */
+void warden_leases_stop(struct warden *w, bool restore, bool kept,
+    unsigned timeout_ms);
 
 /*
  * The network process started (its pid) and the listening socket's path

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * warden_book.c - the energy ledger's durable copy, kept by the device
- * process with a lease journal (--state-dir; warden_int.h, ledger_store.h
- * for the file; docs/design.md, "The ledger file").
+ * warden_book.c - the energy ledger, kept by the device process alone
+ * (--gpu-leases; warden_int.h): each user's energy over its leases, each
+ * GPU's energy charged to nobody, the last ended leases' records, each
+ * lease_end line; GET /gpu/leases and the ledger in /metrics are answered
+ * from here (PSMSG_LEASES, PSMSG_LEDGER). With a lease journal
+ * (--state-dir) it is kept in a file as well (ledger_store.h; docs/
+ * design.md, "The ledger file").
  */
 #include "access/warden.h"
 #include "access/warden_int.h"
@@ -11,33 +15,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access/audit.h"
+#include "access/lease_text.h"
 #include "access/ledger_store.h"
 #include "access/pidwatch.h"
 #include "common/log.h"
 #include "devices/gpu.h"
+#include "devices/gpu_cmd.h"
 
-/* ---- The energy ledger's copy (--state-dir, ledger_store.h) --------------- */
+/* ---- The ledger ------------------------------------------------------------ */
 
 /*
- * The network process keeps the ledger /metrics shows but cannot write a
- * file, so this process keeps its durable copy from what it sees itself:
- * the GPU's energy counter read when a lease starts and when it ends (the
- * increments outside leases are nobody's, as in lease.c), the energy of
- * each lease end it accepts from the network process (warden_audit, which
- * bounds it by its own record), and that of a lease it took back and
- * ended itself, which the network process never heard of. Written at
- * each lease end (on the holders' watcher's thread: wd_book_flush) and at
- * the stop; handed to the next network process at start (warden_ledger).
+ * Built from what this process sees itself: the GPU's energy counter read
+ * when a lease starts and when it ends (the increments outside leases are
+ * nobody's). Its file (--state-dir) is written at each lease end on the
+ * holders' watcher's thread (wd_book_flush), at start-up and at the stop.
  * Lock order: a GPU's lock, then the book's.
  */
 struct wbook {
 	pthread_mutex_t lock;
 	struct ledger_store s;
 	struct gpu_backend *b;		/* the counters (warden_recover's) */
-	int dirfd;			/* the journal's directory */
+	int dirfd;			/* the journal's directory; -1 none */
 	const char *boot;
 	bool failing;			/* the last save failed (said once) */
 	bool dirty;			/* changed since the file was written */
+	struct psmsg_lease ended[PSMSG_LEASES_ENDED];	/* a ring */
+	unsigned nended;		/* ever ended; ended[nended % N] next */
 };
 
 /* Writes the file (book locked); a failure is said once until one works. */
@@ -47,6 +51,8 @@ book_save(struct wbook *bk)
 	char q[ZERR_MSG_MAX + 64];
 	struct zerr e;
 
+	if (bk->dirfd < 0)
+		return;
 	zerr_clear(&e);
 	if (ledger_store_save(bk->dirfd, &bk->s, bk->boot, &e) == 0) {
 		bk->failing = false;
@@ -68,69 +74,99 @@ wd_book_start(struct wgpu *g)
 {
 	struct wbook *bk = g->book;
 
-	if (bk == NULL || !g->energy_ok)
-		return;
-	pthread_mutex_lock(&bk->lock);
-	ledger_store_unleased(&bk->s, g->idx, g->energy_mj);
-	pthread_mutex_unlock(&bk->lock);
-}
-
-/*
- * The lease ends (GPU lock held, g still held): the counter now is the
- * new base, and without a start reading the lease's energy is nobody's,
- * as lease.c counts it. A lease taken back and ended here gets its energy
- * charged to its holder, and the file is written; any other's comes with
- * the network process's lease_end (book_lease), which writes the file
- * with this base in it: one synced write per lease end, not two on a
- * release's path. (A lease_end that never comes, from a network process
- * gone wrong, leaves the base to the next write of the file: a crash
- * before it charges that lease's energy to nobody as well.)
- */
-void
-wd_book_end(struct wgpu *g)
-{
-	struct wbook *bk = g->book;
-	uint64_t mj = 0;
-	struct zerr e;
-
-	if (bk == NULL || bk->b == NULL || !g->held ||
-	    bk->b->ops->get_energy_mj(bk->b, g->idx, &mj, &e) != 0)
-		return;
-	pthread_mutex_lock(&bk->lock);
-	if (g->energy_ok && mj >= g->energy_mj) {
-		if (g->adopted)
-			ledger_store_add(&bk->s, (uint32_t)g->uid, g->user,
-			    g->idx, mj - g->energy_mj);
-		ledger_store_rebase(&bk->s, g->idx, mj);
-	} else {
-		ledger_store_unleased(&bk->s, g->idx, mj);
-	}
-	if (g->adopted)
-		book_save(bk);
-	pthread_mutex_unlock(&bk->lock);
-}
-
-/*
- * A lease end the network process told, accepted: its energy, its user's.
- * The file is written on the holders' watcher's thread (wd_book_flush,
- * kicked here), not on this one: the network process tells a lease's end
- * before it answers the POST /gpu/release that waits for it, and a synced
- * write there cost that answer about 0.45 ms.
- */
-void
-wd_book_lease(struct warden *w, uid_t uid, const char *user, unsigned gpu,
-    uint64_t mj)
-{
-	struct wbook *bk = w->book;
-
 	if (bk == NULL)
 		return;
 	pthread_mutex_lock(&bk->lock);
-	ledger_store_add(&bk->s, (uint32_t)uid, user, gpu, mj);
-	bk->dirty = true;
+	/* its user has a series from its first lease's start on */
+	ledger_store_add(&bk->s, (uint32_t)g->uid, g->user, g->idx, 0);
+	if (g->energy_ok)
+		ledger_store_unleased(&bk->s, g->idx, g->energy_mj);
 	pthread_mutex_unlock(&bk->lock);
+}
+
+void
+wd_book_open_rec(const struct wgpu *g, bool mj_ok, uint64_t mj,
+    struct psmsg_lease *r)
+{
+	uint64_t now_ms = wd_realtime_ms();
+
+	memset(r, 0, sizeof(*r));
+	r->gpu = g->idx;
+	r->uid = (uint32_t)g->uid;
+	r->pid = g->first_pid > 0 ? (int32_t)g->first_pid : 0;
+	r->state = g->restoring ? PSMSG_LEASE_RESTORING : PSMSG_LEASE_HELD;
+	r->settings = g->settings & GPU_SETTING_ALL;
+	snprintf(r->user, sizeof(r->user), "%s", g->user);
+	snprintf(r->cgroup, sizeof(r->cgroup), "%s", g->cgroup);
+	snprintf(r->label, sizeof(r->label), "%s", g->label);
+	if (!g->has_start)
+		return;
+	r->start_ms = g->started_ms;
+	r->duration_us = now_ms >= g->started_ms ?
+	    (now_ms - g->started_ms) * 1000 : 0;
+	if (g->energy_ok && mj_ok && mj >= g->energy_mj) {
+		r->energy_ok = 1;
+		r->energy_mj = mj - g->energy_mj;
+	}
+}
+
+void
+wd_book_end(struct warden *w, struct wgpu *g, unsigned reason, bool left)
+{
+	struct wbook *bk = g->book;
+	struct psmsg_lease *r = &g->last;
+	struct audit_who holder;
+	struct audit_lease le;
+	char names[96], q[2 * IDENTITY_CGROUP_MAX];
+	uint64_t mj = 0;
+	bool mj_ok = false;
+	struct zerr e;
+
+	if (bk != NULL && bk->b != NULL)
+		mj_ok = bk->b->ops->get_energy_mj(bk->b, g->idx, &mj, &e) == 0;
+	wd_book_open_rec(g, mj_ok, mj, r);
+	r->state = PSMSG_LEASE_ENDED;
+	r->reason = reason < PSMSG_REASON_END ? reason : 0;
+	r->left = left;
+	r->end_ms = wd_realtime_ms();
+	if (bk != NULL) {
+		pthread_mutex_lock(&bk->lock);
+		bk->ended[bk->nended++ % PSMSG_LEASES_ENDED] = *r;
+		if (mj_ok && r->energy_ok) {
+			ledger_store_add(&bk->s, (uint32_t)g->uid, g->user,
+			    g->idx, r->energy_mj);
+			ledger_store_rebase(&bk->s, g->idx, mj);
+		} else if (mj_ok) {
+			/* no start reading: nobody's, as before it */
+			ledger_store_unleased(&bk->s, g->idx, mj);
+		}
+		bk->dirty = true;
+		pthread_mutex_unlock(&bk->lock);
+	}
+	lease_settings_format(g->settings, names, sizeof(names));
+	memset(&holder, 0, sizeof(holder));
+	holder.unix_peer = true;
+	holder.uid = g->uid;
+	holder.pid = g->first_pid;
+	snprintf(holder.user, sizeof(holder.user), "%s", g->user);
+	memset(&le, 0, sizeof(le));
+	le.cgroup = g->cgroup;
+	le.label = g->label[0] != '\0' ? g->label : NULL;
+	le.reason = wd_reasons[r->reason];
+	le.settings = names;
+	le.left = left;
+	le.duration_s = (double)r->duration_us / 1e6;
+	le.energy_ok = r->energy_ok;
+	le.energy_j = (double)r->energy_mj / 1000.0;
+	if (g->settings != 0)	/* a lease that changed nothing: no line */
+		audit_write_lease(&holder, g->idx, &le);
+	zlog(ZLOG_INFO, "gpu_lease_ended", "gpu=%u uid=%u pid=%ld cgroup=%s "
+	    "reason=%s duration_s=%.3f energy_j=%s%.3f settings=%s", g->idx,
+	    (unsigned)g->uid, (long)g->first_pid, zlog_quote(q, sizeof(q),
+	    g->cgroup), wd_reasons[r->reason], le.duration_s,
+	    r->energy_ok ? "" : "-", le.energy_j, names[0] ? names : "-");
 	if (w->pw != NULL)
-		pidwatch_kick(w->pw);
+		pidwatch_kick(w->pw);	/* the file, on the watcher's thread */
 }
 
 void
@@ -149,28 +185,31 @@ wd_book_flush(struct warden *w)
 }
 
 /*
- * Start-up, before the journal's leases are taken back: the file, or a
- * ledger from 0 when there is none or it is refused (set aside).
+ * Start-up, before the journal's leases are taken back: the file (with
+ * --state-dir), or a ledger from 0 when there is none or it is refused
+ * (set aside).
  */
 void
 wd_book_load(struct warden *w, struct gpu_backend *b)
 {
 	struct wbook *bk = calloc(1, sizeof(*bk));
-	enum journal_bad bad;
+	enum journal_bad bad = JOURNAL_OK;
 	char why[160], q[200];
-	int rc;
+	int rc = 1;
 
 	if (bk == NULL) {
 		zlog(ZLOG_ERROR, "ledger_not_kept", "msg=\"out of memory: the "
-		    "energy ledger is not kept across a restart\"");
+		    "energy ledger is not kept\"");
 		return;
 	}
 	pthread_mutex_init(&bk->lock, NULL);
 	bk->b = b;
 	bk->dirfd = w->jdir;
 	bk->boot = w->boot;
-	rc = ledger_store_load(w->jdir, w->boot, w->cfg.ngpu, &bk->s, &bad,
-	    why, sizeof(why));
+	ledger_store_init(&bk->s, w->cfg.ngpu);
+	if (w->jdir >= 0)
+		rc = ledger_store_load(w->jdir, w->boot, w->cfg.ngpu, &bk->s,
+		    &bad, why, sizeof(why));
 	if (rc < 0) {
 		zlog(ZLOG_ERROR, "ledger_refused", "reason=%s why=%s msg=\"the "
 		    "energy ledger starts from 0; the file is kept as "
@@ -221,13 +260,110 @@ wd_book_close(struct warden *w)
 	w->book = NULL;
 }
 
+/* ---- What the network process serves ------------------------------------- */
+
 int
-warden_ledger(struct warden *w, struct ledger_store *out)
+wd_no_leases(struct zerr *err)
 {
-	if (w->book == NULL)
-		return 0;
-	pthread_mutex_lock(&w->book->lock);
-	*out = w->book->s;
-	pthread_mutex_unlock(&w->book->lock);
-	return 1;
+	return zerr_set(err, ZERR_NOT_FOUND, "GPU leases are not enabled on "
+	    "this server (zeusd serve --gpu-leases)");
+}
+
+/* Every GPU's counter now, read before any lock (a device call each). */
+static void
+read_all(struct warden *w, uint64_t *mj, uint64_t *ok)
+{
+	*ok = 0;
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct zerr e;
+
+		mj[i] = 0;
+		if (w->b != NULL && w->b->ops->get_energy_mj(w->b, i, &mj[i],
+		    &e) == 0)
+			*ok |= 1ull << i;
+	}
+}
+
+int
+warden_leases(struct warden *w, struct psmsg_leases_reply *out,
+    struct zerr *err)
+{
+	uint64_t mj[PSMSG_MAX_GPUS], ok;
+	struct wbook *bk = w->book;
+
+	if (!w->cfg.leases || bk == NULL)
+		return wd_no_leases(err);
+	read_all(w, mj, &ok);
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct wgpu *g = &w->gpu[i];
+		bool mine = ok >> i & 1;
+
+		pthread_mutex_lock(&g->lock);
+		if (wgpu_held(w, g))
+			wd_book_open_rec(g, mine, mj[i],
+			    &out->rec[out->nopen++]);
+		pthread_mutex_lock(&bk->lock);
+		/* a GPU nobody's lease runs on: its energy is nobody's */
+		if (mine && (!g->held || !g->energy_ok))
+			ledger_store_unleased(&bk->s, i, mj[i]);
+		if (bk->s.gpu[i].based) {
+			out->unleased_ok |= 1ull << i;
+			out->unleased_mj[i] = bk->s.gpu[i].unleased_mj;
+		}
+		pthread_mutex_unlock(&bk->lock);
+		pthread_mutex_unlock(&g->lock);
+	}
+	pthread_mutex_lock(&bk->lock);
+	for (unsigned k = 0; k < PSMSG_LEASES_ENDED && k < bk->nended; k++)
+		out->rec[out->nopen + out->nended++] = bk->ended[(bk->nended -
+		    1 - k) % PSMSG_LEASES_ENDED];
+	pthread_mutex_unlock(&bk->lock);
+	return 0;
+}
+
+int
+warden_ledger_page(struct warden *w, uint32_t first,
+    struct psmsg_ledger_reply *out, struct zerr *err)
+{
+	uint64_t mj[PSMSG_MAX_GPUS], ok, open_mj[PSMSG_MAX_GPUS];
+	uid_t open_uid[PSMSG_MAX_GPUS];
+	struct wbook *bk = w->book;
+
+	if (!w->cfg.leases || bk == NULL)
+		return wd_no_leases(err);
+	read_all(w, mj, &ok);
+	/* each open lease's energy so far, its user's too */
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct wgpu *g = &w->gpu[i];
+		struct psmsg_lease r;
+
+		open_mj[i] = 0;
+		pthread_mutex_lock(&g->lock);
+		if (wgpu_held(w, g)) {
+			wd_book_open_rec(g, ok >> i & 1, mj[i], &r);
+			open_mj[i] = r.energy_mj;
+			open_uid[i] = g->uid;
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	pthread_mutex_lock(&bk->lock);
+	out->nusers = bk->s.nusers;
+	for (uint32_t k = first; k < bk->s.nusers &&
+	    out->n < PSMSG_LEDGER_USERS; k++) {
+		const struct ledger_store_user *u = &bk->s.users[k];
+		struct psmsg_ledger_user *o = &out->u[out->n++];
+
+		o->uid = u->uid;
+		snprintf(o->user, sizeof(o->user), "%s", u->name);
+		for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+			o->mj[i] = u->mj[i];
+			if (open_mj[i] != 0 && (open_uid[i] == (uid_t)u->uid ||
+			    (u->uid == LEDGER_STORE_OTHER &&
+			    k == LEDGER_STORE_USERS - 1)))
+				o->mj[i] = ledger_store_sat_add(o->mj[i],
+				    open_mj[i]);
+		}
+	}
+	pthread_mutex_unlock(&bk->lock);
+	return 0;
 }

@@ -72,11 +72,19 @@ struct wgpu {
 	_Atomic uint64_t holder_key;
 	pid_t first_pid;
 	pid_t last_pid;			/* the last writer (restores' lines) */
-	bool ended;			/* ended_uid: the last lease's holder */
-	uid_t ended_uid;
-	bool end_written;		/* its lease_end line is in the log */
-	uint64_t started_ns;		/* the lease's first change here */
-	uint32_t max_mw;		/* the GPU's top power limit then */
+	uid_t ended_uid;		/* the last lease's holder */
+	unsigned settings;		/* GPU_SETTING_* changed under it */
+	/*
+	 * Being ended (a release, its holders gone, the stop): its restore
+	 * runs, and one that failed is retried (attempts, why) while the
+	 * lease refuses others with the failure's words.
+	 */
+	bool restoring;
+	unsigned reason;		/* of that restore: enum psmsg_reason */
+	unsigned attempts;
+	char why[ZERR_MSG_MAX];
+	/* its record once ended (the ledger's ring has a copy) */
+	struct psmsg_lease last;
 	char user[IDENTITY_USER_MAX];
 	char comm[IDENTITY_COMM_MAX];
 	char cgroup[IDENTITY_CGROUP_MAX];	/* the first writer's */
@@ -85,21 +93,13 @@ struct wgpu {
 	pid_t pid[WARDEN_MAX_PIDS];
 	uint64_t start[WARDEN_MAX_PIDS];	/* procstat_start_ticks */
 	unsigned npid;
-	/* the energy ledger's copy (--state-dir, ledger_store.h), or NULL */
+	/* the energy ledger (ledger_store.h; its file with --state-dir) */
 	struct wbook *book;
-	/*
-	 * Being taken back from the lease journal (warden_recover): a
-	 * restore at start-up writes its own lease_end line, the network
-	 * process never having known the lease. Those that hold again are
-	 * handed to it (warden_adopted), which restores and ends them as its
-	 * own.
-	 */
-	bool adopted;
 	/* the values before the lease's first change of each setting */
 	bool has_limit, has_persist, gpu_clocks, mem_clocks;
 	uint32_t limit_mw;
 	bool persist;
-	/* with a journal: when the lease began and the energy counter then */
+	/* when the lease began (Unix ms) and the energy counter then */
 	bool has_start, energy_ok;
 	uint64_t started_ms, energy_mj;
 };
@@ -137,7 +137,7 @@ struct warden {
 	/* the lease journal (--state-dir): -1 none */
 	int jdir;
 	char boot[JOURNAL_BOOT_LEN + 1];
-	struct wbook *book;		/* the ledger's copy, with the journal */
+	struct wbook *book;		/* the ledger, with --gpu-leases */
 };
 
 /* The value a write replaces, read just before it (its audit line). */
@@ -170,16 +170,33 @@ void wd_audit_ran(const struct audit_who *a, unsigned gpu,
     const struct gpu_write *wr, const struct wbefore *bf, int rc,
     const struct zerr *err, const char *reason);
 
+/*
+ * The audit line of a refusal this process decided (its words), counted;
+ * rc -1. `rq` names the writer as a write does.
+ */
+struct wwho;
+int wd_refuse(struct warden *w, const struct wwho *p,
+    const struct psmsg_request *rq, unsigned gpu, const char *op,
+    struct zerr *err);
+
+/* Peer `handle`'s copy (its pidfd: the caller's to close). 0, or -1. */
+int wd_peer_copy(struct warden *w, uint64_t handle, struct wwho *out);
+
 /* ---- warden_lease.c -------------------------------------------------------- */
 
 /* --gpu-leases: the holders' watcher (w->pw, each g->pw). 0, or -1. */
 int wd_watch_create(struct warden *w, struct zerr *err);
 
 void wgpu_forget_pids(struct wgpu *g);
-void wgpu_end(struct wgpu *g);
+/*
+ * The lease ends (lock held): its record, its energy and its lease_end
+ * line (the ledger: wd_book_end), `reason` (enum psmsg_reason) and
+ * `left` (its settings stay as they are: the stop).
+ */
+void wgpu_end(struct warden *w, struct wgpu *g, unsigned reason, bool left);
 bool wgpu_live(struct wgpu *g);
 bool wgpu_pending(const struct wgpu *g);
-bool wgpu_held(struct wgpu *g);
+bool wgpu_held(struct warden *w, struct wgpu *g);
 void wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
     bool got_limit, uint32_t limit_mw, bool got_persist, bool persist);
 
@@ -193,17 +210,25 @@ int wd_journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
     const struct wwho *p, const struct gpu_write *wr,
     const struct wbefore *bf, const char *label, struct zerr *err);
 
-int wd_restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
-    unsigned gpu, const struct gpu_write *wr, const struct wwho *rel,
-    const char *reason, struct zerr *err);
 
 /* ---- warden_book.c --------------------------------------------------------- */
 
+/* A lease begins, or is taken back (lock held): its user has a slot. */
 void wd_book_start(struct wgpu *g);
-void wd_book_end(struct wgpu *g);
-void wd_book_lease(struct warden *w, uid_t uid, const char *user,
-    unsigned gpu, uint64_t mj);
+/*
+ * A lease ends (lock held, g still held): its energy to its user, its
+ * record (g->last) to the ring of ended ones, its lease_end line and log
+ * line; the counter now is the GPU's new base.
+ */
+void wd_book_end(struct warden *w, struct wgpu *g, unsigned reason,
+    bool left);
+/* 404: --gpu-leases is off (PSMSG_LEASES, _LEDGER, _RELEASE). -1. */
+int wd_no_leases(struct zerr *err);
+/* The ledger, from its file with --state-dir, else from 0. */
 void wd_book_load(struct warden *w, struct gpu_backend *b);
+/* Lease g's open record with the counter at `mj` (lock held). */
+void wd_book_open_rec(const struct wgpu *g, bool mj_ok, uint64_t mj,
+    struct psmsg_lease *r);
 /* The file, if a lease end changed the book since (the watcher's thread). */
 void wd_book_flush(struct warden *w);
 void wd_book_close(struct warden *w);

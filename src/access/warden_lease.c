@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "access/audit.h"
-#include "access/lease.h"
 #include "access/pidwatch.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -63,15 +62,15 @@ wgpu_forget_pids(struct wgpu *g)
 	g->npid = 0;
 }
 
-/* The lease ends: its holder is remembered for the ledger's line. */
 void
-wgpu_end(struct wgpu *g)
+wgpu_end(struct warden *w, struct wgpu *g, unsigned reason, bool left)
 {
-	wd_book_end(g);
+	wd_book_end(w, g, reason, left);
+	zlog(ZLOG_INFO, "gpu_lease_released", "gpu=%u uid=%u reason=%s",
+	    g->idx, (unsigned)g->uid, wd_reasons[reason]);
 	g->held = false;
-	g->adopted = false;
+	g->restoring = false;
 	atomic_store(&g->holder_key, 0);
-	g->ended = true;
 	g->ended_uid = g->uid;
 	wgpu_forget_pids(g);
 }
@@ -103,12 +102,13 @@ wgpu_pending(const struct wgpu *g)
 
 /* Whether the lease still binds (ending it when not). */
 bool
-wgpu_held(struct wgpu *g)
+wgpu_held(struct warden *w, struct wgpu *g)
 {
 	bool live = g->held && wgpu_live(g);
 
 	if (g->held && !live && !wgpu_pending(g))
-		wgpu_end(g);
+		wgpu_end(w, g, g->restoring ? g->reason :
+		    PSMSG_REASON_PROCESS_EXIT, false);
 	return g->held;
 }
 
@@ -129,10 +129,13 @@ wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
 		g->held = true;
 		g->uid = p->uid;
 		atomic_store(&g->holder_key, (uint64_t)p->uid + 1);
-		g->end_written = false;
-		g->started_ns = zclock_now_ns();
-		g->max_mw = 0;
+		g->settings = 0;
+		g->restoring = false;
+		g->attempts = 0;
+		g->why[0] = '\0';
 		g->first_pid = p->pid;
+		zlog(ZLOG_INFO, "gpu_lease_taken", "gpu=%u uid=%u pid=%ld",
+		    g->idx, (unsigned)p->uid, (long)p->pid);
 		snprintf(g->user, sizeof(g->user), "%s", p->id.user);
 		snprintf(g->comm, sizeof(g->comm), "%s", p->id.comm);
 		snprintf(g->cgroup, sizeof(g->cgroup), "%s", p->id.cgroup);
@@ -158,6 +161,7 @@ wgpu_take(struct wgpu *g, struct wwho *p, const struct gpu_write *wr,
 	}
 	g->gpu_clocks |= (t & GPU_SETTING_GPU_CLOCKS) != 0;
 	g->mem_clocks |= (t & GPU_SETTING_MEM_CLOCKS) != 0;
+	g->settings |= t;
 }
 
 /* ---- The lease journal (--state-dir, journal.h) --------------------------- */
@@ -290,53 +294,29 @@ wd_journal_ahead(struct warden *w, const struct wgpu *g, unsigned gpu,
 /* ---- Restores and the holders' watcher ----------------------------------- */
 
 /*
- * The lease_end line of a lease taken back from the journal, which the
- * network process never heard of: the device process's own figures, from
- * the lease's start as the journal kept it (so its energy spans the
- * restart) to now. Lock held.
- */
-static void
-lease_end_line(const struct wgpu *g, struct gpu_backend *b, unsigned gpu,
-    const struct audit_who *holder, unsigned settings, const char *reason)
-{
-	struct audit_lease le;
-	char names[96];
-	uint64_t mj = 0, now_ms;
-	struct zerr e;
-
-	if (!g->adopted || !audit_enabled())
-		return;
-	now_ms = wd_realtime_ms();
-	lease_settings_format(settings, names, sizeof(names));
-	memset(&le, 0, sizeof(le));
-	le.cgroup = g->cgroup;
-	le.reason = reason;
-	le.settings = names;
-	le.duration_s = g->has_start && now_ms >= g->started_ms ?
-	    (double)(now_ms - g->started_ms) / 1000.0 : 0;
-	le.energy_ok = g->energy_ok && b->ops->get_energy_mj(b, gpu, &mj,
-	    &e) == 0 && mj >= g->energy_mj;
-	le.energy_j = le.energy_ok ? (double)(mj - g->energy_mj) / 1000.0 : 0;
-	audit_write_lease(holder, gpu, &le);
-}
-
-/*
  * Every setting the lease changed, back to its recorded value (lock
- * held), each write audited with `reason`; the lease ends when all are
- * back, and the journal follows. true when all went back.
+ * held), each write audited with `reason` (enum psmsg_reason); the lease
+ * ends when all are back, and the journal follows. true when all went
+ * back; else the first failure is in g->why and others are refused with
+ * it until a retry succeeds (restore_retry).
  */
 static bool
 restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
-    unsigned gpu, const char *reason)
+    unsigned gpu, unsigned reason)
 {
 	struct audit_who holder;
+	char q[ZERR_MSG_MAX + 64];
 	bool all = true;
 	int rc;
-	unsigned had = (g->has_limit ? GPU_SETTING_POWER_LIMIT : 0) |
-	    (g->has_persist ? GPU_SETTING_PERSISTENCE : 0) |
-	    (g->gpu_clocks ? GPU_SETTING_GPU_CLOCKS : 0) |
-	    (g->mem_clocks ? GPU_SETTING_MEM_CLOCKS : 0);
 
+	if (!g->restoring) {
+		zlog(ZLOG_INFO, "gpu_restore_started", "gpu=%u uid=%u "
+		    "reason=%s", gpu, (unsigned)g->uid, wd_reasons[reason]);
+		g->restoring = true;
+		g->attempts = 0;
+		g->why[0] = '\0';
+	}
+	g->attempts++;
 	memset(&holder, 0, sizeof(holder));
 	holder.unix_peer = true;
 	holder.uid = g->uid;
@@ -376,16 +356,25 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 		if (audit_enabled())
 			wd_before_read(b, gpu, &wr, &bf);
 		rc = b->ops->write(b, gpu, &wr, &e);
-		if (rc == 0)
+		if (rc == 0) {
 			*flag = false;
-		else
+			zlog(ZLOG_INFO, "gpu_restored", "gpu=%u op=%s uid=%u "
+			    "reason=%s", gpu, gpu_write_op_name(wr.op),
+			    (unsigned)g->uid, wd_reasons[reason]);
+		} else {
+			if (all)	/* the driver's error names GPU and op */
+				snprintf(g->why, sizeof(g->why), "%s", e.msg);
 			all = false;
-		wd_audit_ran(&holder, gpu, &wr, &bf, rc, &e, reason);
+			zlog(ZLOG_ERROR, "gpu_restore_failed", "gpu=%u op=%s "
+			    "uid=%u attempt=%u error=%s", gpu,
+			    gpu_write_op_name(wr.op), (unsigned)g->uid,
+			    g->attempts, zlog_quote(q, sizeof(q), e.msg));
+		}
+		wd_audit_ran(&holder, gpu, &wr, &bf, rc, &e,
+		    wd_reasons[reason]);
 	}
-	if (!wgpu_pending(g)) {
-		lease_end_line(g, b, gpu, &holder, had, reason);
-		wgpu_end(g);
-	}
+	if (!wgpu_pending(g))
+		wgpu_end(w, g, reason, false);
 	wd_journal_keep(w, g, gpu);
 	return all;
 }
@@ -393,33 +382,43 @@ restore_all(struct warden *w, struct wgpu *g, struct gpu_backend *b,
 static void retry_after(struct warden *w, bool again);
 
 /*
- * GPU `gpu`'s lease once none of its holder processes runs (lock held):
- * this process puts back what it changed, itself, with the words the
- * network process's restore would have had (which, coming after, finds
- * nothing waiting: wd_restore). A lease that changed nothing ends. true
+ * GPU `gpu`'s lease once none of its holder processes runs, or once it is
+ * being ended (a release whose restore failed) (lock held): this process
+ * puts back what it changed. A lease that changed nothing ends. true
  * while something still waits: a write failed, and is tried again after
  * a backoff (restore_retry); others are refused meanwhile.
  */
 static bool
 restore_gone(struct warden *w, struct wgpu *g, unsigned gpu)
 {
-	if (!g->held || w->b == NULL || wgpu_live(g))
+	char q[ZERR_MSG_MAX + 64];
+	unsigned reason = g->restoring ? g->reason :
+	    PSMSG_REASON_PROCESS_EXIT;
+
+	if (!g->held || w->b == NULL || (!g->restoring && wgpu_live(g)))
 		return false;
 	if (!wgpu_pending(g)) {
-		wgpu_end(g);
+		wgpu_end(w, g, reason, false);
 		wd_journal_keep(w, g, gpu);
 		return false;
 	}
-	if (restore_all(w, g, w->b, gpu,
-	    wd_reasons[PSMSG_REASON_PROCESS_EXIT])) {
+	g->reason = reason;
+	if (restore_all(w, g, w->b, gpu, reason)) {
 		zlog(ZLOG_INFO, "gpu_lease_restored_by_device", "gpu=%u uid=%u "
-		    "msg=\"its holder processes are gone\"", gpu,
-		    (unsigned)g->ended_uid);
+		    "msg=\"%s\"", gpu, (unsigned)g->ended_uid,
+		    reason == PSMSG_REASON_PROCESS_EXIT ? "its holder "
+		    "processes are gone" : "retried");
 		return false;
 	}
 	zlog(ZLOG_ERROR, "gpu_lease_restore_failed", "gpu=%u uid=%u "
-	    "msg=\"its holder processes are gone; retried after a backoff; "
-	    "others are refused meanwhile\"", gpu, (unsigned)g->uid);
+	    "msg=\"%s; retried after a backoff; others are refused "
+	    "meanwhile\"", gpu, (unsigned)g->uid,
+	    reason == PSMSG_REASON_PROCESS_EXIT ? "its holder processes are "
+	    "gone" : "it is being ended");
+	zlog(ZLOG_WARN, "gpu_restore_retry", "gpu=%u uid=%u attempt=%u "
+	    "error=%s msg=\"the lease holds until the restore succeeds\"",
+	    gpu, (unsigned)g->uid, g->attempts + 1, zlog_quote(q, sizeof(q),
+	    g->why));
 	return true;
 }
 
@@ -428,15 +427,26 @@ static void
 holder_exited(void *ctx, uint32_t gpu)
 {
 	struct warden *w = ctx;
+	struct wgpu *g;
 	bool owed;
 
 	if (gpu >= w->cfg.ngpu)
 		return;
 	pthread_mutex_lock(&w->gpu[gpu].lock);
-	owed = restore_gone(w, &w->gpu[gpu], gpu);
+	g = &w->gpu[gpu];
+	if (g->held) {
+		unsigned had = g->npid;
+
+		(void)wgpu_live(g);
+		zlog(ZLOG_INFO, "gpu_lease_process_exited", "gpu=%u uid=%u "
+		    "exited=%u left=%u", gpu, (unsigned)g->uid, had - g->npid,
+		    g->npid);
+	}
+	owed = restore_gone(w, g, gpu);
 	pthread_mutex_unlock(&w->gpu[gpu].lock);
 	if (owed && w->retry_ms == 0)
 		retry_after(w, true);
+	wd_book_flush(w);
 }
 
 /*
@@ -457,10 +467,10 @@ retry_after(struct warden *w, bool again)
 }
 
 /*
- * Every lease whose holder processes are gone: a restore that failed (at
- * its backoff), or a lease no pidfd watches (a write of an exited process
- * ran: warden_write's kick). Then the ledger's file, when a lease end
- * changed it (wd_book_lease's kick).
+ * Every lease whose holder processes are gone or that is being ended: a
+ * restore that failed (at its backoff), or a lease no pidfd watches (a
+ * write of an exited process ran: warden_write's kick). Then the
+ * ledger's file, when a lease end changed it.
  */
 static void
 restore_retry(void *ctx)
@@ -474,7 +484,7 @@ restore_retry(void *ctx)
 		pthread_mutex_unlock(&w->gpu[i].lock);
 	}
 	retry_after(w, again);
-	wd_book_flush(w);		/* a lease end kicked it, perhaps */
+	wd_book_flush(w);
 }
 
 int
@@ -496,80 +506,152 @@ warden_watch(struct warden *w, struct gpu_backend *b, struct zerr *err)
 	return pidwatch_start(w->pw, err);
 }
 
-/*
- * A restore: only of a change recorded here, only to the recorded value,
- * only when the holder's processes are gone, the holder or root released
- * it (`rel`), or zeusd stops. Lock held.
- */
-int
-wd_restore(struct warden *w, struct wgpu *g, struct gpu_backend *b,
-    unsigned gpu, const struct gpu_write *wr, const struct wwho *rel,
-    const char *reason, struct zerr *err)
-{
-	struct audit_who holder;
-	struct wbefore bf;
-	struct gpu_write rw = *wr;	/* with the value recorded here */
-	bool match = false;
-	int rc;
+/* ---- POST /gpu/release and the stop --------------------------------------- */
 
-	switch (wr->op) {
-	case GPU_SET_POWER_LIMIT:
-		match = g->has_limit;
-		rw.power_limit_mw = g->limit_mw;
-		break;
-	case GPU_SET_PERSISTENCE_MODE:
-		match = g->has_persist;
-		rw.enabled = g->persist;
-		break;
-	case GPU_RESET_GPU_LOCKED_CLOCKS:
-		match = g->gpu_clocks;
-		break;
-	case GPU_RESET_MEM_LOCKED_CLOCKS:
-		match = g->mem_clocks;
-		break;
-	default:
-		break;
+int
+warden_release(struct warden *w, const struct psmsg_request *rq,
+    struct psmsg_leases_reply *out, struct zerr *err)
+{
+	struct wwho who, *p = NULL;
+	uint64_t mask = rq->gpu_mask;
+	unsigned bad = 0;
+	bool refused = false;
+	uid_t by = (uid_t)-1;		/* a TCP client is no uid */
+
+	memset(&who, 0, sizeof(who));
+	who.pidfd = -1;
+	if (!w->cfg.leases || w->b == NULL)
+		return wd_no_leases(err);
+	if (rq->w_from == PSMSG_FROM_UNIX) {
+		if (wd_peer_copy(w, rq->auth, &who) != 0) {
+			zerr_set(err, ZERR_FORBIDDEN, "Forbidden: the "
+			    "connection that asked is unknown to the device "
+			    "process");
+			return wd_refuse(w, NULL, rq, AUDIT_NO_GPU, "release",
+			    err);
+		}
+		p = &who;
+		by = who.uid;
 	}
-	/*
-	 * Nothing of this setting waits to go back (this process put it
-	 * back already, or its value before was never read): done, and no
-	 * write. The sender's lease ends; nothing here changes.
-	 */
-	if (!g->held || !match)
-		return 0;
-	if (wgpu_live(g) && !atomic_load(&w->stopping) && (rel == NULL ||
-	    (rel->uid != 0 && rel->uid != g->uid)))
-		return lease_text_not_yours(err, gpu, g->user, g->uid);
-	memset(&holder, 0, sizeof(holder));
-	holder.unix_peer = true;
-	holder.uid = g->uid;
-	holder.pid = g->last_pid;
-	snprintf(holder.user, sizeof(holder.user), "%s", g->user);
-	memset(&bf, 0, sizeof(bf));
-	if (audit_enabled())
-		wd_before_read(b, gpu, &rw, &bf);
-	rc = b->ops->write(b, gpu, &rw, err);
-	wd_audit_ran(&holder, gpu, &rw, &bf, rc, err, reason);
-	if (rc != 0)
-		return rc;
-	switch (wr->op) {
-	case GPU_SET_POWER_LIMIT:
-		g->has_limit = false;
-		break;
-	case GPU_SET_PERSISTENCE_MODE:
-		g->has_persist = false;
-		break;
-	case GPU_RESET_GPU_LOCKED_CLOCKS:
-		g->gpu_clocks = false;
-		break;
-	default:
-		g->mem_clocks = false;
-		break;
+	/* first the whole call's check: another user's lease refuses it */
+	for (unsigned i = 0; i < w->cfg.ngpu && !refused; i++) {
+		struct wgpu *g = &w->gpu[i];
+
+		if (!(mask >> i & 1))
+			continue;
+		pthread_mutex_lock(&g->lock);
+		if (wgpu_held(w, g) && by != 0 && g->uid != by) {
+			(void)lease_text_not_yours(err, i, g->user, g->uid);
+			refused = true;
+			bad = i;
+		}
+		pthread_mutex_unlock(&g->lock);
 	}
-	if (!wgpu_pending(g))		/* every change is back: it ends */
-		wgpu_end(g);
-	wd_journal_keep(w, g, gpu);
+	if (refused) {
+		if (p != NULL && p->pidfd >= 0)
+			close(p->pidfd);
+		return wd_refuse(w, p, rq, bad, "release", err);
+	}
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct wgpu *g = &w->gpu[i];
+		bool ok;
+
+		if (!(mask >> i & 1))
+			continue;
+		pthread_mutex_lock(&g->lock);
+		if (!wgpu_held(w, g) || (by != 0 && g->uid != by)) {
+			/* ended since the check (its holders exited) */
+			out->not_leased |= 1ull << i;
+			pthread_mutex_unlock(&g->lock);
+			continue;
+		}
+		zlog(ZLOG_INFO, "gpu_lease_release", "gpu=%u uid=%u by_uid=%u",
+		    i, (unsigned)g->uid, (unsigned)by);
+		g->reason = PSMSG_REASON_RELEASE;
+		ok = restore_all(w, g, w->b, i, PSMSG_REASON_RELEASE);
+		if (ok)
+			out->rec[out->nopen++] = g->last;
+		else
+			zerr_set(err, ZERR_CONFLICT, "GPU %u: restoring the "
+			    "lease's settings failed (%s); it is retried, and "
+			    "the lease holds until it succeeds", i, g->why);
+		pthread_mutex_unlock(&g->lock);
+		if (!ok) {
+			/* the watcher's thread retries it, after a backoff */
+			pidwatch_kick(w->pw);
+			if (p != NULL && p->pidfd >= 0)
+				close(p->pidfd);
+			return -1;
+		}
+	}
+	if (p != NULL && p->pidfd >= 0)
+		close(p->pidfd);
+	pidwatch_kick(w->pw);		/* the ledger's file */
 	return 0;
+}
+
+void
+warden_leases_stop(struct warden *w, bool restore, bool kept,
+    unsigned timeout_ms)
+{
+	uint64_t until = zclock_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	unsigned pause_ms = WARDEN_RETRY_FIRST_MS / 4;
+	bool left;
+
+	if (w == NULL || !w->cfg.leases || w->b == NULL)
+		return;
+	pidwatch_destroy(w->pw);	/* no restore of its own from here */
+	w->pw = NULL;
+	for (unsigned i = 0; i < w->cfg.ngpu; i++)
+		w->gpu[i].pw = NULL;
+	for (;;) {
+		left = false;
+		for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+			struct wgpu *g = &w->gpu[i];
+
+			pthread_mutex_lock(&g->lock);
+			if (wgpu_held(w, g) && (restore || g->restoring)) {
+				if (!g->restoring)
+					g->reason = PSMSG_REASON_SHUTDOWN;
+				left |= !restore_all(w, g, w->b, i,
+				    g->reason);
+			}
+			pthread_mutex_unlock(&g->lock);
+		}
+		if (!left || !restore ||
+		    zclock_now_ns() + pause_ms * 1000000ull >= until)
+			break;
+		(void)zclock_sleep_ms(pause_ms);
+		pause_ms *= 2;
+	}
+	if (left && restore)
+		zlog(ZLOG_WARN, "gpu_restore_timeout", "msg=\"some restores "
+		    "did not finish before shutdown\"");
+	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
+		struct wgpu *g = &w->gpu[i];
+		char q[ZERR_MSG_MAX + 64];
+
+		pthread_mutex_lock(&g->lock);
+		if (!g->held) {
+			pthread_mutex_unlock(&g->lock);
+			continue;
+		}
+		if (g->restoring && wgpu_pending(g))
+			zlog(ZLOG_ERROR, "gpu_restore_abandoned", "gpu=%u "
+			    "uid=%u attempts=%u error=%s msg=\"zeusd is "
+			    "stopping; the settings stay as they are\"", i,
+			    (unsigned)g->uid, g->attempts, zlog_quote(q,
+			    sizeof(q), g->why));
+		if (kept) {
+			/* the journal holds it: the next zeusd carries on */
+			zlog(ZLOG_INFO, "gpu_lease_kept", "gpu=%u uid=%u "
+			    "msg=\"the lease stays in the journal; the next "
+			    "zeusd takes it back\"", i, (unsigned)g->uid);
+		} else {
+			wgpu_end(w, g, PSMSG_REASON_SHUTDOWN, true);
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
 }
 
 /* ---- Start-up: the journal taken back ------------------------------------ */
@@ -602,9 +684,10 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 {
 	int held = 0;
 
+	if (w->cfg.leases)
+		wd_book_load(w, b);	/* first: a lease ended below counts */
 	if (w->jdir < 0)
 		return 0;
-	wd_book_load(w, b);	/* first: a lease ended below is counted */
 	for (unsigned i = 0; i < w->cfg.ngpu; i++) {
 		struct wgpu *g = &w->gpu[i];
 		struct journal_rec r;
@@ -612,7 +695,6 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		char why[160], q[200];
 		struct passwd pw, *res = NULL;
 		char pwbuf[1024];
-		uint64_t now_ms;
 		int rc = journal_load(w->jdir, i, w->boot, &r, &bad, why,
 		    sizeof(why));
 
@@ -646,20 +728,9 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->held = true;
 		g->uid = (uid_t)r.uid;
 		atomic_store(&g->holder_key, (uint64_t)r.uid + 1);
-		/* its age, for the network process's lease_end line */
-		g->started_ns = zclock_now_ns();
-		now_ms = wd_realtime_ms();
-		if (r.has_start && r.started_ms <= now_ms &&
-		    (now_ms - r.started_ms) * 1000000u < g->started_ns)
-			g->started_ns -= (now_ms - r.started_ms) * 1000000u;
-		{
-			uint32_t lo, hi;
-			struct zerr e;
-
-			if (b->ops->get_power_limit_constraints(b, i, &lo, &hi,
-			    &e) == 0)
-				g->max_mw = hi;
-		}
+		g->restoring = false;
+		g->attempts = 0;
+		g->why[0] = '\0';
 		if (getpwuid_r((uid_t)r.uid, &pw, pwbuf, sizeof(pwbuf),
 		    &res) == 0 && res != NULL)
 			snprintf(g->user, sizeof(g->user), "%s", pw.pw_name);
@@ -671,6 +742,10 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->persist = r.persist;
 		g->gpu_clocks = r.gpu_clocks;
 		g->mem_clocks = r.mem_clocks;
+		g->settings = (r.has_limit ? GPU_SETTING_POWER_LIMIT : 0) |
+		    (r.has_persist ? GPU_SETTING_PERSISTENCE : 0) |
+		    (r.gpu_clocks ? GPU_SETTING_GPU_CLOCKS : 0) |
+		    (r.mem_clocks ? GPU_SETTING_MEM_CLOCKS : 0);
 		g->has_start = r.has_start;
 		g->started_ms = r.started_ms;
 		g->energy_ok = r.has_energy;
@@ -678,7 +753,6 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		wd_book_start(g);	/* its start, if the file is older */
 		adopt_pids(g, &r);
 		g->first_pid = g->last_pid = r.npid > 0 ? r.pid[0] : 0;
-		g->adopted = true;	/* this process ends it, and says so */
 		if (g->npid > 0) {
 			held++;
 			zlog(ZLOG_INFO, "lease_journal_taken_back", "gpu=%u "
@@ -687,12 +761,13 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 			    (unsigned)r.uid, g->npid);
 			wd_journal_keep(w, g, i);
 		} else if (restore_all(w, g, b, i,
-		    "holder_gone_while_zeusd_was_down")) {
+		    PSMSG_REASON_HOLDER_GONE)) {
 			zlog(ZLOG_INFO, "lease_journal_restored", "gpu=%u "
 			    "uid=%u msg=\"its holder is gone: the GPU is put "
 			    "back\"", i, (unsigned)r.uid);
 		} else {
-			/* the network process retries it, refusing others */
+			/* retried by the watcher, refusing others */
+			g->reason = PSMSG_REASON_HOLDER_GONE;
 			zlog(ZLOG_ERROR, "lease_journal_restore_failed",
 			    "gpu=%u uid=%u msg=\"retried after a backoff; the "
 			    "GPU is refused to others meanwhile\"", i,
@@ -700,50 +775,7 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 			if (w->retry_ms == 0)	/* the watcher's, once it runs */
 				retry_after(w, true);
 		}
-		g->adopted = false;
 		pthread_mutex_unlock(&g->lock);
 	}
 	return held;
-}
-
-int
-warden_adopted(struct warden *w, unsigned gpu, struct lease_adopted *a)
-{
-	struct wgpu *g;
-
-	memset(a, 0, sizeof(*a));
-	if (gpu >= w->cfg.ngpu)
-		return 0;
-	g = &w->gpu[gpu];
-	pthread_mutex_lock(&g->lock);
-	if (!g->held) {
-		pthread_mutex_unlock(&g->lock);
-		return 0;
-	}
-	a->held = true;
-	a->uid = g->uid;
-	snprintf(a->user, sizeof(a->user), "%s", g->user);
-	snprintf(a->cgroup, sizeof(a->cgroup), "%s", g->cgroup);
-	snprintf(a->label, sizeof(a->label), "%s", g->label);
-	a->has_start = g->has_start;
-	a->started_ms = g->started_ms;
-	a->energy_ok = g->energy_ok;
-	a->energy_mj = g->energy_mj;
-	a->has_limit = g->has_limit;
-	a->limit_mw = g->limit_mw;
-	a->has_persist = g->has_persist;
-	a->persist = g->persist;
-	a->gpu_clocks = g->gpu_clocks;
-	a->mem_clocks = g->mem_clocks;
-	for (unsigned i = 0; i < g->npid && a->npid < LEASE_ADOPT_PIDS; i++) {
-		int fd = fcntl(g->pidfd[i], F_DUPFD_CLOEXEC, 0);
-
-		if (fd < 0)
-			continue;	/* the network process restores early:
-					 * refused here while this one lives */
-		a->pid[a->npid] = g->pid[i];
-		a->fd[a->npid++] = fd;
-	}
-	pthread_mutex_unlock(&g->lock);
-	return 1;
 }

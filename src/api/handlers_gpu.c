@@ -33,7 +33,6 @@
 #include "devices/gpu_cmd.h"
 #include "access/audit.h"
 #include "api/batch.h"
-#include "access/lease.h"
 #include "access/peer.h"
 #include "api/handlers.h"
 #include "api/handlers_util.h"
@@ -79,21 +78,13 @@ struct gpu_batch {
 static void
 gpu_done_request(struct gpu_cmd *cmd, void *arg)
 {
-	struct request *req = arg;
-	const struct peer *p = request_peer(req);
-
-	/* before the next command on this GPU runs: see lease.c */
-	if (cmd->op == GPU_CMD_WRITE && request_leases(req) != NULL &&
-	    p != NULL)
-		leases_note(request_leases(req), p->kind == PEER_UNIX, p->uid,
-		    cmd);
-	request_complete_one(req);
+	(void)cmd;
+	request_complete_one(arg);
 }
 
-/* A non-blocking write's context: who asked (audit log, leases). */
+/* A non-blocking write's context: who asked (audit log). */
 struct gpu_nb {
 	struct audit_who who;
-	struct leases *leases;
 	struct node *node;
 	bool audit;			/* its line is ours (gpu_audit_here) */
 };
@@ -158,7 +149,6 @@ gpu_done_log_free(struct gpu_cmd *cmd, void *arg)
 	if (arg != NULL) {
 		const struct gpu_nb *nb = arg;
 
-		leases_note(nb->leases, nb->who.unix_peer, nb->who.uid, cmd);
 		if (nb->audit)
 			gpu_audit(&nb->who, cmd, NULL);
 		free(arg);
@@ -221,9 +211,10 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 	}
 	/*
 	 * A read's finish only answers; a write's too unless it audits here
-	 * (one process), and its commands read the peer only with leases.
+	 * (one process). Its commands read nothing of the peer: a lease is
+	 * the device process's (access/warden.h).
 	 */
-	if (w == NULL || (!gpu_audit_here(req) && request_leases(req) == NULL))
+	if (w == NULL || !gpu_audit_here(req))
 		request_finish_answers_only(req);
 	if (w != NULL)
 		gate_writes_queued(req, ids->n);
@@ -237,7 +228,7 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 {
 	struct gpu_cmd *cmds[QUERY_MAX_IDS];
 	struct gpu_nb *whos[QUERY_MAX_IDS];
-	bool ctx = audit_enabled() || request_leases(req) != NULL;
+	bool ctx = audit_enabled();
 	struct batch bt;
 	unsigned n;
 
@@ -253,7 +244,6 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 		}
 		if (whos[n] != NULL) {
 			gate_audit_who(req, &whos[n]->who);
-			whos[n]->leases = request_leases(req);
 			whos[n]->node = request_node(req);
 			whos[n]->audit = gpu_audit_here(req);
 		}
@@ -379,8 +369,6 @@ handle_gpu_write(struct request *req)
 	const enum gpu_write_op op = (enum gpu_write_op)req->route->op;
 	const struct query_spec *spec = gpu_write_specs[op];
 	struct node *node = request_node(req);
-	struct leases *leases = request_leases(req);
-	const struct peer *peer = request_peer(req);
 	struct query_values qv;
 	struct gpu_write w;
 	struct id_list ids;
@@ -421,24 +409,30 @@ handle_gpu_write(struct request *req)
 		request_reply_busy(req, &err);
 		return;
 	}
-	if (leases != NULL && leases_claim(leases, peer,
-	    gate_identity(req), ids.ids, ids.n, gate_max_leased_gpus(req),
-	    &err) != 0) {
-		gate_audit_refusal(req, ids.ids, ids.n, PSMSG_REFUSAL_LEASE,
-		    err.msg);
-		request_reply_error(req, &err);
-		return;
+	/*
+	 * A lease (--gpu-leases) is the device process's to take, extend,
+	 * label (w.writer_label, which travels with the write) or refuse.
+	 * It answers first whether the request as a whole would be refused
+	 * (409, in its words; audited there), so that such a request changes
+	 * nothing on any GPU and a block=false one is not answered 200; a
+	 * yes grants nothing: each write is decided when it runs.
+	 */
+	if (request_leases_on(req) && (request_peer(req) == NULL ||
+	    request_peer(req)->kind != PEER_UNIX ||
+	    !peer_is_root(request_peer(req)))) {
+		uint64_t mask = 0;
+
+		for (unsigned i = 0; i < ids.n; i++)
+			mask |= ids.ids[i] < 64 ? UINT64_C(1) << ids.ids[i] : 0;
+		if (node_lease_check(node, &w, mask, &err) != 0) {
+			request_reply_error(req, &err);
+			return;
+		}
 	}
-	if (leases != NULL && label != NULL)
-		leases_label(leases, peer, ids.ids, ids.n, label);
 	if (qv.v[1].b)
 		gpu_batch_submit(req, &ids, GPU_CMD_WRITE, &w, gpu_write_finish);
 	else
 		gpu_write_nonblocking(req, &ids, &w);
-	/* queued (or refused): a restore that came due meanwhile goes after;
-	 * the connection's peer outlives the request's answer */
-	if (leases != NULL)
-		leases_claim_done(leases, peer, ids.ids, ids.n);
 }
 
 void

@@ -11,25 +11,33 @@
  *                               (gpu-control)
  * A record's pid, cgroup and label are shown to root and its holder only
  * (lease_details_shown).
- * Energy is read only here, at a lease's start and at its end: an idle
- * daemon with leases open reads nothing.
+ *
+ * The lease record is the device process's alone (privsep/msg.h, struct
+ * psmsg_lease): it decides every lease, reads the energy at a lease's
+ * start and end and when asked here, and audits a release it refuses.
+ * These handlers ask it (node_leases, node_release: one round trip each,
+ * blocking, so on the look-up pool, never on the loop) and turn its
+ * records into JSON.
  */
 #include "api/handlers.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-#include "access/lease.h"
 #include "access/peer.h"
 #include "api/batch.h"
 #include "api/handlers_util.h"
+#include "common/pool.h"
 #include "devices/gpu.h"
 #include "devices/gpu_cmd.h"
+#include "http/ctx.h"
 #include "http/gate.h"
 #include "http/request.h"
 #include "node/node.h"
+#include "privsep/msg.h"
 
 /* A string of the client's or the system's: JSON null when empty, and
  * printable ASCII when it is not valid UTF-8. */
@@ -50,12 +58,13 @@ lease_json_text(const char *s)
 	return json_string(safe);
 }
 
+/* Unix milliseconds as seconds (a real), null for none. */
 static json_t *
-lease_json_time(const struct timespec *t)
+lease_json_time(uint64_t ms)
 {
-	if (t->tv_sec == 0 && t->tv_nsec == 0)
+	if (ms == 0)
 		return json_null();
-	return json_real((double)t->tv_sec + (double)t->tv_nsec / 1e9);
+	return json_real((double)ms / 1000);
 }
 
 /*
@@ -67,18 +76,35 @@ lease_json_time(const struct timespec *t)
  * token's sub is no uid, and no scope makes an administrator): never.
  */
 static bool
-lease_details_shown(const struct peer *p, const struct lease_record *r)
+lease_details_shown(const struct peer *p, const struct psmsg_lease *r)
 {
 	return p != NULL && p->kind == PEER_UNIX && (p->uid == 0 ||
 	    p->uid == r->uid);
 }
 
+/* How a lease ended (enum psmsg_reason), as the audit line says it. */
+static const char *
+lease_reason(uint32_t reason)
+{
+	static const char *const names[PSMSG_REASON_END] = {
+		[PSMSG_REASON_PROCESS_EXIT] = "process_exit",
+		[PSMSG_REASON_RELEASE] = "release",
+		[PSMSG_REASON_SHUTDOWN] = "shutdown",
+		[PSMSG_REASON_HOLDER_GONE] =
+		    "holder_gone_while_zeusd_was_down",
+	};
+
+	return reason < PSMSG_REASON_END ? names[reason] : NULL;
+}
+
 /*
  * A record for the caller `p`; without the details, pid 0 (a number still,
  * as libzeus before 4d requires), cgroup and label null, details false.
+ * Whether its settings were left as they were (r->left) is the audit
+ * line's, not the API's.
  */
 static json_t *
-lease_record_json(const struct lease_record *r, const struct peer *p)
+lease_record_json(const struct psmsg_lease *r, const struct peer *p)
 {
 	static const char *const states[] = { "held", "restoring", "ended" };
 	static const struct { unsigned bit; const char *name; } names[] = {
@@ -87,15 +113,18 @@ lease_record_json(const struct lease_record *r, const struct peer *p)
 		{ GPU_SETTING_GPU_CLOCKS, "gpu_clocks" },
 		{ GPU_SETTING_MEM_CLOCKS, "mem_clocks" },
 	};
-	bool started = r->start.tv_sec != 0;
+	bool started = r->start_ms != 0;
 	bool details = lease_details_shown(p, r);
 	double j = (double)r->energy_mj / 1000;
+	double duration_s = (double)r->duration_us / 1e6;
+	const char *reason = lease_reason(r->reason);
 	json_t *settings = json_array(), *o;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (r->settings & names[i].bit)
 			json_array_append_new(settings,
 			    json_string(names[i].name));
+	/* the reply check let through no state beyond "ended" */
 	o = json_pack("{s:I,s:I,s:o,s:I,s:o,s:o,s:b,s:s,s:o,s:o,s:f,s:o,s:s,"
 	    "s:o,s:o}", "gpu", (json_int_t)r->gpu, "uid", (json_int_t)r->uid,
 	    "user", lease_json_text(r->user), "pid",
@@ -103,14 +132,14 @@ lease_record_json(const struct lease_record *r, const struct peer *p)
 	    details ? lease_json_text(r->cgroup) : json_null(), "label",
 	    details ? lease_json_text(r->label) : json_null(), "details",
 	    (int)details, "state", states[r->state], "start",
-	    lease_json_time(&r->start), "end", lease_json_time(&r->end),
-	    "duration_s", r->duration_s, "energy_j",
+	    lease_json_time(r->start_ms), "end", lease_json_time(r->end_ms),
+	    "duration_s", duration_s, "energy_j",
 	    r->energy_ok ? json_real(j) : json_null(), "energy",
 	    r->energy_ok ? "ok" : started ? "unavailable" : "pending",
-	    "avg_w", r->energy_ok && r->duration_s > 0 ?
-	    json_real(j / r->duration_s) : json_null(), "settings", settings);
-	if (o != NULL && r->reason != NULL)
-		json_object_set_new(o, "reason", json_string(r->reason));
+	    "avg_w", r->energy_ok && duration_s > 0 ?
+	    json_real(j / duration_s) : json_null(), "settings", settings);
+	if (o != NULL && reason != NULL)
+		json_object_set_new(o, "reason", json_string(reason));
 	return o;
 }
 
@@ -119,7 +148,7 @@ lease_require(struct request *req)
 {
 	struct zerr err;
 
-	if (request_leases(req) != NULL)
+	if (request_leases_on(req))
 		return 0;
 	zerr_set(&err, ZERR_NOT_FOUND, "GPU leases are not enabled on this "
 	    "server (zeusd serve --gpu-leases)");
@@ -127,138 +156,174 @@ lease_require(struct request *req)
 	return -1;
 }
 
-/* ---- GET /gpu/leases ------------------------------------------------------ */
-
-struct leases_scrape {
-	unsigned ngpu;
-	bool *shown;			/* [ngpu]: the policy lets the peer see */
-	uint64_t *mj;			/* [ngpu] */
-	bool *ok;			/* [ngpu] */
-	struct lease_record *cur;	/* [ngpu] */
-	struct lease_view view;
-	struct gpu_cmd cmds[];		/* [ngpu] */
+/*
+ * One call to the device process's lease record, on the look-up pool:
+ * GET /gpu/leases (release false) or POST /gpu/release. What the answer
+ * needs of the connection is copied here first, so that the finish reads
+ * nothing of it.
+ */
+struct lease_call {
+	struct pool_job job;		/* first: the pool hands it back */
+	struct request *req;
+	struct node *node;
+	bool release;
+	struct gpu_write by;		/* release: who asks (gate_writer) */
+	uint64_t mask;			/* release: the GPUs named */
+	uint64_t shown;			/* leases: the GPUs the policy shows */
+	bool has_viewer;		/* `viewer` is the connection's peer */
+	struct peer viewer;		/* a copy: owns no pidfd */
+	int rc;
+	struct zerr err;
+	struct psmsg_leases_reply rep;	/* ~45 KiB: the call is on the heap */
 };
+
+static void
+lease_call_run(struct pool_job *job)
+{
+	struct lease_call *c = (struct lease_call *)job;
+
+	if (c->release)
+		c->rc = node_release(c->node, &c->by, c->mask, &c->rep,
+		    &c->err);
+	else
+		c->rc = node_leases(c->node, &c->rep, &c->err);
+	request_complete_one(c->req);
+}
+
+/* A failed call's answer: 409 with the device process's words, or 503. */
+static bool
+lease_call_failed(struct request *req, struct lease_call *c)
+{
+	if (c->rc == 0)
+		return false;
+	if (c->err.kind == ZERR_BUSY)
+		request_reply_busy(req, &c->err);
+	else
+		request_reply_error(req, &c->err);
+	return true;
+}
+
+static const struct peer *
+lease_viewer(const struct lease_call *c)
+{
+	return c->has_viewer ? &c->viewer : NULL;
+}
+
+/*
+ * The call, prepared by the handler (c->release, c->by, c->mask,
+ * c->shown), sent off the loop; `finish` answers once it returned.
+ */
+static void
+lease_call_start(struct request *req, struct lease_call *c,
+    void (*finish)(struct request *))
+{
+	const struct peer *p = request_peer(req);
+
+	c->req = req;
+	c->node = request_node(req);
+	if (p != NULL) {
+		c->viewer = *p;
+		c->viewer.pidfd = -1;
+		c->has_viewer = true;
+	}
+	c->job.run = lease_call_run;
+	request_finish_answers_only(req);
+	/* before submitting: the job may complete before submit returns */
+	request_defer(req, 1, finish);
+	if (req->ctx->lookups == NULL) {
+		lease_call_run(&c->job);	/* no pool: on the loop */
+		return;
+	}
+	if (pool_submit(req->ctx->lookups, &c->job) != 0) {
+		c->rc = -1;
+		zerr_set(&c->err, ZERR_BUSY, "Too many look-ups in progress; "
+		    "retry later");
+		request_complete_one(req);
+	}
+}
+
+/* ---- GET /gpu/leases ------------------------------------------------------ */
 
 static void
 leases_finish(struct request *req)
 {
-	struct leases_scrape *s = req->hctx;
-	json_t *cur = json_array(), *ended = json_array(), *un = json_array();
+	struct lease_call *c = req->hctx;
+	const struct psmsg_leases_reply *v = &c->rep;
+	unsigned ngpu = request_node(req)->ngpu;
+	json_t *cur, *ended, *un, *body;
 
-	for (unsigned i = 0; i < s->ngpu; i++) {
-		s->ok[i] = s->shown[i] && s->cmds[i].op == GPU_CMD_GET_ENERGY &&
-		    s->cmds[i].rc == 0;
-		s->mj[i] = s->ok[i] ? s->cmds[i].out.energy_mj : 0;
-	}
-	s->view.cur = s->cur;
-	leases_view(request_leases(req), s->mj, s->ok, &s->view);
-	for (unsigned k = 0; k < s->view.ncur; k++)
-		if (s->shown[s->view.cur[k].gpu])
-			json_array_append_new(cur,
-			    lease_record_json(&s->view.cur[k],
-			    request_peer(req)));
-	for (unsigned k = 0; k < s->view.nended; k++)
-		if (s->view.ended[k].gpu < s->ngpu &&
-		    s->shown[s->view.ended[k].gpu])
+	if (lease_call_failed(req, c))
+		return;
+	cur = json_array();
+	ended = json_array();
+	un = json_array();
+	for (uint32_t k = 0; k < v->nopen; k++)
+		if (c->shown >> v->rec[k].gpu & 1)
+			json_array_append_new(cur, lease_record_json(&v->rec[k],
+			    lease_viewer(c)));
+	for (uint32_t k = v->nopen; k < v->nopen + v->nended; k++)
+		if (c->shown >> v->rec[k].gpu & 1)
 			json_array_append_new(ended,
-			    lease_record_json(&s->view.ended[k],
-			    request_peer(req)));
-	for (unsigned i = 0; i < s->ngpu; i++)
-		if (s->shown[i])
+			    lease_record_json(&v->rec[k], lease_viewer(c)));
+	for (unsigned i = 0; i < ngpu; i++)
+		if (c->shown >> i & 1)
 			json_array_append_new(un, json_pack("{s:I,s:o}", "gpu",
-			    (json_int_t)i, "energy_j", s->view.unleased_ok[i] ?
-			    json_real((double)s->view.unleased_mj[i] / 1000) :
+			    (json_int_t)i, "energy_j", v->unleased_ok >> i & 1 ?
+			    json_real((double)v->unleased_mj[i] / 1000) :
 			    json_null()));
-	request_reply_json(req, 200, json_pack("{s:o,s:o,s:o}", "leases", cur,
-	    "ended", ended, "unleased", un));
+	body = json_pack("{s:o,s:o,s:o}", "leases", cur, "ended", ended,
+	    "unleased", un);
+	if (body == NULL) {
+		handlers_reply_oom(req);
+		return;
+	}
+	request_reply_json(req, 200, body);
 }
 
 void
 handle_gpu_leases(struct request *req)
 {
 	static const struct query_spec none[] = { { NULL, Q_BOOL, false } };
-	const struct node *node = request_node(req);
-	unsigned n = node->ngpu;
-	struct leases_scrape *s;
+	unsigned n = request_node(req)->ngpu;
+	struct lease_call *c;
 	struct query_values qv;
-	struct batch bt;
-	char *p;
 
 	if (lease_require(req) != 0 || handlers_parse(req, none, &qv) != 0 ||
-	    (s = batch_state(req, sizeof(*s) + n * (sizeof(s->cmds[0]) +
-	    sizeof(*s->cur) + sizeof(*s->mj) + 2 * sizeof(bool) +
-	    sizeof(*s->view.unleased_mj) + sizeof(*s->view.unleased_ok)),
-	    free)) == NULL)
+	    (c = batch_state(req, sizeof(*c), free)) == NULL)
 		return;
-	/* after the commands: the records, then the 8-byte, then the bools */
-	p = (char *)&s->cmds[n];
-	s->cur = (struct lease_record *)p;
-	p += n * sizeof(*s->cur);
-	s->mj = (uint64_t *)p;
-	p += n * sizeof(*s->mj);
-	s->view.unleased_mj = (uint64_t *)p;
-	p += n * sizeof(*s->view.unleased_mj);
-	s->shown = (bool *)p;
-	s->ok = s->shown + n;
-	s->view.unleased_ok = s->ok + n;
-	s->ngpu = n;
-	batch_init(&bt, req);
-	for (unsigned i = 0; i < n; i++) {
-		if (!(s->shown[i] = gate_gpu_allowed(req, i)) ||
-		    !node->gpu_info[i].energy_available)
-			continue;
-		gpu_cmd_init(&s->cmds[i], GPU_CMD_GET_ENERGY, i, batch_gpu_done,
-		    req);
-		if (batch_add_gpu(&bt, &s->cmds[i]) != 0)
-			return;
-	}
-	batch_run(&bt, leases_finish);
+	/* the records of a GPU the node policy does not show are left out */
+	for (unsigned i = 0; i < n && i < PSMSG_MAX_GPUS; i++)
+		if (gate_gpu_allowed(req, i))
+			c->shown |= UINT64_C(1) << i;
+	lease_call_start(req, c, leases_finish);
 }
 
 /* ---- POST /gpu/release ---------------------------------------------------- */
 
-struct release_state {
-	unsigned n;			/* GPUs named */
-	int k;				/* leases ended (w[0..k-1]), -1: refused */
-	unsigned nnot;
-	struct zerr err;
-	uint32_t *not_leased;		/* [n] */
-	struct lease_waiter w[];	/* [n] */
-};
-
-/* A device worker: one lease ended (or its restore failed). */
-static void
-release_done(void *ctx)
-{
-	request_complete_one(ctx);
-}
-
 static void
 release_finish(struct request *req)
 {
-	struct release_state *st = req->hctx;
-	json_t *released, *nl;
+	struct lease_call *c = req->hctx;
+	const struct psmsg_leases_reply *v = &c->rep;
+	json_t *released, *nl, *body;
 
-	if (st->k < 0) {
-		gate_audit_refusal(req, NULL, 0, PSMSG_REFUSAL_RELEASE,
-		    st->err.msg);
-		request_reply_error(req, &st->err);
+	/* a refusal is the device process's to audit: it decided it */
+	if (lease_call_failed(req, c))
 		return;
-	}
-	for (int i = 0; i < st->k; i++)
-		if (!st->w[i].ok) {
-			request_reply_error(req, &st->w[i].err);
-			return;
-		}
 	released = json_array();
 	nl = json_array();
-	for (int i = 0; i < st->k; i++)
-		json_array_append_new(released, lease_record_json(
-		    &st->w[i].rec, request_peer(req)));
-	for (unsigned i = 0; i < st->nnot; i++)
-		json_array_append_new(nl, json_integer(st->not_leased[i]));
-	request_reply_json(req, 200, json_pack("{s:o,s:o}", "released",
-	    released, "not_leased", nl));
+	for (uint32_t k = 0; k < v->nopen; k++)
+		json_array_append_new(released, lease_record_json(&v->rec[k],
+		    lease_viewer(c)));
+	for (unsigned i = 0; i < PSMSG_MAX_GPUS; i++)
+		if (v->not_leased >> i & 1)
+			json_array_append_new(nl, json_integer(i));
+	body = json_pack("{s:o,s:o}", "released", released, "not_leased", nl);
+	if (body == NULL) {
+		handlers_reply_oom(req);
+		return;
+	}
+	request_reply_json(req, 200, body);
 }
 
 void
@@ -266,34 +331,23 @@ handle_gpu_release(struct request *req)
 {
 	static const struct query_spec spec[] = { { "gpu_ids", Q_IDS, false },
 	    { NULL, Q_BOOL, false } };
-	struct release_state *st;
+	struct lease_call *c;
 	struct query_values qv;
 	struct id_list ids;
-	struct gpu_write by = { 0 };	/* who releases, for the device */
-	unsigned left;
 
 	if (lease_require(req) != 0 || handlers_parse(req, spec, &qv) != 0 ||
 	    handlers_pick_gpus(req, &qv.v[0], &ids) != 0 ||
-	    (st = batch_state(req, sizeof(*st) + ids.n * (sizeof(st->w[0]) +
-	    sizeof(*st->not_leased)), free)) == NULL)
+	    (c = batch_state(req, sizeof(*c), free)) == NULL)
 		return;
-	st->n = ids.n;
-	st->not_leased = (uint32_t *)&st->w[ids.n];
-	for (unsigned i = 0; i < ids.n; i++) {
-		st->w[i].done = release_done;
-		st->w[i].ctx = req;
+	c->release = true;
+	for (unsigned i = 0; i < ids.n; i++)
+		if (ids.ids[i] < PSMSG_MAX_GPUS)
+			c->mask |= UINT64_C(1) << ids.ids[i];
+	gate_writer(req, &c->by);	/* the device process judges it */
+	if (c->mask == 0) {
+		/* no GPU named (a node without any): nothing to ask */
+		release_finish(req);
+		return;
 	}
-	/*
-	 * One completion per GPU and one of ours: a lease that ends at once
-	 * cannot resume the request before leases_release returned. What did
-	 * not wait is completed here.
-	 */
-	gate_writer(req, &by);
-	request_defer(req, ids.n + 1, release_finish);
-	st->k = leases_release(request_leases(req), request_peer(req),
-	    by.writer_handle, ids.ids, ids.n, st->w, st->not_leased, &st->nnot, &st->err);
-	left = ids.n + 1 - (st->k > 0 ? (unsigned)st->k : 0);
-	/* the last of these may resume the request: st is not used after */
-	for (unsigned i = 0; i < left; i++)
-		request_complete_one(req);
+	lease_call_start(req, c, release_finish);
 }

@@ -28,7 +28,6 @@
 #include "devices/cpu_cmd.h"
 #include "devices/gpu_cmd.h"
 #include "access/audit.h"
-#include "access/lease.h"
 #include "api/batch.h"
 #include "http/deadline.h"
 #include "api/handlers.h"
@@ -40,8 +39,22 @@
 #include "http/server.h"
 #include "http/stats.h"
 #include "api/streams.h"
+#include "privsep/msg.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/*
+ * The energy ledger as the device process keeps it (--gpu-leases): each
+ * GPU's unleased energy (PSMSG_LEASES) and the users' series
+ * (PSMSG_LEDGER, a page at a time). On the heap: the replies are large.
+ */
+struct metrics_ledger {
+	bool ok;			/* read whole */
+	struct psmsg_leases_reply leases;
+	struct psmsg_ledger_reply page;	/* the one being read */
+	unsigned nusers;
+	struct psmsg_ledger_user *users;	/* [nusers], in their order */
+};
 
 /*
  * One block: the GPU commands, then the CPU ones right after them, then
@@ -49,14 +62,17 @@
  */
 struct metrics_scrape {
 	/*
-	 * The device process's figures (node_procstat: a round trip), read
-	 * on the look-up pool, not on the loop; `dev.ok` stays 0 when not.
+	 * The device process's figures (node_procstat: a round trip) and its
+	 * energy ledger (`ledger`, NULL without --gpu-leases), read on the
+	 * look-up pool, not on the loop; `dev.ok` and `ledger->ok` stay 0
+	 * when not.
 	 */
 	struct pool_job job;
 	struct request *req;
 	struct node *node;
 	struct procstat dev, net;
 	struct node_audit dev_audit;	/* the device process's audit log */
+	struct metrics_ledger *ledger;
 	unsigned ngpu, ncpu;
 	struct cpu_cmd *cpu;		/* [ncpu], at gpu + ngpu */
 	bool *shown;			/* [ngpu], at cpu + ncpu */
@@ -189,74 +205,78 @@ metrics_gpus(FILE *out, const struct node *node,
 	}
 }
 
-struct metrics_users {
-	FILE *out;
-	const struct metrics_scrape *m;
-};
-
+/*
+ * The look-up pool: the device process's energy ledger, its unleased
+ * energy per GPU, then its users a page at a time, in their order. Left
+ * out of the scrape (ok false) when any call fails.
+ */
 static void
-metrics_user(void *arg, uid_t uid, const char *user, unsigned gpu,
-    uint64_t mj)
+metrics_ledger_read(struct node *node, struct metrics_ledger *l)
 {
-	struct metrics_users *mu = arg;
+	struct psmsg_ledger_user *more;
+	struct zerr err;
+	uint32_t first = 0;
 
-	if (!mu->m->shown[gpu])
+	if (node_leases(node, &l->leases, &err) != 0)
 		return;
-	fprintf(mu->out, "zeusd_gpu_lease_energy_joules_total{index=\"%u\","
-	    "user=\"", gpu);
-	if (user[0] != '\0')
-		metrics_label(mu->out, user);
-	else
-		fprintf(mu->out, "%u", (unsigned)uid);
-	fprintf(mu->out, "\"} %.3f\n", (double)mj / 1000);
+	do {
+		if (node_ledger(node, first, &l->page, &err) != 0)
+			return;
+		/* the reply check kept [first, first + n) within nusers */
+		if (l->page.n == 0)
+			break;
+		if ((more = realloc(l->users, (l->nusers + l->page.n) *
+		    sizeof(*l->users))) == NULL)
+			return;
+		l->users = more;
+		memcpy(&l->users[l->nusers], l->page.u, l->page.n *
+		    sizeof(*l->users));
+		l->nusers += l->page.n;
+		first += l->page.n;
+	} while (first < l->page.nusers);
+	l->ok = true;
 }
 
 /*
  * The energy ledger (docs/metrics.md): joules charged to each user's
- * leases and to nobody, per GPU, with the readings this scrape took.
+ * leases and to nobody, per GPU, as the device process counted them when
+ * this scrape asked.
  */
 static void
-metrics_ledger(FILE *out, struct leases *l, const struct metrics_scrape *m)
+metrics_ledger(FILE *out, const struct metrics_scrape *m)
 {
-	struct metrics_users mu = { out, m };
-	struct lease_view v;
-	uint64_t *mj;
-	bool *ok;
+	const struct metrics_ledger *l = m->ledger;
 
 	if (l == NULL || m->ngpu == 0)
 		return;
-	mj = calloc(m->ngpu, 2 * sizeof(*mj) + 2 * sizeof(bool));
-	v.cur = calloc(m->ngpu, sizeof(*v.cur));
-	if (mj == NULL || v.cur == NULL) {
-		free(mj);
-		free(v.cur);
-		return;
-	}
-	v.unleased_mj = mj + m->ngpu;
-	ok = (bool *)(v.unleased_mj + m->ngpu);
-	v.unleased_ok = ok + m->ngpu;
-	for (unsigned i = 0; i < m->ngpu; i++) {
-		const struct gpu_snapshot *s = &m->gpu[i].out.snap;
-
-		ok[i] = m->shown[i] && m->gpu[i].rc == 0 &&
-		    (s->ok & GPU_SNAP_ENERGY);
-		mj[i] = ok[i] ? s->energy_mj : 0;
-	}
-	leases_view(l, mj, ok, &v);
 	metrics_head(out, "zeusd_gpu_lease_energy_joules_total", "counter",
 	    "GPU energy charged to a user's leases (--gpu-leases), ended "
 	    "and open.");
-	leases_users(l, metrics_user, &mu);
+	for (unsigned u = 0; l->ok && u < l->nusers; u++) {
+		const struct psmsg_ledger_user *lu = &l->users[u];
+
+		for (unsigned i = 0; i < m->ngpu; i++) {
+			if (!m->shown[i])
+				continue;
+			fprintf(out, "zeusd_gpu_lease_energy_joules_total"
+			    "{index=\"%u\",user=\"", i);
+			if (lu->user[0] != '\0')
+				metrics_label(out, lu->user);
+			else if (lu->uid == UINT32_MAX)
+				fputs("(other)", out);
+			else
+				fprintf(out, "%u", (unsigned)lu->uid);
+			fprintf(out, "\"} %.3f\n", (double)lu->mj[i] / 1000);
+		}
+	}
 	metrics_head(out, "zeusd_gpu_unleased_energy_joules_total", "counter",
 	    "GPU energy while no lease ran on the GPU, since the ledger's "
 	    "first reading.");
-	for (unsigned i = 0; i < m->ngpu; i++)
-		if (m->shown[i] && v.unleased_ok[i])
+	for (unsigned i = 0; l->ok && i < m->ngpu; i++)
+		if (m->shown[i] && (l->leases.unleased_ok >> i & 1))
 			fprintf(out, "zeusd_gpu_unleased_energy_joules_total"
 			    "{index=\"%u\"} %.3f\n", i,
-			    (double)v.unleased_mj[i] / 1000);
-	free(mj);
-	free(v.cur);
+			    (double)l->leases.unleased_mj[i] / 1000);
 }
 
 static void
@@ -394,6 +414,8 @@ metrics_proc_run(struct pool_job *job)
 	struct metrics_scrape *m = (struct metrics_scrape *)job;
 
 	node_procstat(m->node, &m->dev, &m->net, &m->dev_audit);
+	if (m->ledger != NULL)
+		metrics_ledger_read(m->node, m->ledger);
 	request_complete_one(m->req);
 }
 
@@ -500,6 +522,17 @@ metrics_daemon(FILE *out, struct server *srv, const struct metrics_scrape *m)
 }
 
 static void
+metrics_scrape_free(void *hctx)
+{
+	struct metrics_scrape *m = hctx;
+
+	if (m->ledger != NULL)
+		free(m->ledger->users);
+	free(m->ledger);
+	free(m);
+}
+
+static void
 metrics_finish(struct request *req)
 {
 	struct metrics_scrape *m = req->hctx;
@@ -514,7 +547,7 @@ metrics_finish(struct request *req)
 		return;
 	}
 	metrics_gpus(out, srv->ctx.node, m);
-	metrics_ledger(out, srv->ctx.leases, m);
+	metrics_ledger(out, m);
 	metrics_cpus(out, srv->ctx.node, m);
 	metrics_workers(out, srv->ctx.node, m->shown);
 	metrics_daemon(out, srv, m);
@@ -537,7 +570,7 @@ handle_metrics(struct request *req)
 	if (handlers_parse(req, none, &qv) != 0 ||
 	    (m = batch_state(req, sizeof(*m) + node->ngpu * sizeof(m->gpu[0]) +
 	    node->ncpu * sizeof(*m->cpu) + node->ngpu * sizeof(*m->shown),
-	    free)) == NULL)
+	    metrics_scrape_free)) == NULL)
 		return;
 	m->ngpu = node->ngpu;
 	m->ncpu = node->ncpu;
@@ -545,6 +578,13 @@ handle_metrics(struct request *req)
 	m->node = req->ctx->node;
 	m->cpu = (struct cpu_cmd *)(m->gpu + m->ngpu);
 	m->shown = (bool *)(m->cpu + m->ncpu);
+	/* the ledger (--gpu-leases): the device process's, read by the job */
+	if (node->pool != NULL && req->ctx->lookups != NULL &&
+	    request_leases_on(req) && m->ngpu > 0 &&
+	    (m->ledger = calloc(1, sizeof(*m->ledger))) == NULL) {
+		handlers_reply_oom(req);
+		return;
+	}
 	batch_init(&bt, req);
 	for (unsigned i = 0; i < m->ngpu; i++) {
 		/* a GPU the node policy does not grant is not even read */

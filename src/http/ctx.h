@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctx.h - what a request may reach of the daemon: the configuration, the
- * node, the key, the policy, the leases, the streams and the loop, and the
+ * node, the key, the policy, the streams and the loop, and the
  * few counters requests move. server.c owns one (struct server.ctx); each
  * request points at it (struct request.ctx), instead of at the whole
  * server: the listening socket, libmicrohttpd, the connection table and its
@@ -20,7 +20,6 @@ struct zeusd_config;
 struct node;
 struct auth_key;
 struct policy_holder;
-struct leases;
 struct streams;
 struct loop;
 struct pool;
@@ -48,7 +47,12 @@ struct http_ctx {
 	struct auth_key *key;		/* NULL: not in this process */
 	struct tokens *tokens;		/* split: the verdicts; else NULL */
 	struct policy_holder *policy;	/* NULL: no node policy */
-	struct leases *leases;		/* NULL: no --gpu-leases */
+	/*
+	 * --gpu-leases: the device process keeps the lease record (privsep/
+	 * msg.h); GET /gpu/leases, POST /gpu/release and /metrics' ledger ask
+	 * it. Nothing of it is kept here.
+	 */
+	bool leases;
 	struct streams *streams;	/* the api's SSE streams, or NULL */
 	/*
 	 * The network process's loop (common/loop.h), on which device replies

@@ -395,18 +395,6 @@ gate_first_refused(struct request *req, const uint32_t *ids, unsigned n)
 	    gate_first_refused_in(req, req->route->group, ids, n);
 }
 
-unsigned
-gate_max_leased_gpus(struct request *req)
-{
-	unsigned max;
-
-	if (req->ctx->policy == NULL)
-		return 0;
-	max = policy_max_leased_gpus(policy_holder_read(req->ctx->policy));
-	policy_holder_done(req->ctx->policy);
-	return max;
-}
-
 bool
 gate_policy_grants_gpu(struct request *req, enum api_group g, unsigned gpu)
 {

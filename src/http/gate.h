@@ -98,9 +98,6 @@ bool gate_gpu_allowed(struct request *req, unsigned gpu);
 bool gate_policy_grants_gpu(struct request *req, enum api_group g,
     unsigned gpu);
 
-/* The node policy's max_leased_gpus (0: no limit, or no policy). */
-unsigned gate_max_leased_gpus(struct request *req);
-
 /*
  * The node policy's GPU decision for the request's route: 0 when the peer
  * holds the route's scope on every GPU in ids (or no policy applies),
@@ -131,11 +128,12 @@ void gate_grant(struct request *req, struct gate_grant *g);
 void gate_audit_who(struct request *req, struct audit_who *w);
 
 /*
- * A refused GPU write (403 by the node policy, 409 by a lease): one audit
- * line per GPU named (or one with "gpu": null), result "refused". In one
- * process with the message the client got (`error`); in a split daemon
- * the device process words the line from `code` (enum psmsg_refusal) and
- * what it knows itself: no text crosses. Loop thread.
+ * A GPU write refused here (403 by the node policy, 503 by
+ * --audit-required; a lease's 409 is the device process's, which audits
+ * it): one audit line per GPU named (or one with "gpu": null), result
+ * "refused". In one process with the message the client got (`error`); in
+ * a split daemon the device process words the line from `code` (enum
+ * psmsg_refusal) and what it knows itself: no text crosses. Loop thread.
  */
 void gate_audit_refusal(struct request *req, const uint32_t *gpus,
     unsigned n, unsigned code, const char *error);

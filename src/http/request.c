@@ -50,8 +50,8 @@ request_config(const struct request *req)
 	return req->ctx->cfg;
 }
 
-struct leases *
-request_leases(const struct request *req)
+bool
+request_leases_on(const struct request *req)
 {
 	return req->ctx->leases;
 }

@@ -37,7 +37,6 @@ struct auth_claims;
 struct conn;
 struct peer;
 struct node;
-struct leases;
 struct zeusd_config;
 
 #define REQUEST_PATH_MAX 256
@@ -170,11 +169,11 @@ bool request_closing(struct request *req);
 /* Frees the requests orphaned as request_closing says (loop thread). */
 void request_free_orphans(struct http_ctx *ctx);
 
-/* The server's devices, configuration and GPU leases (NULL: no
- * --gpu-leases); whether auth (a signing key) and a node policy are on. */
+/* The server's devices and configuration; whether GPU leases
+ * (--gpu-leases), auth (a signing key) and a node policy are on. */
 struct node *request_node(const struct request *req);
 const struct zeusd_config *request_config(const struct request *req);
-struct leases *request_leases(const struct request *req);
+bool request_leases_on(const struct request *req);
 bool request_auth_on(const struct request *req);
 bool request_policy_on(const struct request *req);
 

@@ -77,7 +77,8 @@
 /*
  * Descriptors kept for everything but connections (channels, the loop,
  * the pools, logs, look-ups in flight), and what a connection costs: its
- * socket, and a pidfd of its peer under --gpu-leases (server_conn_started).
+ * socket (a lease's holder is watched by the device process, which
+ * keeps a pidfd only per holder process: access/warden.h).
  * A descriptor limit below what SERVER_CONNECTION_LIMIT needs lowers the
  * limit instead of letting accept(2) and pidfd_open(2) fail on the way.
  */
@@ -241,14 +242,6 @@ server_conn_started(struct server *srv, struct MHD_Connection *mc,
 		}
 		c->in_table = true;
 		atomic_fetch_add(&srv->conns, 1);
-		/*
-		 * A lease is bound to the process that connected, not to its
-		 * pid number (lease.h): taken now, while that process is
-		 * likely alive; when this fails the process is gone, and its
-		 * writes are refused (leases_claim).
-		 */
-		if (srv->ctx.leases != NULL && c->peer.kind == PEER_UNIX)
-			(void)peer_take_pidfd(fd, &c->peer);
 	}
 	deadline_init(&c->deadline, fd, peer_format(&c->peer, who,
 	    sizeof(who)));
@@ -512,13 +505,11 @@ server_mhd_log(void *cls, const char *fmt, va_list ap)
 static unsigned
 server_conn_limit(const struct server *srv)
 {
-	unsigned long max = server_os_fd_limit(), per = 1, fit;
+	unsigned long max = server_os_fd_limit(), fit;
 
 	if (max == 0)
 		return SERVER_CONNECTION_LIMIT;
-	if (srv->ctx.leases != NULL)
-		per = 2;
-	fit = max > SERVER_FD_RESERVE ? (max - SERVER_FD_RESERVE) / per : 0;
+	fit = max > SERVER_FD_RESERVE ? max - SERVER_FD_RESERVE : 0;
 	fit = fit > SERVER_RESERVED_CONNECTIONS ? fit -
 	    SERVER_RESERVED_CONNECTIONS : 0;
 	if (fit < SERVER_CONNECTION_FLOOR)
@@ -655,7 +646,7 @@ server_start(struct server *srv, int listen_fd, struct zerr *err)
 		    "table", srv->ctx.routes == NULL ? "no" : "too large a");
 		return -1;
 	}
-	/* here: after the wiring raised the limit and set ctx.leases */
+	/* here: after the wiring raised the descriptor limit */
 	srv->conn_limit = server_conn_limit(srv);
 	if (srv->conn_limit < SERVER_CONNECTION_LIMIT)
 		zlog(ZLOG_WARN, "connection_limit_lowered", "limit=%u "

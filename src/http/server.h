@@ -54,7 +54,8 @@ struct server_hooks {
 struct server {
 	/*
 	 * What a request may reach (ctx.h). The wiring fills cfg, node, key,
-	 * policy, leases, streams and loop before server_start.
+	 * policy, leases (whether on), streams and loop before
+	 * server_start.
 	 */
 	struct http_ctx ctx;
 	struct server_hooks hooks;	/* the wiring's, optional */

@@ -318,20 +318,58 @@ node_audit_superseded(struct node *node, const struct gpu_write *w,
 		node->remote->audit_superseded(node, w, gpu);
 }
 
-void
-node_audit_lease_end(struct node *node, const struct node_lease_line *l)
+/* One process (zeusd.exe): no device process, so no lease record. */
+static int
+node_no_leases(struct zerr *err)
 {
-	if (node->remote != NULL)
-		node->remote->audit_lease_end(node, l);
+	return zerr_set(err, ZERR_NOT_FOUND, "GPU leases are not enabled on "
+	    "this server: they are kept by zeusd's device process, and this "
+	    "zeusd runs as one process (zeusd.exe)");
 }
 
-void
-node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
-    int op, int err_kind, const char *reason)
+int
+node_leases(struct node *node, struct psmsg_leases_reply *out,
+    struct zerr *err)
 {
 	if (node->remote != NULL)
-		node->remote->audit_unqueued(node, gpu, uid, pid, op,
-		    err_kind, reason);
+		return node->remote->leases(node, out, err);
+	(void)out;
+	return node_no_leases(err);
+}
+
+int
+node_release(struct node *node, const struct gpu_write *by,
+    uint64_t gpu_mask, struct psmsg_leases_reply *out, struct zerr *err)
+{
+	if (node->remote != NULL)
+		return node->remote->release(node, by, gpu_mask, out, err);
+	(void)by;
+	(void)gpu_mask;
+	(void)out;
+	return node_no_leases(err);
+}
+
+int
+node_lease_check(struct node *node, const struct gpu_write *by,
+    uint64_t gpu_mask, struct zerr *err)
+{
+	if (node->remote != NULL)
+		return node->remote->lease_check(node, by, gpu_mask, err);
+	(void)by;
+	(void)gpu_mask;
+	(void)err;
+	return 0;
+}
+
+int
+node_ledger(struct node *node, uint32_t first,
+    struct psmsg_ledger_reply *out, struct zerr *err)
+{
+	if (node->remote != NULL)
+		return node->remote->ledger(node, first, out, err);
+	(void)first;
+	(void)out;
+	return node_no_leases(err);
 }
 
 int
@@ -461,5 +499,6 @@ node_close(struct node *node)
 	free(node->gpu_counters);
 	free(node->cpu_counters);
 	free(node->gpu_info);
+	free(node->lease_chan);		/* its fd is the pool's */
 	memset(node, 0, sizeof(*node));
 }

@@ -31,6 +31,7 @@ struct overrides;
 struct gpu_cmd;
 struct cpu_cmd;
 struct pschan_pool;
+struct pschan_async;
 struct node;
 struct node_sample;
 struct procstat;
@@ -51,8 +52,9 @@ struct node_claims {
 
 struct node_audit;
 struct psmsg_audit;
+struct psmsg_leases_reply;
+struct psmsg_ledger_reply;
 struct sockdiag_tuple;
-struct node_lease_line;
 struct gpu_write;
 
 /* A Slurm job step that starts holding GPUs, or ends (node_slurm_step). */
@@ -81,10 +83,16 @@ struct node_remote_ops {
 	    unsigned gpu, const char *op, unsigned code);
 	void (*audit_superseded)(struct node *node, const struct gpu_write *w,
 	    unsigned gpu);
-	void (*audit_lease_end)(struct node *node,
-	    const struct node_lease_line *l);
-	void (*audit_unqueued)(struct node *node, unsigned gpu, uid_t uid,
-	    pid_t pid, int op, int err_kind, const char *reason);
+	/* node_leases, node_release, node_ledger: the device's lease record */
+	int (*leases)(struct node *node, struct psmsg_leases_reply *out,
+	    struct zerr *err);
+	int (*release)(struct node *node, const struct gpu_write *by,
+	    uint64_t gpu_mask, struct psmsg_leases_reply *out,
+	    struct zerr *err);
+	int (*ledger)(struct node *node, uint32_t first,
+	    struct psmsg_ledger_reply *out, struct zerr *err);
+	int (*lease_check)(struct node *node, const struct gpu_write *by,
+	    uint64_t gpu_mask, struct zerr *err);
 	/* node_tcp_owner: the device process's look-up */
 	int (*tcp_owner)(struct node *node, const struct sockdiag_tuple *t,
 	    uint32_t *uid);
@@ -124,6 +132,12 @@ struct node {
 	 */
 	struct pschan_pool *pool;
 	const struct node_remote_ops *remote;	/* set with pool */
+	/*
+	 * The loop thread's own channel for node_lease_check, taken from the
+	 * pool at its first call (so that the early 409 never waits for a
+	 * channel others hold), or NULL: then a free one, if any.
+	 */
+	struct pschan_async *lease_chan;
 	unsigned queue_max;		/* ZEUSD_DEVICE_QUEUE_MAX */
 };
 
@@ -258,16 +272,14 @@ int node_token(struct node *node, const char *token, size_t len,
  * (privsep/msg.h, struct psmsg_audit: its h.op, magic and id are set
  * here), which the device process writes: this process holds no writable
  * fd of the log (audit.h). 0, or -1 with err (refused: logged there).
- * Blocking. The four kinds, built here:
- *   refused:    a write (or release) refused here; `who` names the writer
- *               as a write does (gate_writer), `gpu` UINT32_MAX for none,
- *               `code` why (privsep/msg.h, enum psmsg_refusal: the device
- *               process words the line)
+ * Blocking. The two kinds, built here (a lease's lines, and the refusals
+ * of a lease or a release, are the device process's own):
+ *   refused:    a write refused here; `who` names the writer as a write
+ *               does (gate_writer), `gpu` UINT32_MAX for none, `code` why
+ *               (privsep/msg.h, enum psmsg_refusal: the device process
+ *               words the line)
  *   superseded: a non-blocking write dropped before it ran (`w`, with
  *               its writer)
- *   lease end:  the ledger's line (struct node_lease_line)
- *   unqueued:   a restore that could not be queued (op, the zerr kind
- *               of the failure, reason)
  */
 int node_audit(struct node *node, struct psmsg_audit *a, struct zerr *err);
 void node_audit_refused(struct node *node, const struct gpu_write *who,
@@ -275,20 +287,42 @@ void node_audit_refused(struct node *node, const struct gpu_write *who,
 void node_audit_superseded(struct node *node, const struct gpu_write *w,
     unsigned gpu);
 
-struct node_lease_line {
-	unsigned gpu;
-	uid_t uid;
-	pid_t pid;
-	const char *user, *cgroup, *label;	/* label: NULL none */
-	const char *reason;		/* "process_exit", "release", ... */
-	unsigned settings;		/* GPU_SETTING_* */
-	bool left, energy_ok;
-	double duration_s;
-	uint64_t energy_mj;
-};
-void node_audit_lease_end(struct node *node, const struct node_lease_line *l);
-void node_audit_unqueued(struct node *node, unsigned gpu, uid_t uid,
-    pid_t pid, int op, int err_kind, const char *reason);
+/*
+ * The lease record (--gpu-leases), which only the device process holds
+ * (privsep/msg.h, struct psmsg_lease; docs/security.md, "Shared nodes"):
+ *   node_leases:  the open leases with their energy so far, the last
+ *                 ended ones, each GPU's energy charged to nobody
+ *   node_release: POST /gpu/release of `by` (gate_writer's: whose) on the
+ *                 GPUs of gpu_mask (not 0, within the node's): the leases
+ *                 ended, their settings put back, in out->rec[0..nopen),
+ *                 and the GPUs without one in out->not_leased; -1 with
+ *                 err ZERR_CONFLICT when another user holds one of them
+ *                 or a restore failed (nothing ended)
+ *   node_ledger:  the ledger's users [first, first + out->n) of
+ *                 out->nusers, each with its energy per GPU
+ * *out is large (privsep/msg.h): not for a small stack. Blocking, one
+ * round trip each: the look-up pool's, never the loop's. 0, or -1 with
+ * err (the device process's refusal; ZERR_NOT_FOUND in one process,
+ * which has no device process and no leases: Windows zeusd.exe).
+ */
+int node_leases(struct node *node, struct psmsg_leases_reply *out,
+    struct zerr *err);
+/*
+ * The early 409 of a write request (--gpu-leases), before any of it is
+ * queued: write `op` of `by` (gate_writer's) on the GPUs of gpu_mask. -1
+ * with err (ZERR_CONFLICT, the device process's words; it audits it) when
+ * it would be refused; 0 grants nothing (each write is decided when it
+ * runs), and is also the answer when no channel is free now. One round
+ * trip that the device process answers without waiting for a GPU, on a
+ * channel of the caller's own (node->lease_chan): the loop thread's, and
+ * only its. 0 in one process (no leases).
+ */
+int node_lease_check(struct node *node, const struct gpu_write *by,
+    uint64_t gpu_mask, struct zerr *err);
+int node_release(struct node *node, const struct gpu_write *by,
+    uint64_t gpu_mask, struct psmsg_leases_reply *out, struct zerr *err);
+int node_ledger(struct node *node, uint32_t first,
+    struct psmsg_ledger_reply *out, struct zerr *err);
 
 /*
  * Who owns the client's socket of a loopback TCP connection (`t`, as

@@ -43,10 +43,14 @@ static void node_audit_refused_remote(struct node *node,
     unsigned code);
 static void node_audit_superseded_remote(struct node *node,
     const struct gpu_write *w, unsigned gpu);
-static void node_audit_lease_end_remote(struct node *node,
-    const struct node_lease_line *l);
-static void node_audit_unqueued_remote(struct node *node, unsigned gpu,
-    uid_t uid, pid_t pid, int op, int err_kind, const char *reason);
+static int node_leases_remote(struct node *node,
+    struct psmsg_leases_reply *out, struct zerr *err);
+static int node_release_remote(struct node *node, const struct gpu_write *by,
+    uint64_t gpu_mask, struct psmsg_leases_reply *out, struct zerr *err);
+static int node_ledger_remote(struct node *node, uint32_t first,
+    struct psmsg_ledger_reply *out, struct zerr *err);
+static int node_lease_check_remote(struct node *node,
+    const struct gpu_write *by, uint64_t gpu_mask, struct zerr *err);
 static int node_tcp_owner_remote(struct node *node,
     const struct sockdiag_tuple *t, uint32_t *uid);
 static int node_slurm_step_remote(struct node *node,
@@ -61,8 +65,10 @@ static const struct node_remote_ops node_remote_ops = {
 	.audit = node_audit_remote,
 	.audit_refused = node_audit_refused_remote,
 	.audit_superseded = node_audit_superseded_remote,
-	.audit_lease_end = node_audit_lease_end_remote,
-	.audit_unqueued = node_audit_unqueued_remote,
+	.leases = node_leases_remote,
+	.release = node_release_remote,
+	.ledger = node_ledger_remote,
+	.lease_check = node_lease_check_remote,
 	.tcp_owner = node_tcp_owner_remote,
 	.slurm_step = node_slurm_step_remote,
 };
@@ -432,24 +438,6 @@ node_audit_remote(struct node *node, struct psmsg_audit *a, struct zerr *err)
 
 /* ---- The network process's audit lines, as records ------------------------ */
 
-/* `src` into a record's string field, cut to fit; the rest stays 0. */
-static void
-rec_str(char *dst, size_t size, const char *src)
-{
-	size_t n = src != NULL ? strnlen(src, size - 1) : 0;
-
-	memcpy(dst, src != NULL ? src : "", n);
-}
-
-static uint32_t
-rec_reason(const char *r)
-{
-	struct gpu_write w = { .writer = GPU_WRITER_RESTORE, .writer_reason =
-	    r };
-
-	return psgpu_reason(&w);
-}
-
 static void
 rec_send(struct node *node, struct psmsg_audit *a)
 {
@@ -504,45 +492,102 @@ node_audit_superseded_remote(struct node *node, const struct gpu_write *w,
 	rec_send(node, &a);
 }
 
-static void
-node_audit_lease_end_remote(struct node *node, const struct node_lease_line *l)
-{
-	struct psmsg_audit a;
+/* ---- The lease record ----------------------------------------------------- */
 
-	memset(&a, 0, sizeof(a));
-	a.kind = PSMSG_AUDIT_LEASE_END;
-	a.h.dev = l->gpu;
-	a.reason = rec_reason(l->reason);
-	a.settings = l->settings;
-	a.holder_uid = (uint32_t)l->uid;
-	a.holder_pid = l->pid > 0 ? (uint32_t)l->pid : 0;
-	a.left = l->left;
-	a.energy_ok = l->energy_ok;
-	a.duration_us = l->duration_s > 0 ? (uint64_t)(l->duration_s * 1e6) :
-	    0;
-	a.energy_mj = l->energy_ok ? l->energy_mj : 0;
-	rec_str(a.cgroup, sizeof(a.cgroup), l->cgroup);
-	rec_str(a.label, sizeof(a.label), l->label);
-	rec_send(node, &a);
+/* A reply's refusal as the caller's error. */
+static int
+lease_reply_err(int32_t rc, uint32_t kind, const char *msg, struct zerr *err)
+{
+	if (rc == 0)
+		return 0;
+	return zerr_set(err, (enum zerr_kind)kind, "%s", msg);
 }
 
-static void
-node_audit_unqueued_remote(struct node *node, unsigned gpu, uid_t uid, pid_t pid,
-    int op, int err_kind, const char *reason)
+static int
+node_leases_remote(struct node *node, struct psmsg_leases_reply *out,
+    struct zerr *err)
 {
-	struct psmsg_audit a;
-	struct gpu_write w = { .op = (enum gpu_write_op)op };
+	struct psmsg_request req;
 
-	memset(&a, 0, sizeof(a));
-	psgpu_write_fields(&a.h, &w);	/* a restore's op: takes no value */
-	a.h.w_power_limit_mw = 0;
-	a.h.w_enabled = 0;
-	a.kind = PSMSG_AUDIT_UNQUEUED;
-	a.h.dev = gpu;
-	a.reason = rec_reason(reason);
-	a.holder_uid = (uint32_t)uid;
-	a.holder_pid = pid > 0 ? (uint32_t)pid : 0;
-	a.code = err_kind > 0 && err_kind <= ZERR_CONFLICT ? (uint32_t)err_kind :
-	    ZERR_INTERNAL;
-	rec_send(node, &a);
+	psmsg_request_init(&req, PSMSG_LEASES, 0);
+	if (pschan_call_leases(node->pool, &req, node->ngpu, out) != 0)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	return lease_reply_err(out->rc, out->err_kind, out->err_msg, err);
+}
+
+/*
+ * Only what the device process takes is sent (psmsg_request_check takes
+ * anything else as a broken message and stops the daemon): GPUs of this
+ * node, and who asks as a write names them, without the write's own
+ * fields (its address, its label: a release has neither).
+ */
+static int
+node_release_remote(struct node *node, const struct gpu_write *by,
+    uint64_t gpu_mask, struct psmsg_leases_reply *out, struct zerr *err)
+{
+	uint64_t mine = node->ngpu >= 64 ? UINT64_MAX :
+	    (UINT64_C(1) << node->ngpu) - 1;
+	struct psmsg_request req;
+
+	if (gpu_mask == 0 || (gpu_mask & ~mine) != 0)
+		return zerr_set(err, ZERR_INVALID, "no GPU of this node to "
+		    "release");
+	if (by->writer != GPU_WRITER_UNIX && by->writer != GPU_WRITER_TCP)
+		return zerr_set(err, ZERR_INTERNAL, "a release of nobody's");
+	psmsg_request_init(&req, PSMSG_RELEASE, 0);
+	req.gpu_mask = gpu_mask;
+	req.w_from = (uint32_t)by->writer;
+	req.auth = by->writer == GPU_WRITER_UNIX ? by->writer_handle : 0;
+	req.tok = by->token_handle;
+	if (pschan_call_leases(node->pool, &req, node->ngpu, out) != 0)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	return lease_reply_err(out->rc, out->err_kind, out->err_msg, err);
+}
+
+static int
+node_ledger_remote(struct node *node, uint32_t first,
+    struct psmsg_ledger_reply *out, struct zerr *err)
+{
+	struct psmsg_request req;
+
+	psmsg_request_init(&req, PSMSG_LEDGER, 0);
+	req.dev = first;
+	if (pschan_call_ledger(node->pool, &req, node->ngpu, out) != 0)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	return lease_reply_err(out->rc, out->err_kind, out->err_msg, err);
+}
+
+static int
+node_lease_check_remote(struct node *node, const struct gpu_write *by,
+    uint64_t gpu_mask, struct zerr *err)
+{
+	uint64_t mine = node->ngpu >= 64 ? UINT64_MAX :
+	    (UINT64_C(1) << node->ngpu) - 1;
+	struct psmsg_request req;
+	struct psmsg_reply rep;
+
+	/* the write's own checks refuse these; nothing to say early */
+	if (gpu_mask == 0 || (gpu_mask & ~mine) != 0 ||
+	    (by->writer != GPU_WRITER_UNIX && by->writer != GPU_WRITER_TCP) ||
+	    (unsigned)by->op >= GPU_WRITE_OP_COUNT)
+		return 0;
+	psmsg_request_init(&req, PSMSG_LEASE_CHECK, 0);
+	req.gpu_mask = gpu_mask;
+	req.w_op = (uint32_t)by->op;
+	req.w_from = (uint32_t)by->writer;
+	req.auth = by->writer == GPU_WRITER_UNIX ? by->writer_handle : 0;
+	if (node->lease_chan == NULL) {
+		struct pschan_async *a = calloc(1, sizeof(*a));
+		struct zerr e;
+
+		if (a != NULL && pschan_async_open(node->pool, a, &e) == 0)
+			node->lease_chan = a;
+		else
+			free(a);
+	}
+	if (node->lease_chan != NULL)
+		pschan_own_call(node->lease_chan, &req, &rep);
+	else if (pschan_call_now(node->pool, &req, &rep) != 0)
+		return 0;	/* every channel busy: the writes decide */
+	return lease_reply_err(rep.rc, rep.err_kind, rep.err_msg, err);
 }

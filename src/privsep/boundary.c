@@ -109,6 +109,33 @@ run_step(const struct psexec *x, const union psop_msg *m, int fd,
 	*outlen = sizeof(out->rep);
 }
 
+static void
+run_leases(const struct psexec *x, const union psop_msg *m, int fd,
+    union psop_reply *out, size_t *outlen)
+{
+	(void)fd;
+	psexec_leases(x, &m->req, &out->leases);
+	*outlen = sizeof(out->leases);
+}
+
+static void
+run_ledger(const struct psexec *x, const union psop_msg *m, int fd,
+    union psop_reply *out, size_t *outlen)
+{
+	(void)fd;
+	psexec_ledger(x, &m->req, &out->ledger);
+	*outlen = sizeof(out->ledger);
+}
+
+static void
+run_lease_check(const struct psexec *x, const union psop_msg *m, int fd,
+    union psop_reply *out, size_t *outlen)
+{
+	(void)fd;
+	psexec_lease_check(x, &m->req, &out->rep);
+	*outlen = sizeof(out->rep);
+}
+
 /* ---- The table --------------------------------------------------------------- */
 
 #define REQ sizeof(struct psmsg_request)
@@ -159,6 +186,15 @@ static const struct psop table[] = {
 	/* root's Slurm plugin: a job step starts or ends */
 	{ PSMSG_SLURM_STEP, "slurm_step", sizeof(struct psmsg_slurm_step),
 	    NET, 0, chk_step, run_step },
+	/* the lease record, the only one: GET /gpu/leases, the ledger */
+	{ PSMSG_LEASES, "leases", REQ, NET, 0, chk_request, run_leases },
+	{ PSMSG_LEDGER, "ledger", REQ, NET, 0, chk_request, run_ledger },
+	/* POST /gpu/release: the device process restores, and says so */
+	{ PSMSG_RELEASE, "release", REQ, NET, PSOP_GPU_WRITE | PSOP_AUDITS,
+	    chk_request, run_leases },
+	/* a write request's early 409 (refuses; grants nothing) */
+	{ PSMSG_LEASE_CHECK, "lease_check", REQ, NET, PSOP_AUDITS,
+	    chk_request, run_lease_check },
 };
 
 _Static_assert(sizeof(table) / sizeof(table[0]) == PSMSG_OP_END - 1,

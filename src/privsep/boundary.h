@@ -54,6 +54,8 @@ union psop_msg {
 union psop_reply {
 	struct psmsg_reply rep;
 	struct psmsg_writes_reply writes;
+	struct psmsg_leases_reply leases;
+	struct psmsg_ledger_reply ledger;
 };
 
 struct psop {

@@ -215,6 +215,26 @@ pschan_recv(int fd, const struct psmsg_request *req, struct psmsg_reply *rep,
 	return 0;
 }
 
+int
+pschan_call_now(struct pschan_pool *p, struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	int fd;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->nfree == 0) {
+		pthread_mutex_unlock(&p->lock);
+		return -1;
+	}
+	fd = p->free[--p->nfree];
+	pthread_mutex_unlock(&p->lock);
+	req->id = atomic_fetch_add(&p->next_id, 1);
+	pschan_send(fd, req, -1, 0);
+	(void)pschan_recv(fd, req, rep, 0);
+	pschan_give(p, fd);
+	return 0;
+}
+
 void
 pschan_call(struct pschan_pool *p, struct psmsg_request *req,
     struct psmsg_reply *rep)
@@ -312,6 +332,88 @@ pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
 	pschan_give(p, fd);
 }
 
+/*
+ * Receives one datagram on `fd` into raw[0..size) (`size` one byte more
+ * than the reply expected: a longer datagram shows as truncated, its
+ * length as it was sent); its length. Does not return when the channel
+ * failed.
+ */
+static size_t
+pschan_recv_raw(int fd, void *raw, size_t size)
+{
+	ssize_t n;
+
+	do
+		n = recv(fd, raw, size, MSG_TRUNC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		pschan_fatal("receive", n < 0 ? errno : 0);
+	return (size_t)n;
+}
+
+/*
+ * One request of the lease record, its reply received into `raw` (the
+ * caller's heap, `size` bytes) on the channel it went out on: its length.
+ */
+static size_t
+pschan_call_raw(struct pschan_pool *p, struct psmsg_request *req, void *raw,
+    size_t size)
+{
+	size_t n;
+	int fd;
+
+	req->id = atomic_fetch_add(&p->next_id, 1);
+	fd = pschan_take(p);
+	pschan_send(fd, req, -1, 0);
+	n = pschan_recv_raw(fd, raw, size);
+	pschan_give(p, fd);
+	return n;
+}
+
+int
+pschan_call_leases(struct pschan_pool *p, struct psmsg_request *req,
+    uint32_t ngpu, struct psmsg_leases_reply *out)
+{
+	/*
+	 * Not on the stack: 45 KiB, and the callers are the look-up pool's
+	 * threads. The check copies out of it, so it cannot be *out itself.
+	 */
+	size_t size = sizeof(*out) + 1, n;
+	char why[128], *raw;
+
+	assert(req->op == PSMSG_LEASES || req->op == PSMSG_RELEASE);
+	if ((raw = malloc(size)) == NULL)
+		return -1;
+	n = pschan_call_raw(p, req, raw, size);
+	if (psmsg_leases_reply_check(raw, n, req->id, req->op, ngpu, out, why,
+	    sizeof(why)) != 0) {
+		free(raw);
+		pschan_bad_reply(why);
+	}
+	free(raw);
+	return 0;
+}
+
+int
+pschan_call_ledger(struct pschan_pool *p, struct psmsg_request *req,
+    uint32_t ngpu, struct psmsg_ledger_reply *out)
+{
+	size_t size = sizeof(*out) + 1, n;
+	char why[128], *raw;
+
+	assert(req->op == PSMSG_LEDGER);
+	if ((raw = malloc(size)) == NULL)
+		return -1;
+	n = pschan_call_raw(p, req, raw, size);
+	if (psmsg_ledger_reply_check(raw, n, req->id, req->dev, ngpu, out, why,
+	    sizeof(why)) != 0) {
+		free(raw);
+		pschan_bad_reply(why);
+	}
+	free(raw);
+	return 0;
+}
+
 void
 pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
     struct psmsg_reply *rep)
@@ -356,6 +458,15 @@ pschan_async_open(struct pschan_pool *p, struct pschan_async *a,
 	a->pool = p;
 	atomic_init(&a->out, false);
 	return 0;
+}
+
+void
+pschan_own_call(struct pschan_async *a, struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	req->id = atomic_fetch_add(&a->pool->next_id, 1);
+	pschan_send(a->fd, req, -1, 0);
+	(void)pschan_recv(a->fd, req, rep, 0);
 }
 
 void

@@ -52,6 +52,14 @@ unsigned pschan_pool_size(const struct pschan_pool *p);
 int pschan_pool_fd(const struct pschan_pool *p, unsigned i);
 
 /*
+ * pschan_call on a channel free now: -1 (nothing sent) when every one is
+ * taken, instead of waiting for one. For the loop thread's one call
+ * (PSMSG_LEASE_CHECK), which the device process answers without waiting.
+ */
+int pschan_call_now(struct pschan_pool *p, struct psmsg_request *req,
+    struct psmsg_reply *rep);
+
+/*
  * Sends `req` (its id is assigned here) and waits for the reply, which is
  * checked against the request (psmsg_reply_check) before it is returned.
  * Any thread. Does not return when the device process is gone.
@@ -86,6 +94,21 @@ void pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
     struct psmsg_writes_reply *out);
 
 /*
+ * The lease record's requests (privsep/msg.h): `req` a PSMSG_LEASES or a
+ * PSMSG_RELEASE, filled but for its id (assigned here), and its reply,
+ * checked (psmsg_leases_reply_check, against the node's `ngpu`) into
+ * *out; or a PSMSG_LEDGER (req->dev the first user) and its page of
+ * users (psmsg_ledger_reply_check). The replies are large (about 45 and
+ * 10 KiB): they are received on the heap, and *out is the caller's. 0, or
+ * -1 when there is no memory to receive them (nothing was sent). Does not
+ * return when the device process is gone or answers nonsense.
+ */
+int pschan_call_leases(struct pschan_pool *p, struct psmsg_request *req,
+    uint32_t ngpu, struct psmsg_leases_reply *out);
+int pschan_call_ledger(struct pschan_pool *p, struct psmsg_request *req,
+    uint32_t ngpu, struct psmsg_ledger_reply *out);
+
+/*
  * A channel kept by one caller that does not wait for the reply: it sends,
  * and reads the reply once the fd is readable (the HTTP loop watches it).
  * One request is out at a time. Failures are fatal, as for pschan_call.
@@ -110,6 +133,13 @@ struct pschan_async {
  */
 int pschan_async_open(struct pschan_pool *p, struct pschan_async *a,
     struct zerr *err);
+
+/*
+ * A blocking round trip on a channel of one's own (pschan_async_open's,
+ * used by one thread only, never with pschan_async_send): as pschan_call.
+ */
+void pschan_own_call(struct pschan_async *a, struct psmsg_request *req,
+    struct psmsg_reply *rep);
 
 /* Sends `req` (its id is assigned here); nothing may be out already. */
 void pschan_async_send(struct pschan_async *a, struct psmsg_request *req);

@@ -427,3 +427,77 @@ psexec_slurm_step(const struct psexec *x, const struct psmsg_slurm_step *m,
 	if (x->guard->slurm_step(x->guard->ctx, m, &err) != 0)
 		fail(rep, &err);
 }
+
+/* The header of a lease record's reply, and its failure. */
+#define REPLY_HEAD(out, req) do {					\
+	(out)->magic = PSMSG_MAGIC;					\
+	(out)->op = (req)->op;						\
+	(out)->id = (req)->id;						\
+} while (0)
+
+#define REPLY_FAIL(out, req, err) do {					\
+	memset((out), 0, sizeof(*(out)));				\
+	REPLY_HEAD(out, req);						\
+	(out)->rc = -1;							\
+	(out)->err_kind = fail_kind(err);				\
+	copy_msg((out)->err_msg, (err));				\
+} while (0)
+
+void
+psexec_leases(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_leases_reply *out)
+{
+	const struct psexec_guard *g = x->guard;
+	struct zerr err;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	REPLY_HEAD(out, req);
+	zerr_clear(&err);
+	if (g == NULL || g->leases == NULL || g->release == NULL)
+		rc = zerr_set(&err, ZERR_INTERNAL, "privsep executor: no "
+		    "warden here");
+	else if (req->op == PSMSG_RELEASE)
+		rc = g->release(g->ctx, req, out, &err);
+	else
+		rc = g->leases(g->ctx, out, &err);
+	if (rc != 0)
+		REPLY_FAIL(out, req, &err);
+}
+
+void
+psexec_ledger(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_ledger_reply *out)
+{
+	const struct psexec_guard *g = x->guard;
+	struct zerr err;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	REPLY_HEAD(out, req);
+	zerr_clear(&err);
+	if (g == NULL || g->ledger == NULL)
+		rc = zerr_set(&err, ZERR_INTERNAL, "privsep executor: no "
+		    "warden here");
+	else
+		rc = g->ledger(g->ctx, req->dev, out, &err);
+	if (rc != 0)
+		REPLY_FAIL(out, req, &err);
+}
+
+void
+psexec_lease_check(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_reply *rep)
+{
+	struct zerr err;
+
+	memset(rep, 0, sizeof(*rep));
+	REPLY_HEAD(rep, req);
+	zerr_clear(&err);
+	if (x->guard == NULL || x->guard->lease_check == NULL) {
+		internal(rep, "no warden here");
+		return;
+	}
+	if (x->guard->lease_check(x->guard->ctx, req, &err) != 0)
+		fail(rep, &err);
+}

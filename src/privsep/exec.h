@@ -79,6 +79,20 @@ struct psexec_guard {
 	 */
 	int (*slurm_step)(void *ctx, const struct psmsg_slurm_step *m,
 	    struct zerr *err);
+	/*
+	 * The lease record, the only one (access/warden.h): PSMSG_LEASES,
+	 * PSMSG_LEDGER (dev: the first user), PSMSG_RELEASE (who and which
+	 * GPUs as in `req`). Fill *out (zeroed) or return -1 with err.
+	 */
+	int (*leases)(void *ctx, struct psmsg_leases_reply *out,
+	    struct zerr *err);
+	int (*ledger)(void *ctx, uint32_t first,
+	    struct psmsg_ledger_reply *out, struct zerr *err);
+	int (*release)(void *ctx, const struct psmsg_request *req,
+	    struct psmsg_leases_reply *out, struct zerr *err);
+	/* PSMSG_LEASE_CHECK: 0, or -1 with the 409 */
+	int (*lease_check)(void *ctx, const struct psmsg_request *req,
+	    struct zerr *err);
 };
 
 struct psexec {
@@ -146,6 +160,17 @@ void psexec_token(const struct psexec *x, const struct psmsg_token *t,
  */
 void psexec_tcp_owner(const struct psexec *x, const struct psmsg_tcp_owner *o,
     struct psmsg_reply *rep);
+
+/*
+ * A checked PSMSG_LEASES, PSMSG_RELEASE or PSMSG_LEDGER request, answered
+ * in the whole of *out (zeroed first), by the guard's record.
+ */
+void psexec_leases(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_leases_reply *out);
+void psexec_ledger(const struct psexec *x, const struct psmsg_request *req,
+    struct psmsg_ledger_reply *out);
+void psexec_lease_check(const struct psexec *x,
+    const struct psmsg_request *req, struct psmsg_reply *rep);
 
 /* A checked PSMSG_SLURM_STEP (psmsg_slurm_step_check), answered in *rep. */
 void psexec_slurm_step(const struct psexec *x,

@@ -21,6 +21,7 @@
 #include "common/lease_label.h"
 #include "common/procstat.h"
 #include "devices/gpu.h"
+#include "devices/gpu_cmd.h"
 #include "devices/rapl.h"
 
 static const char *const op_names[PSMSG_OP_END] = {
@@ -40,6 +41,10 @@ static const char *const op_names[PSMSG_OP_END] = {
 	[PSMSG_GPU_WRITES] = "gpu_writes",
 	[PSMSG_TCP_OWNER] = "tcp_owner",
 	[PSMSG_SLURM_STEP] = "slurm_step",
+	[PSMSG_LEASES] = "leases",
+	[PSMSG_LEDGER] = "ledger",
+	[PSMSG_RELEASE] = "release",
+	[PSMSG_LEASE_CHECK] = "lease_check",
 };
 
 const char *
@@ -291,11 +296,31 @@ check_fields(const struct psmsg_request *r, const struct psmsg_limits *lim,
 	case PSMSG_SLURM_STEP:
 		return refuse(why, whysz, "a slurm_step request of %zu bytes, "
 		    "not %zu", sizeof(*r), sizeof(struct psmsg_slurm_step));
+	case PSMSG_LEASE_CHECK:
+	case PSMSG_RELEASE:
+		if (r->gpu_mask == 0 || (r->gpu_mask & ~low_bits(lim->ngpu)))
+			return refuse(why, whysz, "release of gpu mask 0x%llx "
+			    "(%u gpus)", (unsigned long long)r->gpu_mask,
+			    lim->ngpu);
+		if (r->op == PSMSG_LEASE_CHECK &&
+		    r->w_op >= GPU_WRITE_OP_COUNT)
+			return refuse(why, whysz, "lease_check of write op %u",
+			    r->w_op);
+		if (r->dev != 0 || r->zone != 0 || r->pkg_mask != 0 ||
+		    (r->op == PSMSG_RELEASE && r->w_op != 0) ||
+		    r->w_power_limit_mw != 0 || r->w_enabled != 0 ||
+		    r->w_min_mhz != 0 || r->w_max_mhz != 0)
+			return refuse(why, whysz, "%s with non-zero unused "
+			    "fields", psmsg_op_name(r->op));
+		return 0;
+	case PSMSG_LEDGER:	/* dev: the first user, any number */
+	case PSMSG_LEASES:
 	case PSMSG_PROC:
 	case PSMSG_PEER:
 	case PSMSG_PEER_END:
 		/* PSMSG_PEER_END's dev: the writes it queued, any number */
-		if ((r->dev != 0 && r->op != PSMSG_PEER_END) || r->zone != 0 ||
+		if ((r->dev != 0 && r->op != PSMSG_PEER_END &&
+		    r->op != PSMSG_LEDGER) || r->zone != 0 ||
 		    !no_write_fields(r) ||
 		    r->gpu_mask != 0 || r->pkg_mask != 0)
 			return refuse(why, whysz, "%s with non-zero fields",
@@ -373,7 +398,8 @@ check_h(const struct psmsg_request *rp, const struct psmsg_limits *lim,
 	 * nobody, or an unknown handle, is refused there, not a reason to
 	 * stop); here only that the fields are where they belong.
 	 */
-	if (r.op != PSMSG_GPU_WRITE && (r.tok != 0 || r.w_reason != 0 ||
+	if (r.op != PSMSG_GPU_WRITE && ((r.tok != 0 && r.op != PSMSG_RELEASE) ||
+	    r.w_reason != 0 ||
 	    r.w_addr_kind != 0 || !all_zero(r.w_addr, sizeof(r.w_addr))))
 		return refuse(why, whysz, "op %u with a token or audit field",
 		    r.op);
@@ -390,8 +416,18 @@ check_h(const struct psmsg_request *rp, const struct psmsg_limits *lim,
 	    (r.w_addr_kind == 0 && !all_zero(r.w_addr, 4)))
 		return refuse(why, whysz, "address kind %u", r.w_addr_kind);
 	if (r.op == PSMSG_GPU_WRITE) {
-		if (r.w_from >= PSMSG_FROM_END)
+		/*
+		 * PSMSG_FROM_RESTORE is no more: the device process restores
+		 * a lease by itself (its holders' exit, a release, the stop).
+		 */
+		if (r.w_from == PSMSG_FROM_RESTORE || r.w_from >= PSMSG_FROM_END)
 			return refuse(why, whysz, "write from %u", r.w_from);
+	} else if (r.op == PSMSG_RELEASE || r.op == PSMSG_LEASE_CHECK) {
+		/* who asks, as a write names them (judged by the warden) */
+		if ((r.w_from != PSMSG_FROM_UNIX && r.w_from != PSMSG_FROM_TCP) ||
+		    (r.w_from == PSMSG_FROM_TCP && r.auth != 0) ||
+		    r.w_label[0] != '\0')
+			return refuse(why, whysz, "release from %u", r.w_from);
 	} else if (r.w_from != 0 || (r.auth != 0 && r.op != PSMSG_PEER &&
 	    r.op != PSMSG_PEER_END)) {
 		return refuse(why, whysz, "op %u with non-zero peer fields",
@@ -606,8 +642,17 @@ psmsg_audit_check(const void *buf, size_t len,
 		    h.magic, h.op);
 		goto bad;
 	}
-	if (a->kind < PSMSG_AUDIT_REFUSED || a->kind >= PSMSG_AUDIT_KIND_END) {
-		refuse(why, whysz, "audit kind %u", a->kind);
+	/*
+	 * A lease's lines (its end, a restore not queued) and the refusals
+	 * of a lease or a release are the device process's own now: it holds
+	 * the only lease record.
+	 */
+	if (a->kind < PSMSG_AUDIT_REFUSED || a->kind >= PSMSG_AUDIT_KIND_END ||
+	    a->kind == PSMSG_AUDIT_LEASE_END ||
+	    a->kind == PSMSG_AUDIT_UNQUEUED || (a->kind ==
+	    PSMSG_AUDIT_REFUSED && (a->code == PSMSG_REFUSAL_LEASE ||
+	    a->code == PSMSG_REFUSAL_RELEASE))) {
+		refuse(why, whysz, "audit kind %u (code %u)", a->kind, a->code);
 		goto bad;
 	}
 	/* the header as a GPU write's, so the who fields are checked alike */
@@ -770,6 +815,121 @@ psmsg_writes_reply_check(const void *buf, size_t len, uint64_t id,
 			refuse(why, whysz, "writes reply result %u", i);
 			goto bad;
 		}
+	}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+/* A record's strings and flags as the device process fills them. */
+static bool
+lease_ok(const struct psmsg_lease *r, uint32_t ngpu, bool ended)
+{
+	return r->gpu < ngpu && r->state <= PSMSG_LEASE_ENDED &&
+	    (r->state == PSMSG_LEASE_ENDED) == ended && r->energy_ok <= 1 &&
+	    r->left <= 1 && r->reason < PSMSG_REASON_END &&
+	    (r->settings & ~(uint32_t)GPU_SETTING_ALL) == 0 &&
+	    r->pid >= 0 && field_str(r->user, sizeof(r->user)) &&
+	    field_str(r->cgroup, sizeof(r->cgroup)) &&
+	    field_str(r->label, sizeof(r->label)) &&
+	    (ended || (r->end_ms == 0 && r->reason == 0 && r->left == 0)) &&
+	    (r->energy_ok || r->energy_mj == 0);
+}
+
+/* The header every reply shares: magic, the request's id and op, rc. */
+static int
+reply_head(uint32_t magic, uint32_t op, uint64_t id, int32_t rc,
+    uint32_t kind, const char *msg, uint64_t want_id, uint32_t want_op,
+    char *why, size_t whysz)
+{
+	if (magic != PSMSG_MAGIC || op != want_op || id != want_id)
+		return refuse(why, whysz, "reply to %s #%llu, expected %s "
+		    "#%llu", psmsg_op_name(op), (unsigned long long)id,
+		    psmsg_op_name(want_op), (unsigned long long)want_id);
+	if ((rc != 0 && rc != -1) || kind > ZERR_CONFLICT ||
+	    (rc == 0) != (kind == ZERR_NONE) ||
+	    !field_str(msg, ZERR_MSG_MAX))
+		return refuse(why, whysz, "rc %d with error kind %u", (int)rc,
+		    kind);
+	return 0;
+}
+
+int
+psmsg_leases_reply_check(const void *buf, size_t len, uint64_t id,
+    uint32_t op, uint32_t ngpu, struct psmsg_leases_reply *out, char *why,
+    size_t whysz)
+{
+	bool release = op == PSMSG_RELEASE;
+
+	memset(out, 0, sizeof(*out));
+	if (len != sizeof(*out))
+		return refuse(why, whysz, "leases reply of %zu bytes, not %zu",
+		    len, sizeof(*out));
+	memcpy(out, buf, sizeof(*out));
+	if (reply_head(out->magic, out->op, out->id, out->rc, out->err_kind,
+	    out->err_msg, id, op, why, whysz) != 0)
+		goto bad;
+	if (out->nopen > ngpu ||
+	    out->nended > (release ? 0 : PSMSG_LEASES_ENDED) ||
+	    (out->rc != 0 && (out->nopen | out->nended) != 0) ||
+	    (out->unleased_ok & ~low_bits(ngpu)) != 0 ||
+	    (out->not_leased & ~low_bits(ngpu)) != 0 ||
+	    (release && out->unleased_ok != 0) ||
+	    (!release && out->not_leased != 0)) {
+		refuse(why, whysz, "leases reply of %u open, %u ended",
+		    out->nopen, out->nended);
+		goto bad;
+	}
+	for (uint32_t i = 0; i < ngpu; i++)
+		if (!(out->unleased_ok >> i & 1) && out->unleased_mj[i] != 0) {
+			refuse(why, whysz, "unleased energy of GPU %u", i);
+			goto bad;
+		}
+	for (uint32_t i = 0; i < out->nopen + out->nended; i++)
+		if (!lease_ok(&out->rec[i], ngpu, release || i >= out->nopen)) {
+			refuse(why, whysz, "lease record %u", i);
+			goto bad;
+		}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+int
+psmsg_ledger_reply_check(const void *buf, size_t len, uint64_t id,
+    uint32_t first, uint32_t ngpu, struct psmsg_ledger_reply *out,
+    char *why, size_t whysz)
+{
+	memset(out, 0, sizeof(*out));
+	if (len != sizeof(*out))
+		return refuse(why, whysz, "ledger reply of %zu bytes, not %zu",
+		    len, sizeof(*out));
+	memcpy(out, buf, sizeof(*out));
+	if (reply_head(out->magic, out->op, out->id, out->rc, out->err_kind,
+	    out->err_msg, id, PSMSG_LEDGER, why, whysz) != 0)
+		goto bad;
+	if (out->n > PSMSG_LEDGER_USERS || out->nusers > PSMSG_LEDGER_MAX ||
+	    (out->n != 0 && (first >= out->nusers ||
+	    out->n > out->nusers - first)) || (out->rc != 0 && out->n != 0)) {
+		refuse(why, whysz, "ledger reply of %u users from %u of %u",
+		    out->n, first, out->nusers);
+		goto bad;
+	}
+	for (uint32_t i = 0; i < out->n; i++) {
+		const struct psmsg_ledger_user *u = &out->u[i];
+
+		if (u->pad != 0 || !field_str(u->user, sizeof(u->user))) {
+			refuse(why, whysz, "ledger user %u", i);
+			goto bad;
+		}
+		for (uint32_t g = ngpu; g < PSMSG_MAX_GPUS; g++)
+			if (u->mj[g] != 0) {
+				refuse(why, whysz, "ledger user %u, GPU %u",
+				    i, g);
+				goto bad;
+			}
 	}
 	return 0;
 bad:

@@ -55,6 +55,14 @@ enum psmsg_op {
 	PSMSG_GPU_WRITES,		/* struct psmsg_writes: writes in order */
 	PSMSG_TCP_OWNER,		/* struct psmsg_tcp_owner: whose socket */
 	PSMSG_SLURM_STEP,		/* struct psmsg_slurm_step */
+	PSMSG_LEASES,			/* the lease record: struct
+					 * psmsg_leases_reply */
+	PSMSG_LEDGER,			/* dev = first user: struct
+					 * psmsg_ledger_reply */
+	PSMSG_RELEASE,			/* gpu_mask, w_from, auth, tok:
+					 * struct psmsg_leases_reply */
+	PSMSG_LEASE_CHECK,		/* gpu_mask, w_from, auth, w_op:
+					 * the early 409 of a write */
 	PSMSG_OP_END
 };
 
@@ -117,6 +125,7 @@ enum psmsg_reason {
 	PSMSG_REASON_PROCESS_EXIT,
 	PSMSG_REASON_RELEASE,
 	PSMSG_REASON_SHUTDOWN,
+	PSMSG_REASON_HOLDER_GONE,	/* while zeusd was down (the journal) */
 	PSMSG_REASON_END
 };
 
@@ -295,6 +304,95 @@ struct psmsg_writes_reply {
 	    (size_t)(n) * sizeof(struct psmsg_write_result))
 
 /*
+ * The lease record, the device process's only (docs/design.md, "The lease
+ * core"), as the network process serves it: GET /gpu/leases, the ledger
+ * in /metrics, POST /gpu/release's answer.
+ *
+ * PSMSG_LEASES: a request with every field 0. The reply has the open
+ * leases (rec[0..nopen), each GPU's at most once, with their energy and
+ * duration so far), then the last ended ones (rec[nopen..nopen+nended),
+ * newest first), and each GPU's energy charged to nobody.
+ *
+ * PSMSG_RELEASE: POST /gpu/release for the writer that w_from, auth and
+ * tok name (as a PSMSG_GPU_WRITE names it) on the GPUs of gpu_mask. The
+ * device process ends the caller's leases there (root's on the Unix
+ * socket: anyone's), putting back what they changed, and answers with the
+ * ended records (rec[0..nopen)) and the GPUs named that had no lease
+ * (not_leased); a GPU leased by another user refuses the whole call (409,
+ * nothing done), as does a restore that failed (409; it is retried).
+ *
+ * PSMSG_LEASE_CHECK: a write (w_op, no values) for the writer w_from and
+ * auth name, on the GPUs of gpu_mask, before any of it is queued: rc -1
+ * with the 409 (another user's lease, a restore that failed,
+ * max_leased_gpus, a holder that cannot be watched) refuses the whole
+ * request, which changes nothing, audited by the device process. rc 0
+ * grants nothing: each write is decided when it runs. Answered without
+ * waiting for a GPU whose write is running (it then refuses nothing).
+ *
+ * PSMSG_LEDGER: dev = the first user wanted. The reply has users
+ * [dev, dev + n) of the nusers the ledger has (n <= PSMSG_LEDGER_USERS),
+ * each with its energy per GPU over every lease it held, open ones up to
+ * now; users keep their order, and past 255 the rest are summed in one
+ * slot, "(other)".
+ */
+enum psmsg_lease_state { PSMSG_LEASE_HELD, PSMSG_LEASE_RESTORING,
+    PSMSG_LEASE_ENDED };
+
+struct psmsg_lease {
+	uint32_t gpu, uid;
+	int32_t pid;			/* the process that took it */
+	uint32_t state;			/* enum psmsg_lease_state */
+	uint32_t settings;		/* GPU_SETTING_* it changed */
+	uint32_t energy_ok;		/* 0 or 1 */
+	uint32_t reason;		/* ended: enum psmsg_reason (0: none) */
+	uint32_t left;			/* ended with its settings left: 0/1 */
+	uint64_t start_ms, end_ms;	/* Unix ms; end 0 while open */
+	uint64_t duration_us;		/* so far, while open */
+	uint64_t energy_mj;		/* when energy_ok */
+	/* NUL-terminated, 0 after the NUL */
+	char user[IDENTITY_USER_MAX];	/* "" without a passwd entry */
+	char cgroup[IDENTITY_CGROUP_MAX];	/* "" unknown */
+	char label[PSMSG_LABEL_MAX];	/* "" none */
+};
+
+#define PSMSG_LEASES_ENDED 32
+#define PSMSG_LEASES_MAX (PSMSG_MAX_GPUS + PSMSG_LEASES_ENDED)
+
+struct psmsg_leases_reply {
+	uint32_t magic, op;
+	uint64_t id;
+	int32_t rc;			/* 0, or -1 with err_kind/err_msg */
+	uint32_t err_kind;
+	char err_msg[ZERR_MSG_MAX];	/* NUL-terminated, 0 after the NUL */
+	uint32_t nopen, nended;
+	uint64_t unleased_ok;		/* LEASES: bit i, unleased_mj[i] */
+	uint64_t not_leased;		/* RELEASE */
+	uint64_t unleased_mj[PSMSG_MAX_GPUS];
+	struct psmsg_lease rec[PSMSG_LEASES_MAX];
+};
+
+#define PSMSG_LEDGER_USERS 16		/* per reply */
+#define PSMSG_LEDGER_MAX 256		/* users the ledger names */
+
+struct psmsg_ledger_user {
+	uint32_t uid;			/* (uid_t)-1: "(other)" */
+	uint32_t pad;			/* 0 */
+	char user[IDENTITY_USER_MAX];	/* NUL-terminated, 0 after */
+	uint64_t mj[PSMSG_MAX_GPUS];	/* [ngpu]; 0 after */
+};
+
+struct psmsg_ledger_reply {
+	uint32_t magic, op;
+	uint64_t id;
+	int32_t rc;
+	uint32_t err_kind;
+	char err_msg[ZERR_MSG_MAX];
+	uint32_t nusers;		/* the ledger's, in all */
+	uint32_t n;			/* in u[] */
+	struct psmsg_ledger_user u[PSMSG_LEDGER_USERS];
+};
+
+/*
  * PSMSG_TCP_OWNER: which uid owns the client's socket of a loopback TCP
  * connection the network process accepted (common/sockdiag.h), for the
  * per-peer cap to count it under that user (http/server.c). `h` has op
@@ -373,6 +471,16 @@ _Static_assert(sizeof(struct psmsg_tcp_owner) == sizeof(struct
     psmsg_request) + 4 * 4 + 2 * 16, "struct psmsg_tcp_owner has padding");
 _Static_assert(sizeof(struct psmsg_slurm_step) == sizeof(struct
     psmsg_request) + 6 * 4 + 2 * 8, "struct psmsg_slurm_step has padding");
+_Static_assert(sizeof(struct psmsg_lease) == 8 * 4 + 4 * 8 +
+    IDENTITY_USER_MAX + IDENTITY_CGROUP_MAX + PSMSG_LABEL_MAX,
+    "struct psmsg_lease has padding");
+_Static_assert(sizeof(struct psmsg_leases_reply) == 2 * 4 + 8 + 2 * 4 +
+    ZERR_MSG_MAX + 2 * 4 + 2 * 8 + PSMSG_MAX_GPUS * 8 +
+    PSMSG_LEASES_MAX * sizeof(struct psmsg_lease),
+    "struct psmsg_leases_reply has padding");
+_Static_assert(sizeof(struct psmsg_ledger_reply) == 2 * 4 + 8 + 2 * 4 +
+    ZERR_MSG_MAX + 2 * 4 + PSMSG_LEDGER_USERS * (2 * 4 + IDENTITY_USER_MAX +
+    PSMSG_MAX_GPUS * 8), "struct psmsg_ledger_reply has padding");
 
 /* What the device process serves: the bounds a request is checked against. */
 struct psmsg_limits {
@@ -488,6 +596,22 @@ int psmsg_writes_reply_check(const void *buf, size_t len, uint64_t id,
  * strict anyway, because the reply's message ends up in an HTTP body.
  * Returns 0 and fills *out, or -1 with *out zeroed and a reason in `why`.
  */
+/*
+ * The network side's checks of the lease record's replies: exact size,
+ * the request's magic, id and op, rc and error as psmsg_reply_check's,
+ * counts within their arrays and `ngpu`, every record's GPU below ngpu,
+ * its state (open leases first, then ended ones; a release's records all
+ * ended), flags 0 or 1, strings NUL-terminated with 0 after, unused
+ * figures 0. A ledger reply's users are [first, first + n) of nusers.
+ * 0, or -1 with *out zeroed and a reason.
+ */
+int psmsg_leases_reply_check(const void *buf, size_t len, uint64_t id,
+    uint32_t op, uint32_t ngpu, struct psmsg_leases_reply *out, char *why,
+    size_t whysz);
+int psmsg_ledger_reply_check(const void *buf, size_t len, uint64_t id,
+    uint32_t first, uint32_t ngpu, struct psmsg_ledger_reply *out,
+    char *why, size_t whysz);
+
 int psmsg_reply_check(const void *buf, size_t len, uint64_t id, uint32_t op,
     struct psmsg_reply *out, char *why, size_t whysz);
 

@@ -88,6 +88,7 @@
  * leased GPUs (network_proc.c), and a margin.
  */
 #define SPLIT_STOP_MS (5000 + 30000 + 10000 + 5000)
+#define DEVICE_RESTORE_MS 10000	/* --restore-on-shutdown, at most */
 #define SPLIT_DEVICE_STOP_MS 5000
 
 /*
@@ -485,7 +486,7 @@ device_loop(const struct zeusd_config *cfg, struct node *node,
 	struct signals_handlers h = { .reload = device_reload_signal,
 	    .child = device_child, .ctx = node, .usr2_restarts = true };
 	char how[48];
-	int sig, wstatus = 0;
+	int sig, rc, wstatus = 0;
 	bool handover = false;
 
 	if ((sig = signals_loop(sigs, &h)) == SIGCHLD)
@@ -522,7 +523,15 @@ device_loop(const struct zeusd_config *cfg, struct node *node,
 		warden_stopping(dev.warden);	/* leases' restores may run */
 	/* SIGUSR2: the network process stops without restoring leases */
 	(void)kill(dev.net, handover ? SIGUSR2 : SIGTERM);
-	if (device_wait_network(sigs, SPLIT_STOP_MS, &wstatus) != 0)
+	rc = device_wait_network(sigs, SPLIT_STOP_MS, &wstatus);
+	/*
+	 * The leases, this process's alone: restored (--restore-on-shutdown,
+	 * not a restart that hands them over), kept in the journal for the
+	 * next zeusd, or ended with their settings left as they are.
+	 */
+	warden_leases_stop(dev.warden, cfg->restore_on_shutdown && !handover,
+	    cfg->state_dir != NULL, DEVICE_RESTORE_MS);
+	if (rc != 0)
 		return 1;
 	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
 		device_describe_exit(wstatus, how, sizeof(how));
@@ -671,7 +680,7 @@ device_exec_network(int exe, const int *want, unsigned n, char *const *argv,
 static int
 device_net_info(const struct zeusd_config *cfg, const struct node *node,
     int listen_fd, unsigned nchan, bool audit, bool policy,
-    const struct lease_adopted *adopted, struct zerr *err)
+    struct zerr *err)
 {
 	struct netstart_info *info = calloc(1, sizeof(*info));
 	int fd;
@@ -705,11 +714,6 @@ device_net_info(const struct zeusd_config *cfg, const struct node *node,
 	}
 	if (node_remote_describe(node, &info->node, err) != 0)
 		goto fail;
-	for (unsigned i = 0; i < node->ngpu && i < PSMSG_MAX_GPUS; i++)
-		info->leases[i] = adopted[i];
-	/* the ledger carries on from its file (--state-dir) */
-	info->ledger_ok = dev.warden != NULL &&
-	    warden_ledger(dev.warden, &info->ledger) == 1;
 	if ((fd = reload_memfd("zeusd-netstart", (const char *)info,
 	    sizeof(*info))) < 0) {
 		zerr_set(err, ZERR_INTERNAL, "the network process's start "
@@ -724,38 +728,6 @@ fail:
 }
 
 /*
- * The leases the warden took back from the journal, for the network
- * process (netstart.h): adopted[ngpu] filled, their pidfds in fds[] (ours
- * to close after the fork) and renumbered as the network process will
- * have them, from `first` on. Returns how many fds.
- */
-static unsigned
-device_net_leases(const struct node *node, unsigned first,
-    struct lease_adopted *adopted, int *fds)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < node->ngpu && i < PSMSG_MAX_GPUS; i++) {
-		struct lease_adopted *a = &adopted[i];
-		unsigned k = 0;
-
-		if (dev.warden == NULL || warden_adopted(dev.warden, i, a) != 1)
-			continue;
-		for (unsigned j = 0; j < a->npid; j++) {
-			if (n == NETSTART_LEASE_FDS) {
-				close(a->fd[j]);
-				continue;
-			}
-			fds[n] = a->fd[j];
-			a->pid[k] = a->pid[j];
-			a->fd[k++] = (int)(first + n++);
-		}
-		a->npid = k;
-	}
-	return n;
-}
-
-/*
  * Starts the network process (netstart.h): its fds, fork, fexecve of exe.
  * Takes listen_fd (closed here either way). 0 with dev.net, dev.ctl and
  * *out set; -1 with err.
@@ -767,10 +739,9 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 {
 	unsigned nchan = node->ngpu + node->ncpu + SPLIT_SHARED_CHANNELS +
 	    remote_write_channels(node, cfg->gpu_leases);
-	unsigned nfds = NETSTART_FD_CHAN + nchan, nlease = 0;
+	unsigned nfds = NETSTART_FD_CHAN + nchan;
 	struct pschan_pool *pool = NULL;
-	struct lease_adopted *adopted = NULL;
-	int want[DEVICE_NET_FDS_MAX], lease_fds[NETSTART_LEASE_FDS];
+	int want[DEVICE_NET_FDS_MAX];
 	int ctl[2] = { -1, -1 }, logp[2] = { -1, -1 };
 	int info = -1, audit_ro = -1, policy = -1, rc = -1;
 	char **nargv = NULL, **env = NULL;
@@ -780,7 +751,7 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 	out->peer = NULL;
 	out->log_fd = -1;
 	if (node->ngpu > PSMSG_MAX_GPUS || node->ncpu > PSMSG_MAX_PKGS ||
-	    nfds + NETSTART_LEASE_FDS + 1 >= DEVICE_NET_FDS_MAX) {
+	    nfds + 1 >= DEVICE_NET_FDS_MAX) {
 		zerr_set(err, ZERR_INVALID, "%u GPUs and %u RAPL packages: "
 		    "privilege separation handles at most %d of each",
 		    node->ngpu, node->ncpu, PSMSG_MAX_GPUS);
@@ -814,13 +785,8 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 		    "process: %s", strerror(errno));
 		goto out;
 	}
-	if ((adopted = calloc(PSMSG_MAX_GPUS, sizeof(*adopted))) == NULL) {
-		zerr_set(err, ZERR_INTERNAL, "out of memory");
-		goto out;
-	}
-	nlease = device_net_leases(node, nfds, adopted, lease_fds);
 	if ((info = device_net_info(cfg, node, listen_fd, nchan, audit_ro >= 0,
-	    policy >= 0, adopted, err)) < 0)
+	    policy >= 0, err)) < 0)
 		goto out;
 	/* everything the child needs, made before the fork */
 	if ((nargv = calloc((size_t)argc + 2, sizeof(*nargv))) == NULL ||
@@ -842,8 +808,6 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 	want[NETSTART_FD_POLICY] = policy;
 	for (unsigned i = 0; i < nchan; i++)
 		want[NETSTART_FD_CHAN + i] = pschan_pool_fd(pool, i);
-	for (unsigned i = 0; i < nlease; i++)
-		want[nfds + i] = lease_fds[i];
 	/* before the fork: no SIGCHLD of the network process is lost */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGCHLD);
@@ -855,7 +819,7 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
 		goto out;
 	}
 	if (pid == 0)
-		device_exec_network(exe, want, nfds + nlease, nargv, env);
+		device_exec_network(exe, want, nfds, nargv, env);
 	dev.net = pid;
 	dev.ctl = ctl[0];
 	ctl[0] = -1;
@@ -888,9 +852,6 @@ out:
 		close(audit_ro);
 	if (policy >= 0)
 		close(policy);
-	for (unsigned i = 0; i < nlease; i++)
-		close(lease_fds[i]);	/* the network process's now */
-	free(adopted);
 	close(listen_fd);
 	free(nargv);
 	free(env);

@@ -17,8 +17,6 @@
  *   fd 7    the node policy as numeric text, a sealed memfd (closed
  *           without --policy-file)
  *   fd 8..  the network ends of the device channels (record's nchan)
- *   then    the pidfds of the holders of leases taken back from the
- *           lease journal (record's leases[].fd: their numbers)
  *
  * Nothing else stays open. The flags are parsed again from argv (the same
  * parser, so the same configuration); what the device process found out
@@ -33,8 +31,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "access/lease.h"
-#include "access/ledger_store.h"
 #include "node/node_remote.h"
 #include "privsep/sandbox.h"
 
@@ -51,9 +47,6 @@ enum {
 };
 
 #define NETSTART_MAGIC 0x7a6e6574u	/* "znet" */
-/* holders' pidfds passed in all (a lease past them restores early, and
- * the device process refuses that restore while a holder lives) */
-#define NETSTART_LEASE_FDS 256
 
 struct netstart_info {
 	uint32_t magic;			/* NETSTART_MAGIC */
@@ -69,19 +62,10 @@ struct netstart_info {
 	struct sandbox_user user;
 	struct node_remote_desc node;	/* the device process's devices */
 	/*
-	 * The leases the device process took back from its journal
-	 * (warden_recover), per GPU (held false: none), to hold as the
-	 * network process's own (lease.h, leases_adopt).
+	 * Nothing of the leases: the device process keeps them, those it
+	 * took back from its journal and the energy ledger included, and
+	 * answers for them (privsep/msg.h, PSMSG_LEASES).
 	 */
-	struct lease_adopted leases[PSMSG_MAX_GPUS];
-	/*
-	 * The energy ledger the device process keeps (--state-dir,
-	 * warden_ledger), for the network process's ledger to continue
-	 * from (lease.h, leases_seed_ledger); ledger_ok false: none. About
-	 * 150 KiB: the record is a memfd, read once.
-	 */
-	bool ledger_ok;
-	struct ledger_store ledger;
 };
 
 #endif

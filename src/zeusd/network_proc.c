@@ -12,12 +12,13 @@
  * (chroot), drop to the network user and install the seccomp filter
  * (privsep/sandbox.c).
  *
- * Serving, in order: leases, streams, the loop and the shared readers on
- * it, the server, the control thread, READY=1 (relayed: the device process
- * sends it), the watchdog; then the signal loop (signals.h; SIGHUP is the
+ * Serving, in order: streams, the loop and the shared readers on it, the
+ * server, the control thread, READY=1 (relayed: the device process sends
+ * it), the watchdog; then the signal loop (signals.h; SIGHUP is the
  * device process's, and SIGUSR2 from it is a restart); then the stop: the
- * server, then leases (restored with --restore-on-shutdown, unless a
- * restart hands them over), streams, the node, and exit.
+ * server, streams, the node, and exit. GPU leases are the device
+ * process's alone (its lease record, restored at the stop by it): this
+ * process only asks about them (GET /gpu/leases, POST /gpu/release).
  */
 #include "zeusd/network_proc.h"
 
@@ -33,7 +34,6 @@
 #include <unistd.h>
 
 #include "access/audit.h"
-#include "access/lease.h"
 #include "access/policy.h"
 #include "api/streams.h"
 #include "common/fileio.h"
@@ -62,7 +62,6 @@
 
 #define SHUTDOWN_GRACE_MS 5000	/* in-flight requests finish */
 #define SHUTDOWN_STUCK_MS 30000	/* then device commands, at most */
-#define SHUTDOWN_RESTORE_MS 10000	/* --restore-on-shutdown, at most */
 /*
  * Look-ups off the loop (common/pool.h): a Unix peer's identity, the
  * device process's figures. As many slow NSS answers as threads can be
@@ -238,8 +237,7 @@ network_check_start(void)
 static struct pschan_pool *
 network_take_fds(const struct zeusd_config *cfg, struct server *srv)
 {
-	int keep[NETSTART_FD_CHAN + 4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS) +
-	    NETSTART_LEASE_FDS];
+	int keep[NETSTART_FD_CHAN + 4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS)];
 	int chan[4 * (PSMSG_MAX_GPUS + PSMSG_MAX_PKGS)];
 	unsigned nkeep = 0;
 	struct pschan_pool *pool;
@@ -251,21 +249,6 @@ network_take_fds(const struct zeusd_config *cfg, struct server *srv)
 			keep[nkeep++] = fd;
 	for (unsigned i = 0; i < info.nchan; i++)
 		keep[nkeep++] = chan[i] = NETSTART_FD_CHAN + (int)i;
-	/* the holders of the leases taken back: numbered after the channels */
-	for (unsigned g = 0; g < PSMSG_MAX_GPUS; g++) {
-		struct lease_adopted *a = &info.leases[g];
-
-		if (a->npid > LEASE_ADOPT_PIDS)
-			network_refuse("a bad lease in the start record");
-		for (unsigned k = 0; k < a->npid; k++) {
-			if (a->fd[k] < NETSTART_FD_CHAN + (int)info.nchan ||
-			    nkeep == sizeof(keep) / sizeof(keep[0]))
-				network_refuse("a bad lease in the start "
-				    "record");
-			(void)fcntl(a->fd[k], F_SETFD, FD_CLOEXEC);
-			keep[nkeep++] = a->fd[k];
-		}
-	}
 	if (fileio_close_all_but(keep, nkeep) != 0) {
 		zerr_set(&err, ZERR_INTERNAL, "cannot list /proc/self/fd");
 		network_fail("close_fds", &err);
@@ -382,15 +365,13 @@ serve_loop_nudge(void *ctx)
 	loop_nudge(ctx);
 }
 
-/* Leases, streams, the loop and its readers, the server; 0 or -1 (err). */
+/* Streams, the loop and its readers, the server; 0 or -1 (err). */
 static int
 serve_start(const struct zeusd_config *cfg, struct server *srv,
     struct node *node, int fd, struct remote_reads **rr,
     struct remote_writes **rw, struct zerr *err)
 {
-	if (cfg->gpu_leases && leases_create(node, &srv->ctx.leases,
-	    err) != 0)
-		return -1;
+	srv->ctx.leases = cfg->gpu_leases;	/* the device process's record */
 	if (cfg->gpu_leases && cfg->mode == MODE_TCP)
 		zlog(ZLOG_WARN, "leases_on_tcp", "msg=\"TCP clients have no "
 		    "process to watch: they never take a lease (see "
@@ -404,18 +385,6 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 	    remote_write_attach(node, cfg->gpu_leases, srv->ctx.loop, rw,
 	    err) != 0)
 		return -1;
-	/*
-	 * The leases the device process took back from its journal, once
-	 * their restores can be queued; before anything is served. The
-	 * ledger first, so that its users keep their order.
-	 */
-	if (srv->ctx.leases != NULL && info.ledger_ok)
-		leases_seed_ledger(srv->ctx.leases, &info.ledger);
-	for (unsigned g = 0; srv->ctx.leases != NULL && g < PSMSG_MAX_GPUS;
-	    g++)
-		if (info.leases[g].held && leases_adopt(srv->ctx.leases, g,
-		    &info.leases[g], err) != 0)
-			return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
 	    .stopping = serve_streams_stopping, .ctx = srv };
 	if (server_start(srv, fd, err) != 0)
@@ -500,26 +469,18 @@ network_proc_main(int argc, char **argv)
 	    &rr, &rw, &err);
 	served = sig > 0;
 	/*
-	 * The teardown: the HTTP side has let go; the streams, then leases
-	 * (put back with --restore-on-shutdown, through their queues, unless
-	 * a restart hands them over through the journal: the device process
-	 * refuses those restores then), then the node and its workers.
+	 * The teardown: the HTTP side has let go; the streams, then the node
+	 * and its workers. The leases are the device process's to restore
+	 * (--restore-on-shutdown), end or hand over, once we are gone.
 	 */
 	loop_free(srv.ctx.loop);	/* stopped with the server */
 	pool_destroy(srv.ctx.lookups);	/* nothing waits on it now */
 	streams_destroy(srv.ctx.streams);	/* after the HTTP side let go */
-	if (served && srv.ctx.leases != NULL && cfg.restore_on_shutdown &&
-	    !(sig == SIGUSR2 && cfg.state_dir != NULL))
-		leases_restore_all(srv.ctx.leases, SHUTDOWN_RESTORE_MS);
-	leases_stop(srv.ctx.leases);
-	/* the ledger's last lines; with a journal the leases carry on */
-	leases_end_all(srv.ctx.leases, cfg.state_dir != NULL);
 	pool = node.pool;	/* node_close forgets it */
 	node_close(&node);
 	remote_read_free(rr);	/* the readers are stopped */
 	remote_write_free(rw);	/* and the GPU workers */
 	pschan_pool_destroy(pool);	/* nothing calls the device process now */
-	leases_destroy(srv.ctx.leases);
 	tokens_destroy(srv.ctx.tokens);
 	policy_holder_free(srv.ctx.policy);
 	audit_close();

@@ -71,7 +71,8 @@ def test_connection_churn_under_a_low_fd_limit(start_public):
     stays up, its descriptors do not grow with the connections, and
     another user's write is served (and takes its lease). The network
     process sizes its connection limit from that descriptor limit (a
-    socket and a pidfd each under --gpu-leases) and says so."""
+    socket each: since the lease record is the device process's alone,
+    the network process keeps no pidfd per connection) and says so."""
     def nofile_512():
         resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))
     d = start_public(["--gpu-leases"], preexec=nofile_512)
@@ -96,8 +97,8 @@ def test_connection_churn_under_a_low_fd_limit(start_public):
     assert "event=gpu_lease_taken gpu=0 uid=1" in d.logs()
     assert "network_process_died" not in d.logs()
     assert "privsep_message_refused" not in d.logs()
-    # (512 - 256 kept) / 2 a connection, less libmicrohttpd's 64 reserved
-    assert "event=connection_limit_lowered limit=64 fd_limit=512" \
+    # 512 - 256 kept, one a connection, less libmicrohttpd's 64 reserved
+    assert "event=connection_limit_lowered limit=192 fd_limit=512" \
         in d.logs()
 
 

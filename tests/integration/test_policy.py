@@ -956,7 +956,7 @@ def test_lease_is_not_bound_to_a_reused_pid(node):
         h.stdin.flush()
         status = int(h.stdout.readline())
         body = h.stdout.readline()
-        assert status == 409, body
+        assert status == 409, body + d.logs()
         msg = json.loads(body)["error"]
         assert f"(pid {child}) has exited" in msg, msg
         # nothing changed, nothing leased: another user may write

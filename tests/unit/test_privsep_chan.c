@@ -5,15 +5,19 @@
  * HTTP loop watches (src/node/remote_read.c, remote_write.c) must never block, must take
  * only the reply to what it sent, and must stop the process on end of file
  * or on a reply nobody asked for (a level-triggered loop would otherwise
- * spin on it). The test plays the device process on the other end of the
- * socketpairs; the fatal cases run in a child whose exit status is checked.
+ * spin on it). The lease record's calls (pschan_call_leases, _ledger)
+ * take their large replies whole and checked. The test plays the device
+ * process on the other end of the socketpairs; the fatal cases (and the
+ * blocking calls) run in a child whose exit status is checked.
  */
+#include <poll.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -322,6 +326,158 @@ test_async_writes_short_reply_is_fatal(void **state)
 	assert_int_equal(recv_in_child_as(&a, true), PSCHAN_EXIT_PEER);
 }
 
+/* ---- The lease record's blocking calls ---------------------------------- */
+
+/*
+ * How the "device process" spoils its answer to a lease record's request:
+ * not at all, another request's id, a byte too many or too few, or a
+ * record the reply check refuses.
+ */
+enum lease_bad { LB_NONE, LB_ID, LB_LONG, LB_SHORT, LB_CHECK };
+
+/* Answers the one request that comes on any of the pool's channels. */
+static void
+answer_lease(const struct fixture *f, enum lease_bad bad)
+{
+	struct pollfd pf[NCHAN];
+	struct psmsg_request got;
+	unsigned char *buf;
+	size_t size;
+	int peer = -1;
+
+	for (unsigned i = 0; i < NCHAN; i++)
+		pf[i] = (struct pollfd){ .fd = f->peer[i], .events = POLLIN };
+	assert_int_equal(poll(pf, NCHAN, 5000), 1);
+	for (unsigned i = 0; i < NCHAN; i++)
+		if (pf[i].revents & POLLIN)
+			peer = f->peer[i];
+	assert_int_equal(recv(peer, &got, sizeof(got), 0), sizeof(got));
+	size = got.op == PSMSG_LEDGER ? sizeof(struct psmsg_ledger_reply) :
+	    sizeof(struct psmsg_leases_reply);
+	assert_non_null(buf = calloc(1, size + 1));
+	if (got.op == PSMSG_LEDGER) {
+		struct psmsg_ledger_reply *r = (void *)buf;
+
+		assert_int_equal(got.dev, 1);	/* the first user asked */
+		r->magic = PSMSG_MAGIC;
+		r->op = got.op;
+		r->id = got.id + (bad == LB_ID);
+		r->nusers = 3;
+		r->n = 2;
+		r->u[0].uid = 1000;
+		snprintf(r->u[0].user, sizeof(r->u[0].user), "alice");
+		r->u[0].mj[1] = 42;
+		r->u[1].uid = UINT32_MAX;
+		snprintf(r->u[1].user, sizeof(r->u[1].user), "(other)");
+		if (bad == LB_CHECK)
+			r->u[1].mj[2] = 1;	/* a GPU the node lacks */
+	} else {
+		struct psmsg_leases_reply *r = (void *)buf;
+
+		r->magic = PSMSG_MAGIC;
+		r->op = got.op;
+		r->id = got.id + (bad == LB_ID);
+		r->nopen = 1;
+		r->rec[0].gpu = 1;
+		r->rec[0].uid = 1000;
+		r->rec[0].state = got.op == PSMSG_RELEASE ? PSMSG_LEASE_ENDED :
+		    PSMSG_LEASE_HELD;
+		snprintf(r->rec[0].user, sizeof(r->rec[0].user), "alice");
+		if (got.op == PSMSG_RELEASE) {
+			assert_int_equal(got.gpu_mask, 0x3);
+			r->rec[0].end_ms = 1;
+			r->rec[0].reason = PSMSG_REASON_RELEASE;
+			r->not_leased = 0x1;
+		} else {
+			r->unleased_ok = 0x1;
+			r->unleased_mj[0] = 99;
+		}
+		if (bad == LB_CHECK)
+			r->rec[0].gpu = 2;	/* a GPU the node lacks */
+	}
+	if (bad == LB_LONG)
+		size++;
+	else if (bad == LB_SHORT)
+		size--;
+	assert_int_equal(send(peer, buf, size, 0), (ssize_t)size);
+	free(buf);
+}
+
+/*
+ * Calls `op` (LEASES, RELEASE or LEDGER) in a child, as the look-up pool
+ * does, against a node of 2 GPUs, and answers it here: the child's exit
+ * status (0: the reply came back as sent; PSCHAN_EXIT_PEER: fatal).
+ */
+static int
+lease_call_in_child(const struct fixture *f, uint32_t op, enum lease_bad bad)
+{
+	int st;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct psmsg_leases_reply *l = malloc(sizeof(*l));
+		struct psmsg_ledger_reply *d = malloc(sizeof(*d));
+		struct psmsg_request req;
+		bool ok;
+
+		if (l == NULL || d == NULL)
+			_exit(98);
+		psmsg_request_init(&req, (enum psmsg_op)op, 0);
+		if (op == PSMSG_LEDGER) {
+			req.dev = 1;
+			if (pschan_call_ledger(f->pool, &req, 2, d) != 0)
+				_exit(97);
+			ok = d->n == 2 && d->nusers == 3 &&
+			    d->u[0].mj[1] == 42 &&
+			    strcmp(d->u[1].user, "(other)") == 0;
+		} else {
+			if (op == PSMSG_RELEASE) {
+				req.gpu_mask = 0x3;
+				req.w_from = PSMSG_FROM_TCP;
+			}
+			if (pschan_call_leases(f->pool, &req, 2, l) != 0)
+				_exit(97);
+			ok = l->nopen == 1 && l->rec[0].gpu == 1 &&
+			    strcmp(l->rec[0].user, "alice") == 0 &&
+			    (op == PSMSG_RELEASE ? l->not_leased == 0x1 :
+			    l->unleased_mj[0] == 99);
+		}
+		_exit(ok ? 0 : 96);
+	}
+	answer_lease(f, bad);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void
+test_lease_calls(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(lease_call_in_child(f, PSMSG_LEASES, LB_NONE), 0);
+	assert_int_equal(lease_call_in_child(f, PSMSG_RELEASE, LB_NONE), 0);
+	assert_int_equal(lease_call_in_child(f, PSMSG_LEDGER, LB_NONE), 0);
+}
+
+/* A reply a byte too long, too short, to another request or broken. */
+static void
+test_lease_bad_replies_are_fatal(void **state)
+{
+	static const uint32_t ops[] = { PSMSG_LEASES, PSMSG_RELEASE,
+		PSMSG_LEDGER };
+	static const enum lease_bad bads[] = { LB_ID, LB_LONG, LB_SHORT,
+		LB_CHECK };
+	struct fixture *f = *state;
+
+	for (unsigned o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+		for (unsigned b = 0; b < sizeof(bads) / sizeof(bads[0]); b++)
+			if (lease_call_in_child(f, ops[o], bads[b]) !=
+			    PSCHAN_EXIT_PEER)
+				fail_msg("op %u, spoilt %u: not fatal", ops[o],
+				    (unsigned)bads[b]);
+}
+
 int
 main(void)
 {
@@ -341,6 +497,10 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_async_writes_short_reply_is_fatal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_calls, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lease_bad_replies_are_fatal, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 
 #include "common/procstat.h"
 #include "devices/gpu.h"
+#include "devices/gpu_cmd.h"
 #include "devices/rapl.h"
 #include "privsep/control.h"
 #include "privsep/exec.h"
@@ -188,6 +190,7 @@ wreq(enum gpu_write_op w, uint32_t limit, uint32_t enabled, uint32_t lo,
 	struct psmsg_request r = req(PSMSG_GPU_WRITE);
 
 	r.dev = 2;
+	r.w_from = PSMSG_FROM_TCP;	/* a write names its writer: not 0 */
 	r.w_op = w;
 	r.w_power_limit_mw = limit;
 	r.w_enabled = enabled;
@@ -453,33 +456,42 @@ test_clocks(void **state)
 	}
 }
 
-/* A restore names a setting and carries no value: the device's record has it. */
+/*
+ * A write names its writer: a Unix peer or a TCP client. Nobody's (0), a
+ * restore's (the device process restores a lease by itself now: nothing
+ * the network process sends may pass for one) and unknown ones are
+ * refused, whatever the write.
+ */
 static void
-test_restore_carries_no_value(void **state)
+test_write_from(void **state)
 {
+	static const enum gpu_write_op ops[] = { GPU_SET_POWER_LIMIT,
+		GPU_SET_PERSISTENCE_MODE, GPU_RESET_MEM_LOCKED_CLOCKS,
+		GPU_RESET_LOCKED_CLOCKS };
 	struct psmsg_request r;
 
 	(void)state;
-	r = wreq(GPU_SET_POWER_LIMIT, 0, 0, 0, 0);
-	r.w_from = PSMSG_FROM_RESTORE;
-	assert_int_equal(check(&r), 0);
-	r.w_power_limit_mw = 300000;
-	assert_int_equal(check(&r), -1);
-	r = wreq(GPU_SET_PERSISTENCE_MODE, 0, 1, 0, 0);
-	r.w_from = PSMSG_FROM_RESTORE;
-	assert_int_equal(check(&r), -1);
-	r.w_enabled = 0;
-	assert_int_equal(check(&r), 0);
-	r = wreq(GPU_RESET_MEM_LOCKED_CLOCKS, 0, 0, 0, 0);
-	r.w_from = PSMSG_FROM_RESTORE;
-	assert_int_equal(check(&r), 0);
-	/* nothing a lease changes is put back by these */
-	r = wreq(GPU_SET_GPU_LOCKED_CLOCKS, 0, 0, 1000, 2000);
-	r.w_from = PSMSG_FROM_RESTORE;
-	assert_int_equal(check(&r), -1);
-	r = wreq(GPU_RESET_LOCKED_CLOCKS, 0, 0, 0, 0);
-	r.w_from = PSMSG_FROM_RESTORE;
-	assert_int_equal(check(&r), -1);
+	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		r = wreq(ops[i], 0, 0, 0, 0);
+		r.w_from = PSMSG_FROM_TCP;
+		assert_int_equal(check(&r), 0);
+		r.w_from = PSMSG_FROM_UNIX;
+		r.auth = 7;
+		assert_int_equal(check(&r), 0);
+		r.auth = 0;
+		/* from nobody: a message, refused by the warden (403) */
+		r.w_from = PSMSG_FROM_NONE;
+		assert_int_equal(check(&r), 0);
+		r.w_from = PSMSG_FROM_RESTORE;
+		assert_int_equal(check(&r), -1);
+		r.w_reason = PSMSG_REASON_PROCESS_EXIT;	/* as one was sent */
+		assert_int_equal(check(&r), -1);
+		r.w_reason = 0;
+		r.w_from = PSMSG_FROM_END;
+		assert_int_equal(check(&r), -1);
+		r.w_from = UINT32_MAX;
+		assert_int_equal(check(&r), -1);
+	}
 }
 
 /* A lease label: a Unix writer's only, valid, terminated, nothing after. */
@@ -565,7 +577,7 @@ test_unused_fields(void **state)
 	struct {
 		struct psmsg_request r;
 		const char *used;	/* space-separated, padded */
-	} cases[20];
+	} cases[24];
 	unsigned n = 0;
 
 	for (uint32_t op = PSMSG_GPU_POWER; op < PSMSG_GPU_WRITE; op++) {
@@ -599,6 +611,17 @@ test_unused_fields(void **state)
 	cases[n].r = req(PSMSG_PEER_END);
 	cases[n].r.auth = 7;
 	cases[n++].used = " auth dev ";	/* dev: the writes it queued */
+	cases[n].r = req(PSMSG_LEASES);
+	cases[n++].used = " ";
+	cases[n].r = req(PSMSG_LEDGER);
+	cases[n].r.dev = 3;
+	cases[n++].used = " dev ";	/* dev: the first user */
+	cases[n].r = req(PSMSG_RELEASE);
+	cases[n].r.gpu_mask = 1;
+	cases[n].r.w_from = PSMSG_FROM_UNIX;
+	cases[n].r.auth = 7;
+	cases[n].r.tok = 9;
+	cases[n++].used = " gpu_mask w_from auth tok ";
 	assert_true(n <= sizeof(cases) / sizeof(cases[0]));
 
 	for (unsigned c = 0; c < n; c++) {
@@ -647,6 +670,516 @@ test_sample_masks(void **state)
 	r.gpu_mask = UINT64_MAX;
 	r.pkg_mask = UINT64_MAX;
 	assert_int_equal(check_lim(&r, &full), 0);
+}
+
+/* ---- the lease record's requests --------------------------------------- */
+
+static void
+test_lease_requests(void **state)
+{
+	struct psmsg_request r;
+
+	(void)state;
+	r = req(PSMSG_LEASES);
+	assert_int_equal(check(&r), 0);
+	r.auth = 7;			/* nobody's: the record is one */
+	assert_int_equal(check(&r), -1);
+	r = req(PSMSG_LEASES);
+	r.w_from = PSMSG_FROM_UNIX;
+	assert_int_equal(check(&r), -1);
+	r = req(PSMSG_LEASES);
+	r.tok = 1;
+	assert_int_equal(check(&r), -1);
+	r = req(PSMSG_LEASES);
+	r.gpu_mask = 1;
+	assert_int_equal(check(&r), -1);
+	/* the ledger's first user: any number (past the end: none) */
+	r = req(PSMSG_LEDGER);
+	assert_int_equal(check(&r), 0);
+	r.dev = 16;
+	assert_int_equal(check(&r), 0);
+	r.dev = UINT32_MAX;
+	assert_int_equal(check(&r), 0);
+	r.w_from = PSMSG_FROM_TCP;
+	assert_int_equal(check(&r), -1);
+	r = req(PSMSG_LEDGER);
+	r.zone = 1;
+	assert_int_equal(check(&r), -1);
+	assert_string_equal(psmsg_op_name(PSMSG_LEASES), "leases");
+	assert_string_equal(psmsg_op_name(PSMSG_LEDGER), "ledger");
+	assert_string_equal(psmsg_op_name(PSMSG_RELEASE), "release");
+}
+
+static struct psmsg_request
+release_req(uint64_t mask, uint32_t from, uint64_t auth)
+{
+	struct psmsg_request r = req(PSMSG_RELEASE);
+
+	r.gpu_mask = mask;
+	r.w_from = from;
+	r.auth = auth;
+	return r;
+}
+
+static void
+test_release_request(void **state)
+{
+	static const struct psmsg_limits full = { 64, 2, 0 };
+	struct psmsg_request r;
+
+	(void)state;
+	r = release_req(0x1, PSMSG_FROM_UNIX, 7);
+	assert_int_equal(check(&r), 0);
+	r.auth = 0;		/* a handle or none: the warden judges it */
+	assert_int_equal(check(&r), 0);
+	r.tok = 5;		/* the bearer token's handle, as a write's */
+	assert_int_equal(check(&r), 0);
+	r = release_req(0x7, PSMSG_FROM_TCP, 0);
+	assert_int_equal(check(&r), 0);
+	r = release_req(UINT64_MAX, PSMSG_FROM_TCP, 0);
+	assert_int_equal(check_lim(&r, &full), 0);
+	/* GPUs named, all of the node */
+	r = release_req(0, PSMSG_FROM_UNIX, 7);
+	assert_int_equal(check(&r), -1);
+	r = release_req(UINT64_C(1) << lim.ngpu, PSMSG_FROM_UNIX, 7);
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1 | UINT64_C(1) << 63, PSMSG_FROM_UNIX, 7);
+	assert_int_equal(check(&r), -1);
+	/* someone's: a Unix peer or a TCP client, never a restore */
+	r = release_req(0x1, PSMSG_FROM_NONE, 0);
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1, PSMSG_FROM_RESTORE, 0);
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1, PSMSG_FROM_RESTORE, 7);
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1, PSMSG_FROM_END, 0);
+	assert_int_equal(check(&r), -1);
+	/* a TCP client has no peer handle */
+	r = release_req(0x1, PSMSG_FROM_TCP, 7);
+	assert_int_equal(check(&r), -1);
+	/* nothing of a write rides along */
+	r = release_req(0x1, PSMSG_FROM_UNIX, 7);
+	snprintf(r.w_label, sizeof(r.w_label), "job");
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1, PSMSG_FROM_UNIX, 7);
+	r.w_op = GPU_RESET_LOCKED_CLOCKS;
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1, PSMSG_FROM_UNIX, 7);
+	r.w_reason = PSMSG_REASON_RELEASE;
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1, PSMSG_FROM_TCP, 0);
+	r.w_addr_kind = 4;
+	r.w_addr[0] = 127;
+	assert_int_equal(check(&r), -1);
+	r = release_req(0x1, PSMSG_FROM_UNIX, 7);
+	r.dev = 1;
+	assert_int_equal(check(&r), -1);
+}
+
+/* ---- the lease record's replies ---------------------------------------- */
+
+static struct psmsg_leases_reply lrep, lout;
+static struct psmsg_ledger_reply drep, dout;
+
+static void
+lease_rec(struct psmsg_lease *r, uint32_t gpu, uint32_t state)
+{
+	memset(r, 0, sizeof(*r));
+	r->gpu = gpu;
+	r->uid = 1000;
+	r->pid = 4242;
+	r->state = state;
+	r->settings = GPU_SETTING_POWER_LIMIT | GPU_SETTING_GPU_CLOCKS;
+	r->energy_ok = 1;
+	r->energy_mj = 12345;
+	r->start_ms = UINT64_C(1700000000000);
+	r->duration_us = 2500000;
+	snprintf(r->user, sizeof(r->user), "alice");
+	snprintf(r->cgroup, sizeof(r->cgroup), "/user.slice/job");
+	snprintf(r->label, sizeof(r->label), "slurm:42.0");
+	if (state == PSMSG_LEASE_ENDED) {
+		r->end_ms = r->start_ms + 2500;
+		r->reason = PSMSG_REASON_RELEASE;
+	}
+}
+
+/* A good PSMSG_LEASES reply of request 42: one open lease, one ended. */
+static void
+good_leases(struct psmsg_leases_reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = PSMSG_MAGIC;
+	r->op = PSMSG_LEASES;
+	r->id = 42;
+	r->nopen = 1;
+	r->nended = 1;
+	lease_rec(&r->rec[0], 1, PSMSG_LEASE_HELD);
+	lease_rec(&r->rec[1], 2, PSMSG_LEASE_ENDED);
+	r->rec[1].left = 1;
+	r->unleased_ok = 0x5;
+	r->unleased_mj[0] = 777;
+	r->unleased_mj[2] = 0;	/* ok, and nothing yet */
+}
+
+static int
+lcheck(const struct psmsg_leases_reply *r, uint32_t op, uint32_t ngpu)
+{
+	char why[128] = "";
+	int rc;
+
+	memset(&lout, 0x55, sizeof(lout));
+	rc = psmsg_leases_reply_check(r, sizeof(*r), 42, op, ngpu, &lout, why,
+	    sizeof(why));
+	if (rc == 0) {
+		assert_memory_equal(&lout, r, sizeof(*r));
+	} else {
+		assert_int_equal(rc, -1);
+		assert_true(why[0] != '\0');
+		assert_int_equal(lout.magic, 0);
+		assert_int_equal(lout.nopen, 0);
+	}
+	return rc;
+}
+
+static void
+test_leases_reply(void **state)
+{
+	unsigned char *big = malloc(sizeof(lrep) + 1);
+	char why[128];
+
+	(void)state;
+	assert_non_null(big);
+	good_leases(&lrep);
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+	/* open leases only, none, a failure */
+	lrep.nended = 0;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+	lrep.nopen = 0;
+	lrep.unleased_ok = 0;
+	lrep.unleased_mj[0] = 0;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+	lrep.rc = -1;
+	lrep.err_kind = ZERR_INTERNAL;
+	snprintf(lrep.err_msg, sizeof(lrep.err_msg), "no");
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+
+	/* the size, exactly */
+	good_leases(&lrep);
+	memset(big, 0, sizeof(lrep) + 1);
+	memcpy(big, &lrep, sizeof(lrep));
+	assert_int_equal(psmsg_leases_reply_check(big, sizeof(lrep), 42,
+	    PSMSG_LEASES, 3, &lout, why, sizeof(why)), 0);
+	assert_int_equal(psmsg_leases_reply_check(big, sizeof(lrep) + 1, 42,
+	    PSMSG_LEASES, 3, &lout, why, sizeof(why)), -1);
+	assert_int_equal(psmsg_leases_reply_check(big, sizeof(lrep) - 1, 42,
+	    PSMSG_LEASES, 3, &lout, why, sizeof(why)), -1);
+	assert_int_equal(psmsg_leases_reply_check(big, 0, 42, PSMSG_LEASES, 3,
+	    &lout, why, sizeof(why)), -1);
+	free(big);
+	/* the request's magic, id and op */
+	good_leases(&lrep);
+	lrep.magic ^= 1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.id = 43;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+	lrep.op = PSMSG_LEDGER;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* rc and its kind */
+	good_leases(&lrep);
+	lrep.rc = -1;			/* failed, without a kind */
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	lrep.err_kind = ZERR_CONFLICT;	/* ... with records */
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.err_kind = ZERR_CONFLICT;	/* ok, with a kind */
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rc = 1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	memset(lrep.err_msg, 'x', sizeof(lrep.err_msg));
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* counts within the node and the arrays */
+	good_leases(&lrep);
+	lrep.nopen = 4;
+	for (unsigned i = 0; i < 4; i++)
+		lease_rec(&lrep.rec[i], i % 3, PSMSG_LEASE_HELD);
+	lrep.nended = 0;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 4), 0);
+	good_leases(&lrep);
+	lrep.nended = PSMSG_LEASES_ENDED + 1;
+	for (unsigned i = 1; i < 1 + lrep.nended; i++)
+		lease_rec(&lrep.rec[i], 0, PSMSG_LEASE_ENDED);
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	lrep.nended = PSMSG_LEASES_ENDED;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+	/* a record's GPU */
+	good_leases(&lrep);
+	lrep.rec[0].gpu = 3;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[1].gpu = UINT32_MAX;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* open ones first, then ended ones */
+	good_leases(&lrep);
+	lrep.rec[0].state = PSMSG_LEASE_ENDED;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[1].state = PSMSG_LEASE_RESTORING;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[0].state = PSMSG_LEASE_RESTORING;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+	lrep.rec[0].state = PSMSG_LEASE_ENDED + 1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* an open lease has no end yet */
+	good_leases(&lrep);
+	lrep.rec[0].end_ms = 1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[0].reason = PSMSG_REASON_SHUTDOWN;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[0].left = 1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* flags, reasons, settings, pid */
+	good_leases(&lrep);
+	lrep.rec[1].left = 2;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[1].energy_ok = 2;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[1].energy_ok = 0;	/* no energy, yet a figure */
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	lrep.rec[1].energy_mj = 0;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+	good_leases(&lrep);
+	lrep.rec[1].reason = PSMSG_REASON_END;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	lrep.rec[1].reason = PSMSG_REASON_HOLDER_GONE;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), 0);
+	good_leases(&lrep);
+	lrep.rec[0].settings = 1u << 31;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[0].pid = -1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* strings: terminated, 0 after the NUL */
+	good_leases(&lrep);
+	memset(lrep.rec[0].user, 'a', sizeof(lrep.rec[0].user));
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[0].user[sizeof(lrep.rec[0].user) - 1] = 'x';
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	memset(lrep.rec[1].cgroup, '/', sizeof(lrep.rec[1].cgroup));
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.rec[1].label[20] = 'x';
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* each GPU's unleased energy: only with its bit, only the node's */
+	good_leases(&lrep);
+	lrep.unleased_mj[1] = 1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.unleased_ok = 0x1;
+	lrep.unleased_mj[2] = 1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	good_leases(&lrep);
+	lrep.unleased_ok |= 0x8;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* not_leased is a release's */
+	good_leases(&lrep);
+	lrep.not_leased = 0x1;
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+}
+
+/* A good PSMSG_RELEASE reply of request 42: GPU 0 released, 2 had none. */
+static void
+good_release(struct psmsg_leases_reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = PSMSG_MAGIC;
+	r->op = PSMSG_RELEASE;
+	r->id = 42;
+	r->nopen = 1;
+	lease_rec(&r->rec[0], 0, PSMSG_LEASE_ENDED);
+	r->not_leased = 0x4;
+}
+
+static void
+test_release_reply(void **state)
+{
+	(void)state;
+	good_release(&lrep);
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), 0);
+	assert_int_equal(lcheck(&lrep, PSMSG_LEASES, 3), -1);
+	/* refused: 409 and its words, nothing ended */
+	memset(&lrep, 0, sizeof(lrep));
+	lrep.magic = PSMSG_MAGIC;
+	lrep.op = PSMSG_RELEASE;
+	lrep.id = 42;
+	lrep.rc = -1;
+	lrep.err_kind = ZERR_CONFLICT;
+	snprintf(lrep.err_msg, sizeof(lrep.err_msg), "GPU 0 is leased");
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), 0);
+	lrep.nopen = 1;
+	lease_rec(&lrep.rec[0], 0, PSMSG_LEASE_ENDED);
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+	/* released records have ended */
+	good_release(&lrep);
+	lrep.rec[0].state = PSMSG_LEASE_HELD;
+	lrep.rec[0].end_ms = 0;
+	lrep.rec[0].reason = 0;
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+	/* no "ended" list, no unleased energy */
+	good_release(&lrep);
+	lrep.nended = 1;
+	lease_rec(&lrep.rec[1], 1, PSMSG_LEASE_ENDED);
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+	good_release(&lrep);
+	lrep.unleased_ok = 0x1;
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+	/* GPUs of the node only */
+	good_release(&lrep);
+	lrep.not_leased = 0x8;
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+	good_release(&lrep);
+	lrep.rec[0].gpu = 3;
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+	good_release(&lrep);
+	lrep.nopen = 4;
+	assert_int_equal(lcheck(&lrep, PSMSG_RELEASE, 3), -1);
+}
+
+/* A good PSMSG_LEDGER reply of request 42: users [0, 2) of 2. */
+static void
+good_ledger(struct psmsg_ledger_reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = PSMSG_MAGIC;
+	r->op = PSMSG_LEDGER;
+	r->id = 42;
+	r->nusers = 2;
+	r->n = 2;
+	r->u[0].uid = 1000;
+	snprintf(r->u[0].user, sizeof(r->u[0].user), "alice");
+	r->u[0].mj[0] = 5000;
+	r->u[0].mj[2] = 7;
+	r->u[1].uid = UINT32_MAX;
+	snprintf(r->u[1].user, sizeof(r->u[1].user), "(other)");
+	r->u[1].mj[1] = 1;
+}
+
+static int
+dcheck(const struct psmsg_ledger_reply *r, uint32_t first, uint32_t ngpu)
+{
+	char why[128] = "";
+	int rc;
+
+	memset(&dout, 0x55, sizeof(dout));
+	rc = psmsg_ledger_reply_check(r, sizeof(*r), 42, first, ngpu, &dout,
+	    why, sizeof(why));
+	if (rc == 0) {
+		assert_memory_equal(&dout, r, sizeof(*r));
+	} else {
+		assert_int_equal(rc, -1);
+		assert_true(why[0] != '\0');
+		assert_int_equal(dout.magic, 0);
+		assert_int_equal(dout.n, 0);
+	}
+	return rc;
+}
+
+static void
+test_ledger_reply(void **state)
+{
+	unsigned char *big = malloc(sizeof(drep) + 1);
+	char why[128];
+
+	(void)state;
+	assert_non_null(big);
+	good_ledger(&drep);
+	assert_int_equal(dcheck(&drep, 0, 3), 0);
+	/* the last page, and past it: none */
+	drep.nusers = 3;
+	assert_int_equal(dcheck(&drep, 1, 3), 0);
+	drep.n = 0;
+	memset(drep.u, 0, sizeof(drep.u));
+	assert_int_equal(dcheck(&drep, 3, 3), 0);
+	assert_int_equal(dcheck(&drep, UINT32_MAX, 3), 0);
+	/* a failure: no users */
+	good_ledger(&drep);
+	drep.rc = -1;
+	drep.err_kind = ZERR_INTERNAL;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	drep.n = 0;
+	memset(drep.u, 0, sizeof(drep.u));
+	assert_int_equal(dcheck(&drep, 0, 3), 0);
+	drep.err_kind = ZERR_NONE;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+
+	/* the size, exactly */
+	good_ledger(&drep);
+	memset(big, 0, sizeof(drep) + 1);
+	memcpy(big, &drep, sizeof(drep));
+	assert_int_equal(psmsg_ledger_reply_check(big, sizeof(drep), 42, 0, 3,
+	    &dout, why, sizeof(why)), 0);
+	assert_int_equal(psmsg_ledger_reply_check(big, sizeof(drep) + 1, 42, 0,
+	    3, &dout, why, sizeof(why)), -1);
+	assert_int_equal(psmsg_ledger_reply_check(big, sizeof(drep) - 1, 42, 0,
+	    3, &dout, why, sizeof(why)), -1);
+	free(big);
+	/* the request's magic, id and op */
+	good_ledger(&drep);
+	drep.id = 41;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	good_ledger(&drep);
+	drep.op = PSMSG_LEASES;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	good_ledger(&drep);
+	drep.magic = 0;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	/* users [first, first + n) of nusers */
+	good_ledger(&drep);
+	drep.nusers = 1;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	good_ledger(&drep);
+	assert_int_equal(dcheck(&drep, 1, 3), -1);
+	assert_int_equal(dcheck(&drep, 2, 3), -1);
+	assert_int_equal(dcheck(&drep, UINT32_MAX, 3), -1);
+	good_ledger(&drep);
+	drep.n = PSMSG_LEDGER_USERS + 1;
+	drep.nusers = PSMSG_LEDGER_MAX;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	good_ledger(&drep);
+	drep.nusers = PSMSG_LEDGER_MAX + 1;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	drep.nusers = PSMSG_LEDGER_MAX;
+	assert_int_equal(dcheck(&drep, PSMSG_LEDGER_MAX - 2, 3), 0);
+	/* names: terminated, 0 after the NUL */
+	good_ledger(&drep);
+	memset(drep.u[1].user, 'b', sizeof(drep.u[1].user));
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	good_ledger(&drep);
+	drep.u[0].user[10] = 'x';
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	/* energy on the node's GPUs only; the pad 0 */
+	good_ledger(&drep);
+	drep.u[0].mj[3] = 1;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	assert_int_equal(dcheck(&drep, 0, 4), 0);
+	good_ledger(&drep);
+	drep.u[1].mj[PSMSG_MAX_GPUS - 1] = 1;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
+	good_ledger(&drep);
+	drep.u[1].pad = 1;
+	assert_int_equal(dcheck(&drep, 0, 3), -1);
 }
 
 /* ---- reply check ------------------------------------------------------- */
@@ -1451,7 +1984,12 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_label),
-		cmocka_unit_test(test_restore_carries_no_value),
+		cmocka_unit_test(test_write_from),
+		cmocka_unit_test(test_lease_requests),
+		cmocka_unit_test(test_release_request),
+		cmocka_unit_test(test_leases_reply),
+		cmocka_unit_test(test_release_reply),
+		cmocka_unit_test(test_ledger_reply),
 		cmocka_unit_test_setup(test_writes_request, setup),
 		cmocka_unit_test_setup(test_writes_exec, setup),
 		cmocka_unit_test(test_good),
