@@ -6,10 +6,9 @@
  * start continue the counters instead of resetting them (docs/design.md,
  * "The ledger file").
  *
- * The network process keeps the live ledger (lease.c) but cannot write
- * files, so the device process keeps this copy from what it sees itself
- * (access/warden.c): the energy of each lease end it accepts, per user and
- * GPU, and per GPU the energy counter's increments outside leases
+ * The device process keeps the ledger (access/warden_book.c) from what it
+ * sees itself: the energy of each lease's end, per user and GPU, and per
+ * GPU the energy counter's increments outside leases
  * (unleased) with the reading they are based on. One file, `ledger`, in
  * the lease journal's directory, replaced whole as the journal's files are
  * (journal.h), root's and private:
@@ -24,8 +23,7 @@
  *   sum <64 hex digits>
  *
  * At most LEDGER_STORE_USERS users, distinct, in the order they came; the
- * 256th is "(other)" (uid 4294967295), the sum of every later user, as in
- * lease.c. The reader takes nothing else (every line known, in order,
+ * 256th is "(other)" (uid 4294967295), the sum of every later user. The reader takes nothing else (every line known, in order,
  * each number in range and canonical, the sum matching); it is fuzzed
  * (fuzz/fuzz_ledger_store.c). A file of another boot keeps its totals and
  * drops the counters' bases (they restart at a reboot).
@@ -40,7 +38,7 @@
 #include "access/journal.h"
 #include "common/err.h"
 
-#define LEDGER_STORE_USERS 256		/* lease.c's LEDGER_MAX_USERS */
+#define LEDGER_STORE_USERS 256		/* PSMSG_LEDGER_MAX */
 #define LEDGER_STORE_GPUS (JOURNAL_MAX_GPU + 1)
 #define LEDGER_STORE_NAME 64		/* a user's name, with its NUL */
 #define LEDGER_STORE_OTHER UINT32_MAX	/* the "(other)" slot's uid */

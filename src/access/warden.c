@@ -27,7 +27,7 @@
  *
  * This file: peers, tokens, the decision on every write, the network
  * process's events and the executor's calls; the lease record of each GPU
- * is warden_lease.c's, the ledger's copy warden_book.c's (warden_int.h).
+ * is warden_lease.c's, the ledger warden_book.c's (warden_int.h).
  */
 #include "access/warden.h"
 

@@ -4,10 +4,10 @@
  * split daemon (docs/security.md, "Privilege separation").
  *
  * The network process parses HTTP and may be taken over; it still asks
- * first (the gate, the policy, leases.c: an early refusal, the 409 naming
- * the holder, the ledger), but nothing depends on it. Here, in the device
- * process, each write is judged again from what this process learnt
- * itself:
+ * first (the gate, the policy: an early refusal; a write request's early
+ * 409 is asked of this process, warden_lease_check), but nothing depends
+ * on it. Here, in the device process, each write is judged again from
+ * what this process learnt itself:
  *
  *  - who: a Unix peer's credentials come from its connected socket, which
  *    the network process passes once per connection (PSMSG_PEER): the

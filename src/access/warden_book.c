@@ -25,6 +25,9 @@
 
 /* ---- The ledger ------------------------------------------------------------ */
 
+_Static_assert(LEDGER_STORE_USERS <= PSMSG_LEDGER_MAX &&
+    LEDGER_STORE_GPUS <= PSMSG_MAX_GPUS, "the ledger fits its replies");
+
 /*
  * Built from what this process sees itself: the GPU's energy counter read
  * when a lease starts and when it ends (the increments outside leases are

@@ -5,10 +5,12 @@
  *
  *   warden.c        peers, tokens, the decision on every write, the
  *                   network process's events, the executor's calls;
- *   warden_lease.c  the lease record of each GPU: its holders (pidfds)
- *                   and their watcher, its restores and their retries,
- *                   the lease journal and start-up's take-back;
- *   warden_book.c   the energy ledger's durable copy (--state-dir).
+ *   warden_lease.c  the lease record of each GPU (the only one): its
+ *                   holders (pidfds) and their watcher, its restores and
+ *                   their retries, POST /gpu/release, the stop, the
+ *                   lease journal and start-up's take-back;
+ *   warden_book.c   the energy ledger (its file with --state-dir), every
+ *                   lease_end line, GET /gpu/leases' and /metrics' figures.
  *
  * Lock order: a GPU's lock (struct wgpu), then the book's; the peer
  * table's (w->lock) is never held with either.

@@ -49,8 +49,8 @@ wgpu_watch_pid(struct wgpu *g, int fd, pid_t pid)
 
 	if (g->pw != NULL && pidwatch_add(g->pw, fd, g->idx, &e) != 0)
 		zlog(ZLOG_WARN, "holder_not_watched", "gpu=%u pid=%ld "
-		    "error=\"%s\" msg=\"its exit is seen at the next write or "
-		    "the network process's restore\"", g->idx, (long)pid,
+		    "error=\"%s\" msg=\"its exit is seen at the next write, "
+		    "view or release of that GPU\"", g->idx, (long)pid,
 		    e.msg);
 }
 

@@ -319,10 +319,9 @@ void
 gpu_cmd_write_together(struct gpu_cmd *cmd)
 {
 	/*
-	 * Not a command whose exec was replaced: a lease's restore decides
-	 * when it runs from what the writes before it noted on completing
-	 * (lease.c), so it runs alone, after the writes ahead of it were
-	 * completed, as the worker runs an item without exec_many.
+	 * Not a command whose exec was replaced: such a command runs alone,
+	 * after the writes ahead of it were completed, as the worker runs an
+	 * item without exec_many.
 	 */
 	if (cmd->op == GPU_CMD_WRITE && cmd->work.exec == gpu_cmd_exec) {
 		cmd->work.exec_many = gpu_cmd_write_many;

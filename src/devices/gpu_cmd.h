@@ -111,15 +111,15 @@ void gpu_cmd_set_write(struct gpu_cmd *cmd, const struct gpu_write *w,
  * For a backend with write_many (a split daemon's network process): a
  * write queued right behind other writes on its GPU's worker is sent
  * with them as one call, each still decided and answered alone. Nothing
- * for other commands, nor for a write whose work.exec was replaced (a
- * lease's restore: call this after setting exec, it then stays alone).
+ * for other commands, nor for a write whose work.exec was replaced (call
+ * this after setting exec: it then stays alone).
  */
 void gpu_cmd_write_together(struct gpu_cmd *cmd);
 
 /*
  * Whether `w` (a GPU worker's item) is a write that a request waits for
  * (block=true, so the request's connection stays suspended until it is
- * answered), run as itself (not a lease's restore) with nothing to read
+ * answered), run as itself (its exec not replaced) with nothing to read
  * before it (no audit line or lease of this process needs the value): all
  * a driver call would do for it is the write. Such writes may be sent and
  * answered without the worker's thread (node/remote_write.h).

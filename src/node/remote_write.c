@@ -97,19 +97,19 @@ remote_write_ready(void *ctx)
 }
 
 unsigned
-remote_write_channels(const struct node *node, bool leases)
+remote_write_channels(const struct node *node)
 {
-	return leases ? 0 : node->ngpu;
+	return node->ngpu;
 }
 
 int
-remote_write_attach(struct node *node, bool leases, struct loop *loop,
+remote_write_attach(struct node *node, struct loop *loop,
     struct remote_writes **out, struct zerr *err)
 {
 	struct remote_writes *rw;
 
 	*out = NULL;
-	if (node->pool == NULL || remote_write_channels(node, leases) == 0)
+	if (node->pool == NULL || remote_write_channels(node) == 0)
 		return 0;
 	rw = calloc(1, sizeof(*rw) + node->ngpu * sizeof(rw->w[0]));
 	if (rw == NULL)

@@ -9,9 +9,8 @@
  * as one PSMSG_GPU_WRITE or PSMSG_GPU_WRITES from the thread that queued
  * it, on a device channel of its own, and the HTTP loop reads the reply
  * and completes the requests: no worker-thread hop on either side of the
- * round trip. Any other batch (a read, a lease's restore, a write whose
- * before-value is read here, a block=false write nobody's connection
- * waits for) goes to the worker's thread as before.
+ * round trip. Any other batch (a read, a block=false write nobody's
+ * connection waits for) goes to the worker's thread as before.
  *
  * Only writes a suspended request waits for: server_stop waits for those
  * before the loop stops, so no batch is ever left out with nobody to read
@@ -30,22 +29,22 @@ struct remote_writes;
 
 /*
  * The device channels remote_write_attach takes for `node` (a channel per
- * GPU); none with `leases` (--gpu-leases), where every write reads its
- * GPU's energy on the worker's thread and none is answered on the loop.
- * The split adds them to the pool.
+ * GPU). The split adds them to the pool. (Until the lease record was the
+ * device process's alone, --gpu-leases took none: the network process
+ * read a lease's energy on the worker's thread.)
  */
-unsigned remote_write_channels(const struct node *node, bool leases);
+unsigned remote_write_channels(const struct node *node);
 
 /*
  * For a node over the device process (node->pool set; otherwise a no-op
- * that sets *out to NULL) without `leases`: takes a channel per GPU
+ * that sets *out to NULL): takes a channel per GPU
  * worker from the pool, has `loop` watch it and makes the worker
  * asynchronous (worker.h, worker_set_async). After node_open_remote,
  * before the loop starts.
  * `*out` is set even on failure, and freed with remote_write_free after
  * node_close (which stops the workers that point at it).
  */
-int remote_write_attach(struct node *node, bool leases, struct loop *loop,
+int remote_write_attach(struct node *node, struct loop *loop,
     struct remote_writes **out, struct zerr *err);
 
 void remote_write_free(struct remote_writes *rw);

@@ -153,7 +153,7 @@ static const struct psop table[] = {
 	    chk_request, run_request },
 	{ PSMSG_GPU_PERSISTENCE, "gpu_persistence", REQ, NET, 0,
 	    chk_request, run_request },
-	/* one write, for a peer, a TCP client or a restore: decided here */
+	/* one write, for a peer or a TCP client: decided here */
 	{ PSMSG_GPU_WRITE, "gpu_write", REQ, NET,
 	    PSOP_GPU_WRITE | PSOP_AUDITS, chk_request, run_request },
 	/* one package's RAPL zone */

@@ -209,24 +209,26 @@ struct psmsg_reply {
 
 /*
  * PSMSG_AUDIT: an event of the network process's own (its early
- * refusals, writes dropped before they ran, the ledger's lease_end and a
- * restore it could not queue), which the device process turns into an
- * audit line in its own words: the network process holds no writable fd
- * of the audit log and sends no text. Typed fields only: who a refusal or
- * a dropped write was for is named as a write names it (h.w_from, h.auth,
- * h.tok, h.w_addr*), why by a code (enum psmsg_refusal; for UNQUEUED the
- * zerr kind of the failure), so the identity, the user name and the
- * message in the line are the device process's. The device process
- * checks a refusal against its own policy and lease record where it can,
- * a lease's holder against its record of that GPU (one lease_end line
- * per lease), and takes at most a burst of such events (a bucket
- * refilled at a fixed rate; the rest are counted, not written).
+ * refusals, writes dropped before they ran), which the device process
+ * turns into an audit line in its own words: the network process holds
+ * no writable fd of the audit log and sends no text. Typed fields only:
+ * who a refusal or a dropped write was for is named as a write names it
+ * (h.w_from, h.auth, h.tok, h.w_addr*), why by a code (enum
+ * psmsg_refusal), so the identity, the user name and the message in the
+ * line are the device process's. The device process checks a refusal
+ * against its own policy where it can, and takes at most a burst of such
+ * events (a bucket refilled at a fixed rate; the rest are counted, not
+ * written). A lease's lines (its end, its restores, a refused release or
+ * lease) are the device process's own, from its own record: the kinds
+ * and codes that carried them before it held the only record (LEASE_END,
+ * UNQUEUED; LEASE, RELEASE) are refused as broken messages, and their
+ * fields stay, all 0, so that the layout does not move.
  */
 enum psmsg_audit_kind {
 	PSMSG_AUDIT_REFUSED = 1,	/* op, error; gpu or no_gpu */
 	PSMSG_AUDIT_SUPERSEDED,		/* the write in h.w_* */
-	PSMSG_AUDIT_LEASE_END,		/* holder, ledger fields */
-	PSMSG_AUDIT_UNQUEUED,		/* a restore (h.w_op), holder, error */
+	PSMSG_AUDIT_LEASE_END,		/* refused (a broken message) */
+	PSMSG_AUDIT_UNQUEUED,		/* refused (a broken message) */
 	PSMSG_AUDIT_KIND_END
 };
 
@@ -235,8 +237,8 @@ enum psmsg_refusal {
 	PSMSG_REFUSAL_SCOPE = 1,	/* the node policy grants no gpu-control */
 	PSMSG_REFUSAL_POLICY_GPU,	/* ... not on that GPU */
 	PSMSG_REFUSAL_AUDIT_DOWN,	/* --audit-required, the log full */
-	PSMSG_REFUSAL_LEASE,		/* its lease record (409) */
-	PSMSG_REFUSAL_RELEASE,		/* POST /gpu/release refused */
+	PSMSG_REFUSAL_LEASE,		/* refused: the device's own now */
+	PSMSG_REFUSAL_RELEASE,		/* refused: the device's own now */
 	PSMSG_REFUSAL_END
 };
 

@@ -390,7 +390,7 @@ static const char *const sandbox_allow[] = {
 	/* signals: masks, the main thread's sigwait, glibc's abort() */
 	"rt_sigprocmask", "rt_sigaction", "rt_sigreturn", "rt_sigtimedwait",
 	"sigaltstack",
-	/* identity of this process, for logs, leases and tgkill */
+	/* identity of this process, for logs and tgkill */
 	"getpid", "gettid", "getuid", "geteuid", "getgid",
 	"getegid", "getresuid", "getresgid", "getgroups",
 	/* I/O on descriptors already held: sockets, the device channels
@@ -407,11 +407,10 @@ static const char *const sandbox_allow[] = {
 	/* HTTP: libmicrohttpd's accept/receive/send and the peer's identity */
 	"accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
 	"getsockopt", "setsockopt", "getsockname", "getpeername",
-	/* MHD's epoll loop and inter-thread eventfd; leases' watcher */
+	/* MHD's epoll loop and inter-thread eventfd (a lease's holders are
+	 * the device process's to watch: no pidfd_open here) */
 	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
 	"eventfd2", "poll", "ppoll",
-	/* leases: a pidfd per client process, watched in epoll */
-	"pidfd_open",
 };
 
 /* keeps the first error of a run of rule additions */

@@ -84,10 +84,11 @@
 
 /*
  * After SIGTERM, how long the network process may take to stop: its own
- * grace for requests, for a stuck device command and for restoring
- * leased GPUs (network_proc.c), and a margin.
+ * grace for requests and for a stuck device command (network_proc.c),
+ * and a margin. Leased GPUs are restored after it, here
+ * (DEVICE_RESTORE_MS).
  */
-#define SPLIT_STOP_MS (5000 + 30000 + 10000 + 5000)
+#define SPLIT_STOP_MS (5000 + 30000 + 5000)
 #define DEVICE_RESTORE_MS 10000	/* --restore-on-shutdown, at most */
 #define SPLIT_DEVICE_STOP_MS 5000
 
@@ -99,10 +100,11 @@
  * request); one more so a burst never waits for one; and one each that
  * the two readers keep for the batches answered on the HTTP loop
  * (remote_read.h; their threads still run the batches that come back to
- * them); and, without --gpu-leases, one per GPU that its worker keeps for
- * the writes answered on the HTTP loop (remote_write.h; the worker's
- * thread keeps its own for the rest). (The RAPL keepalive runs in the
- * device process, next to the counters.)
+ * them); one per GPU that its worker keeps for the writes answered on
+ * the HTTP loop (remote_write.h; the worker's thread keeps its own for
+ * the rest); and, with --gpu-leases, the loop's own for a write request's
+ * early 409 (node_lease_check). (The RAPL keepalive runs in the device
+ * process, next to the counters.)
  */
 #define SPLIT_SHARED_CHANNELS 7
 
@@ -738,7 +740,7 @@ device_spawn_network(const struct zeusd_config *cfg, const struct node *node,
     struct zerr *err)
 {
 	unsigned nchan = node->ngpu + node->ncpu + SPLIT_SHARED_CHANNELS +
-	    remote_write_channels(node, cfg->gpu_leases);
+	    remote_write_channels(node) + (cfg->gpu_leases ? 1 : 0);
 	unsigned nfds = NETSTART_FD_CHAN + nchan;
 	struct pschan_pool *pool = NULL;
 	int want[DEVICE_NET_FDS_MAX];

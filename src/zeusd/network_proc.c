@@ -382,7 +382,7 @@ serve_start(const struct zeusd_config *cfg, struct server *srv,
 	/* the reads, and the writes requests wait for, answered on the loop */
 	if (loop_create(&srv->ctx.loop, err) != 0 ||
 	    remote_read_attach(node, srv->ctx.loop, rr, err) != 0 ||
-	    remote_write_attach(node, cfg->gpu_leases, srv->ctx.loop, rw,
+	    remote_write_attach(node, srv->ctx.loop, rw,
 	    err) != 0)
 		return -1;
 	srv->hooks = (struct server_hooks){ .quiesce = serve_streams_quiesce,
