@@ -74,20 +74,6 @@ audit_enabled(void)
 	return false;
 }
 
-void
-audit_write(const struct audit_who *w, unsigned gpu, const char *op,
-    const char *before, const char *requested, const char *error,
-    const char *reason)
-{
-	(void)w;
-	(void)gpu;
-	(void)op;
-	(void)before;
-	(void)requested;
-	(void)error;
-	(void)reason;
-}
-
 bool
 audit_ready(void)
 {

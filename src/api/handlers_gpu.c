@@ -82,78 +82,17 @@ gpu_done_request(struct gpu_cmd *cmd, void *arg)
 	request_complete_one(arg);
 }
 
-/* A non-blocking write's context: who asked (audit log). */
-struct gpu_nb {
-	struct audit_who who;
-	struct node *node;
-	bool audit;			/* its line is ours (gpu_audit_here) */
-};
-
 /*
- * Whether this process writes the audit line of a write that ran: in a
- * split daemon the device process does (access/warden.h), with what it
- * read and who it knows; a write dropped before it ran is still ours.
+ * A non-blocking write's end, logged; `arg` is the node when the audit log
+ * is on (the device process audits what ran, and is told of a write that
+ * never reached it).
  */
-static bool
-gpu_audit_here(struct request *req)
-{
-	return audit_enabled() && request_node(req)->remote == NULL;
-}
-
-/* The audit line of one finished (or dropped) write. */
-static void
-gpu_audit(const struct audit_who *who, const struct gpu_cmd *cmd,
-    const char *dropped)
-{
-	const struct gpu_write *w = &cmd->write;
-	char before[64], req[96];
-	bool has_req = true;
-
-	before[0] = '\0';
-	if (cmd->has_before && w->op == GPU_SET_POWER_LIMIT)
-		snprintf(before, sizeof(before), "{\"power_limit_mw\":%u}",
-		    (unsigned)cmd->before_limit_mw);
-	else if (cmd->has_before && w->op == GPU_SET_PERSISTENCE_MODE)
-		snprintf(before, sizeof(before), "{\"enabled\":%s}",
-		    cmd->before_persistence ? "true" : "false");
-	switch (w->op) {
-	case GPU_SET_POWER_LIMIT:
-		snprintf(req, sizeof(req), "{\"power_limit_mw\":%u}",
-		    (unsigned)w->power_limit_mw);
-		break;
-	case GPU_SET_PERSISTENCE_MODE:
-		snprintf(req, sizeof(req), "{\"enabled\":%s}", w->enabled ?
-		    "true" : "false");
-		break;
-	case GPU_SET_GPU_LOCKED_CLOCKS:
-	case GPU_SET_MEM_LOCKED_CLOCKS:
-		snprintf(req, sizeof(req), "{\"min_clock_mhz\":%u,"
-		    "\"max_clock_mhz\":%u}", (unsigned)w->min_clock_mhz,
-		    (unsigned)w->max_clock_mhz);
-		break;
-	default:
-		has_req = false;
-		break;
-	}
-	audit_write(who, cmd->gpu, gpu_write_op_name(w->op),
-	    before[0] ? before : NULL, has_req ? req : NULL,
-	    dropped != NULL ? dropped : cmd->rc != 0 ? cmd->err.msg : NULL,
-	    NULL);
-}
-
 static void
 gpu_done_log_free(struct gpu_cmd *cmd, void *arg)
 {
 	char q[ZERR_MSG_MAX + 64];
 
-	if (arg != NULL) {
-		const struct gpu_nb *nb = arg;
-
-		if (nb->audit)
-			gpu_audit(&nb->who, cmd, NULL);
-		free(arg);
-	}
-
+	(void)arg;
 	if (cmd->rc != 0)
 		zlog(ZLOG_WARN, "nonblocking_write_failed", "gpu=%u op=%s "
 		    "error=%s", cmd->gpu, gpu_cmd_name(cmd),
@@ -169,17 +108,9 @@ gpu_dropped_log_free(struct gpu_cmd *cmd, void *arg)
 {
 	zlog(ZLOG_INFO, "nonblocking_write_superseded", "gpu=%u op=%s",
 	    cmd->gpu, gpu_cmd_name(cmd));
-	if (arg != NULL) {
-		struct gpu_nb *nb = arg;
-
-		/* the device process never saw it: its line is ours to give */
-		if (node_is_remote(nb->node))
-			node_audit_superseded(nb->node, &cmd->write, cmd->gpu);
-		else
-			gpu_audit(&nb->who, cmd, "superseded by a newer write "
-			    "before it ran");
-		free(arg);
-	}
+	/* the device process never saw it: it is told, and audits it */
+	if (arg != NULL)
+		node_audit_superseded(arg, &cmd->write, cmd->gpu);
 	free(cmd);
 }
 
@@ -202,20 +133,15 @@ gpu_batch_submit(struct request *req, const struct id_list *ids,
 		gpu_cmd_init(&b->cmds[i], op, ids->ids[i], gpu_done_request, req);
 		if (w != NULL) {
 			gpu_cmd_set_write(&b->cmds[i], w, NULL);
-			/* the value before: for our own audit line only (a
-			 * lease's is the device process's record) */
-			b->cmds[i].want_before = gpu_audit_here(req);
 		}
 		if (batch_add_gpu(&bt, &b->cmds[i]) != 0)
 			return;
 	}
 	/*
-	 * A read's finish only answers; a write's too unless it audits here
-	 * (one process). Its commands read nothing of the peer: a lease is
-	 * the device process's (access/warden.h).
+	 * The finish only answers: its commands read nothing of the peer
+	 * (the device process audits and keeps the lease, access/warden.h).
 	 */
-	if (w == NULL || !gpu_audit_here(req))
-		request_finish_answers_only(req);
+	request_finish_answers_only(req);
 	if (w != NULL)
 		gate_writes_queued(req, ids->n);
 	batch_run(&bt, finish);
@@ -227,30 +153,20 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
     const struct gpu_write *w)
 {
 	struct gpu_cmd *cmds[QUERY_MAX_IDS];
-	struct gpu_nb *whos[QUERY_MAX_IDS];
-	bool ctx = audit_enabled();
+	void *audit = audit_enabled() ? request_node(req) : NULL;
 	struct batch bt;
 	unsigned n;
 
 	batch_init(&bt, req);
-	memset(whos, 0, sizeof(whos));
 	for (n = 0; n < ids->n; n++) {
-		if ((cmds[n] = calloc(1, sizeof(*cmds[n]))) == NULL ||
-		    (ctx && (whos[n] = malloc(sizeof(*whos[n]))) == NULL)) {
-			free(cmds[n]);
+		if ((cmds[n] = calloc(1, sizeof(*cmds[n]))) == NULL) {
 			batch_cancel(&bt);
 			handlers_reply_oom(req);
 			goto free;
 		}
-		if (whos[n] != NULL) {
-			gate_audit_who(req, &whos[n]->who);
-			whos[n]->node = request_node(req);
-			whos[n]->audit = gpu_audit_here(req);
-		}
 		gpu_cmd_init(cmds[n], GPU_CMD_WRITE, ids->ids[n],
-		    gpu_done_log_free, whos[n]);
+		    gpu_done_log_free, audit);
 		gpu_cmd_set_write(cmds[n], w, gpu_dropped_log_free);
-		cmds[n]->want_before = gpu_audit_here(req);
 		if (batch_add_gpu(&bt, cmds[n]) != 0) {
 			n++;
 			goto free;
@@ -261,11 +177,8 @@ gpu_write_nonblocking(struct request *req, const struct id_list *ids,
 	request_reply_empty(req, 200);
 	return;
 free:
-	while (n > 0) {
-		n--;
-		free(cmds[n]);
-		free(whos[n]);
-	}
+	while (n > 0)
+		free(cmds[--n]);
 }
 
 static void
@@ -273,13 +186,6 @@ gpu_write_finish(struct request *req)
 {
 	const struct gpu_batch *b = req->hctx;
 
-	if (gpu_audit_here(req)) {
-		struct audit_who who;
-
-		gate_audit_who(req, &who);
-		for (unsigned i = 0; i < b->n; i++)
-			gpu_audit(&who, &b->cmds[i], NULL);
-	}
 	if (batch_gpu_errors(req, b->cmds, b->n) == 0)
 		request_reply_empty(req, 200);
 }
@@ -405,7 +311,7 @@ handle_gpu_write(struct request *req)
 		audit_count_refused();
 		(void)audit_refusal(&err);
 		gate_audit_refusal(req, ids.ids, ids.n,
-		    PSMSG_REFUSAL_AUDIT_DOWN, err.msg);
+		    PSMSG_REFUSAL_AUDIT_DOWN);
 		request_reply_busy(req, &err);
 		return;
 	}

@@ -201,20 +201,6 @@ gpu_cmd_snapshot(struct gpu_backend *b, unsigned gpu, struct gpu_snapshot *s,
 	return s->ok != 0 ? 0 : -1;
 }
 
-/* The value a write is about to replace, for the audit log. */
-static void
-gpu_cmd_before(struct gpu_backend *b, struct gpu_cmd *cmd)
-{
-	struct zerr e;
-
-	if (cmd->write.op == GPU_SET_POWER_LIMIT)
-		cmd->has_before = b->ops->get_power_limit_mw(b, cmd->gpu,
-		    &cmd->before_limit_mw, &e) == 0;
-	else if (cmd->write.op == GPU_SET_PERSISTENCE_MODE)
-		cmd->has_before = b->ops->get_persistence_mode(b, cmd->gpu,
-		    &cmd->before_persistence, &e) == 0;
-}
-
 /*
  * The power reader's queued get_power commands (worker.h, exec_many): one
  * backend call for all when the backend can (a split daemon's network
@@ -273,7 +259,6 @@ gpu_cmd_write_many(struct work **items, unsigned n, void *device, int *rc)
 		/* one GPU's worker queues that GPU's commands only */
 		assert(cmd->op == GPU_CMD_WRITE &&
 		    cmd->work.exec == gpu_cmd_exec && cmd->gpu == gpu);
-		alone = cmd->want_before;
 		w[i] = &cmd->write;
 		errs[i] = &cmd->err;
 	}
@@ -304,7 +289,7 @@ gpu_cmd_is_waited_write(const struct work *w)
 	const struct gpu_cmd *cmd = (const struct gpu_cmd *)w;
 
 	return w->exec == gpu_cmd_exec && cmd->op == GPU_CMD_WRITE &&
-	    !cmd->want_before && cmd->dropped == NULL;
+	    cmd->dropped == NULL;
 }
 
 static unsigned
@@ -338,8 +323,6 @@ gpu_cmd_exec(struct work *w, void *device)
 
 	switch (cmd->op) {
 	case GPU_CMD_WRITE:
-		if (cmd->want_before)
-			gpu_cmd_before(b, cmd);
 		cmd->rc = ops->write(b, cmd->gpu, &cmd->write, &cmd->err);
 		break;
 	case GPU_CMD_GET_POWER:

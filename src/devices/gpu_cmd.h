@@ -76,14 +76,6 @@ struct gpu_cmd {
 	} out;
 	int rc;				/* 0 or -1 with err */
 	struct zerr err;
-	/*
-	 * GPU_CMD_WRITE with want_before (the audit log): the setting's value
-	 * read just before the write, when the driver can read it (power
-	 * limit, persistence mode; locked clocks have no getter).
-	 */
-	bool want_before, has_before;
-	uint32_t before_limit_mw;
-	bool before_persistence;
 	/* Called on the worker thread after the command ran. */
 	void (*done)(struct gpu_cmd *cmd, void *arg);
 	/* A superseded write: called instead of `done`, may free cmd. */

@@ -6,7 +6,6 @@
  */
 #include "http/gate.h"
 
-#include <arpa/inet.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,7 +358,7 @@ gate_check_scope(struct request *req, const struct route *r)
 	    group_name((enum api_group)r->group), held ? names : "nothing");
 	zerr_set(&err, ZERR_FORBIDDEN, "%s", msg);
 	if (r->group == GROUP_GPU_CONTROL)
-		gate_audit_refusal(req, NULL, 0, PSMSG_REFUSAL_SCOPE, err.msg);
+		gate_audit_refusal(req, NULL, 0, PSMSG_REFUSAL_SCOPE);
 	request_reply_error(req, &err);
 	return -1;
 }
@@ -427,8 +426,8 @@ gate_check_gpus(struct request *req, const uint32_t *ids, unsigned n)
 	    "the granted GPUs in gpu_ids)", who,
 	    group_name((enum api_group)r->group), (unsigned)ids[bad]);
 	if (r->group == GROUP_GPU_CONTROL)
-		gate_audit_refusal(req, &ids[bad], 1, PSMSG_REFUSAL_POLICY_GPU,
-		    err.msg);
+		gate_audit_refusal(req, &ids[bad], 1,
+		    PSMSG_REFUSAL_POLICY_GPU);
 	request_reply_error(req, &err);
 	return -1;
 }
@@ -454,33 +453,6 @@ gate_grant(struct request *req, struct gate_grant *g)
 		g->by_policy = true;
 		g->group = r->group;
 		g->pp = &gate_conn_who(req)->pp;	/* applies: a Unix peer */
-	}
-}
-
-void
-gate_audit_who(struct request *req, struct audit_who *w)
-{
-	const struct peer *p = request_peer(req);
-
-	memset(w, 0, sizeof(*w));
-	if (req->claims != NULL)
-		snprintf(w->sub, sizeof(w->sub), "%s", req->claims->sub);
-	if (p == NULL)
-		return;
-	if (p->kind == PEER_UNIX) {
-		const struct identity *id = gate_identity(req);
-
-		w->unix_peer = true;
-		w->uid = p->uid;
-		w->pid = p->pid;
-		if (id != NULL) {
-			snprintf(w->user, sizeof(w->user), "%s", id->user);
-			snprintf(w->comm, sizeof(w->comm), "%s", id->comm);
-		}
-	} else if (p->kind == PEER_INET4 || p->kind == PEER_INET6) {
-		if (inet_ntop(p->kind == PEER_INET4 ? AF_INET : AF_INET6,
-		    p->addr, w->addr, sizeof(w->addr)) == NULL)
-			w->addr[0] = '\0';
 	}
 }
 
@@ -543,27 +515,18 @@ gate_audit_refusal_remote(struct request *req, const uint32_t *gpus,
 
 void
 gate_audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
-    unsigned code, const char *error)
+    unsigned code)
 {
-	struct audit_who who;
 	const char *op;
 	char q[REQUEST_PATH_MAX];
 
-	if (!audit_enabled())
+	/* the device process writes the line, in its words (node.h) */
+	if (!audit_enabled() || !node_is_remote(req->ctx->node))
 		return;
 	/* the route's operation: "/gpu/set_power_limit" -> "set_power_limit" */
 	op = strrchr(req->path, '/');
 	snprintf(q, sizeof(q), "%s", op != NULL ? op + 1 : req->path);
-	if (node_is_remote(req->ctx->node)) {
-		gate_audit_refusal_remote(req, gpus, n, q, code);
-		return;
-	}
-	gate_audit_who(req, &who);
-	if (n == 0)
-		audit_write(&who, AUDIT_NO_GPU, q, NULL, NULL, error,
-		    "refused");
-	for (unsigned i = 0; i < n; i++)
-		audit_write(&who, gpus[i], q, NULL, NULL, error, "refused");
+	gate_audit_refusal_remote(req, gpus, n, q, code);
 }
 
 /* ---- One decision at dispatch --------------------------------------------- */

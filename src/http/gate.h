@@ -9,7 +9,7 @@
  * scope can never disagree). A handler that names GPUs asks the gate for
  * their grants (gate_check_gpus, through handlers_util.c), a handler that
  * answers for every GPU which ones to show (gate_gpu_allowed), and a write
- * asks it who to audit (gate_audit_who). The identity of a Unix peer is
+ * asks it who the writer is (gate_writer). The identity of a Unix peer is
  * looked up once per connection (and again after a reload).
  *
  * Called by server.c's dispatch and by the handlers; answers through
@@ -28,7 +28,6 @@ struct request;
 struct route;
 struct identity;
 struct policy_peer;
-struct audit_who;
 
 /*
  * The decision at dispatch for route `r` (NULL for an unknown path, which
@@ -122,20 +121,14 @@ struct gate_grant {
 void gate_grant(struct request *req, struct gate_grant *g);
 
 /*
- * Fills `w` from the request's peer (a Unix peer's user and command name as
- * gate_identity found them, once per connection) and token claims.
- */
-void gate_audit_who(struct request *req, struct audit_who *w);
-
-/*
  * A GPU write refused here (403 by the node policy, 503 by
  * --audit-required; a lease's 409 is the device process's, which audits
- * it): one audit line per GPU named (or one with "gpu": null), result
- * "refused". In one process with the message the client got (`error`); in
- * a split daemon the device process words the line from `code` (enum
- * psmsg_refusal) and what it knows itself: no text crosses. Loop thread.
+ * it): the device process writes one audit line per GPU named (or one
+ * with "gpu": null), result "refused", worded from `code` (enum
+ * psmsg_refusal) and what it knows itself: no text crosses. Nothing
+ * without an audit log (or on Windows, which has none). Loop thread.
  */
 void gate_audit_refusal(struct request *req, const uint32_t *gpus,
-    unsigned n, unsigned code, const char *error);
+    unsigned n, unsigned code);
 
 #endif
