@@ -27,7 +27,8 @@
  *
  * The network side's reply check gets the input too (as a whole reply
  * and laid over a valid one): what it accepts must have a NUL-terminated
- * message, valid kinds and the id and op asked for.
+ * message, valid kinds and the id and op asked for. So do the checks of
+ * the lease core's replies (LEASES, RELEASE, LEDGER), over valid ones.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -338,6 +339,75 @@ overlay(void *dst, size_t n, const uint8_t *data, size_t size)
 }
 
 /*
+ * The input laid over a valid reply of LEASES, RELEASE (1 open lease of
+ * 4 GPUs) and LEDGER (2 users of 8): what the checks accept is safe to
+ * turn into /gpu/leases, /gpu/release's answer and /metrics.
+ */
+static void
+lease_replies_one(const uint8_t *data, size_t size)
+{
+	static struct psmsg_leases_reply l, lback;
+	static struct psmsg_ledger_reply d, dback;
+	char why[128];
+	uint32_t op = size > 2 && data[2] & 1 ? PSMSG_RELEASE : PSMSG_LEASES;
+	bool ok;
+
+	memset(&l, 0, sizeof(l));
+	l.magic = PSMSG_MAGIC;
+	l.op = op;
+	l.id = 9;
+	l.nopen = 1;
+	l.rec[0].gpu = 3;
+	l.rec[0].state = op == PSMSG_RELEASE ? PSMSG_LEASE_ENDED :
+	    PSMSG_LEASE_HELD;
+	if (op == PSMSG_RELEASE)
+		l.rec[0].reason = PSMSG_REASON_RELEASE;
+	memcpy(l.rec[0].user, "alice", 6);
+	overlay(&l, sizeof(l), data, size);
+	/* two bytes lay nothing: the valid reply itself must pass */
+	ok = psmsg_leases_reply_check(&l, sizeof(l), 9, op, 4, &lback, why,
+	    sizeof(why)) == 0;
+	must(ok || size != 2);
+	if (ok) {
+		must(lback.nopen <= 4 && lback.nended <= PSMSG_LEASES_ENDED);
+		must(memchr(lback.err_msg, '\0', sizeof(lback.err_msg)) !=
+		    NULL);
+		for (uint32_t i = 0; i < lback.nopen + lback.nended; i++) {
+			const struct psmsg_lease *r = &lback.rec[i];
+
+			must(r->gpu < 4 && r->state <= PSMSG_LEASE_ENDED);
+			must(memchr(r->user, '\0', sizeof(r->user)) != NULL &&
+			    memchr(r->cgroup, '\0', sizeof(r->cgroup)) !=
+			    NULL &&
+			    memchr(r->label, '\0', sizeof(r->label)) != NULL);
+		}
+		must((lback.unleased_ok | lback.not_leased) >> 4 == 0);
+	}
+
+	memset(&d, 0, sizeof(d));
+	d.magic = PSMSG_MAGIC;
+	d.op = PSMSG_LEDGER;
+	d.id = 11;
+	d.nusers = 2;
+	d.n = 2;
+	memcpy(d.u[0].user, "alice", 6);
+	memcpy(d.u[1].user, "(other)", 8);
+	overlay(&d, sizeof(d), data, size);
+	ok = psmsg_ledger_reply_check(&d, sizeof(d), 11, 0, 8, &dback, why,
+	    sizeof(why)) == 0;
+	must(ok || size != 2);
+	if (ok) {
+		must(dback.n <= PSMSG_LEDGER_USERS && dback.n <= dback.nusers);
+		for (uint32_t i = 0; i < dback.n; i++) {
+			must(memchr(dback.u[i].user, '\0',
+			    sizeof(dback.u[i].user)) != NULL);
+			for (uint32_t g = 8; g < PSMSG_MAX_GPUS; g++)
+				must(dback.u[i].mj[g] == 0);
+		}
+	}
+}
+
+/*
  * The writes of one GPU (random bytes of its size never get past the
  * header): the input laid over a valid request of 2..64 writes, and over
  * a valid reply to one, whose check must leave only safe results.
@@ -415,6 +485,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		reply_one(data, size, tmpl.id, tmpl.op);
 	}
 	writes_one(data, size);
+	lease_replies_one(data, size);
 	if (size >= 2) {
 		memset(&tmpl, 0, sizeof(tmpl));
 		tmpl.magic = PSMSG_MAGIC;
