@@ -521,7 +521,7 @@ gate_audit_refusal(struct request *req, const uint32_t *gpus, unsigned n,
 	char q[REQUEST_PATH_MAX];
 
 	/* the device process writes the line, in its words (node.h) */
-	if (!audit_enabled() || !node_is_remote(req->ctx->node))
+	if (!audit_enabled())
 		return;
 	/* the route's operation: "/gpu/set_power_limit" -> "set_power_limit" */
 	op = strrchr(req->path, '/');

@@ -581,8 +581,8 @@ class WinZeusd:
     """`wine zeusd.exe serve --simulate --mode tcp` on 127.0.0.1."""
 
     def __init__(self, env, tmp, args=()):
-        # an exit with nothing logged is wine failing to run zeusd.exe
-        # (run_zeusd_exe): started again once, on a fresh port
+        # wine failing silently (wine_failed_silently): started again
+        # once, on a fresh port
         for _ in range(2):
             if self._start(env, tmp, args):
                 return
@@ -604,8 +604,8 @@ class WinZeusd:
             env=e, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 60
         while b" event=listening " not in self.log_path.read_bytes():
-            if self.proc.poll() is not None and not self.logs() and \
-                    self.proc.returncode != 0:
+            if self.proc.poll() is not None and wine_failed_silently(
+                    self.proc.returncode, self.logs()):
                 return False
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"zeusd.exe not ready (exit "
@@ -653,16 +653,21 @@ class WinZeusd:
         return self.proc.returncode
 
 
+def wine_failed_silently(returncode, output):
+    """zeusd.exe never exits non-zero without a line of output, so such an
+    exit that printed nothing at all is wine failing to run it (seen once
+    in CI on a loaded machine: exit 1, no output, and the same command
+    passing when run again). Its callers run it again, once."""
+    return returncode != 0 and not output
+
+
 def run_zeusd_exe(env, *args, timeout=60):
-    """zeusd.exe run to its end under wine. zeusd.exe never exits non-zero
-    without a line on stderr, so a non-zero exit that printed nothing at
-    all is wine failing to run it (seen once in CI on a loaded machine:
-    exit 1, no output, and the same command passing when run again): that
-    one is run again, once."""
+    """zeusd.exe run to its end under wine (again once, if wine failed
+    silently)."""
     for _ in range(2):
         p = subprocess.run([WINE, str(ZEUSD_EXE), *args], env=env,
                            timeout=timeout, capture_output=True, text=True)
-        if p.returncode == 0 or p.stdout or p.stderr:
+        if not wine_failed_silently(p.returncode, p.stdout + p.stderr):
             return p
     return p
 
