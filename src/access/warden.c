@@ -401,15 +401,38 @@ proc_watch(struct wwho *who, struct zerr *err)
 	return 0;
 }
 
+/*
+ * The kernel's name of the connection's socket (sockdiag.h), when this
+ * process can ask unix_diag about it later: true with *ino and *cookie.
+ * A client in another network namespace (a container given the socket
+ * file) connects through a socket that belongs to its namespace, which
+ * unix_diag here never finds: asked once now, while `fd` holds it open,
+ * "no such socket" means it can never be asked, and the close is the
+ * network process's word (PSMSG_PEER_END) for it, as before unix_diag.
+ * Before, such a connection read as closed at its first write: every
+ * write from a container was refused.
+ */
+static bool
+peer_diag_id(const struct warden *w, int fd, uint32_t *ino, uint64_t *cookie)
+{
+	uint8_t sh = 0;
+
+	if (sockdiag_unix_id(fd, ino, cookie) != 0)
+		return false;
+	return !w->diag_ok || sockdiag_unix_state(*ino, *cookie,
+	    SOCKDIAG_TIMEOUT_MS, &sh) != 1;
+}
+
 int
 warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
     uint64_t *handle, struct zerr *err)
 {
 	struct peer p;
 	struct wpeer *s;
-	uint32_t idx;
-	uint64_t start = 0;
+	uint32_t idx, ino = 0;
+	uint64_t start = 0, cookie = 0;
 	int known = 0;
+	bool diag;
 
 	*handle = 0;
 	if (peer_socket_check(w, fd, err) != 0)
@@ -426,6 +449,7 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 	if ((w->cfg.leases || confining(w)) && p.uid != 0 &&
 	    (known = proc_look(fd, &p, &start, err)) < 0)
 		return -1;
+	diag = peer_diag_id(w, fd, &ino, &cookie);	/* netlink: unlocked */
 
 	pthread_mutex_lock(&w->lock);
 	s = refresh != 0 ? slot_of(w, refresh) : NULL;
@@ -450,7 +474,9 @@ warden_peer(struct warden *w, int fd, uint64_t refresh, struct identity *id,
 		w->next_gen = 1;
 	s->gen = w->next_gen;
 	s->closed = false;
-	s->diag = sockdiag_unix_id(fd, &s->ino, &s->cookie) == 0;
+	s->diag = diag;
+	s->ino = ino;
+	s->cookie = cookie;
 	s->seen = 0;
 	s->allowed = 0;
 	s->uid = p.uid;

@@ -20,6 +20,14 @@
  *                                      order), the new table of what the
  *                                      GPU operations lack, value = the
  *                                      number of overridden operations
+ *                      PSCTL_STOP      stop (value 0: SIGTERM's stop) or
+ *                                      restart (value 1: SIGUSR2's, the
+ *                                      leases handed over): the device
+ *                                      process's stop reaches its network
+ *                                      process through here, not by
+ *                                      kill(2), which crosses users only
+ *                                      with CAP_KILL (the packaged unit
+ *                                      has none)
  *
  * Fixed size, and no text: nothing the network process writes reaches
  * systemd or the log as it wrote it (issue 42, item 4d). The device process
@@ -45,6 +53,13 @@ enum psctl_type {
 	PSCTL_NOTIFY = 1,
 	PSCTL_RELOADED,
 	PSCTL_RELOAD,
+	PSCTL_STOP,
+};
+
+/* A PSCTL_STOP's value. */
+enum psctl_stop {
+	PSCTL_STOP_STOP = 0,		/* as SIGTERM */
+	PSCTL_STOP_RESTART = 1,		/* as SIGUSR2 */
 };
 
 /*

@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,8 @@ static struct {
 	/* the policy for the network process, until it is started */
 	char *policy_text;
 	size_t policy_len;
+	/* the network process broke the protocol: zeusd stops (exit 1) */
+	atomic_bool broken;
 } dev = { .ctl = -1, .reload_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* What the start of the network process leaves this process. */
@@ -239,11 +242,28 @@ device_rapl_read(void *ctx, unsigned pkg, uint64_t *cpu_uj, uint64_t *dram_uj,
 	return 0;
 }
 
-/* A refused request: psdev already killed the network process. */
+/*
+ * The network process broke the protocol, and was sent SIGKILL: zeusd
+ * stops (exit 1) whether or not that kill could be sent. Root without
+ * CAP_KILL (the packaged unit's bounding set) may not signal a process of
+ * another user: the end of its control channel ends it instead
+ * (network_parent_gone), and this process's signal loop is woken as the
+ * network process's SIGCHLD would have woken it (device_child).
+ */
+static void
+device_break(void)
+{
+	atomic_store(&dev.broken, true);
+	shutdown(dev.ctl, SHUT_RDWR);
+	(void)kill(getpid(), SIGCHLD);
+}
+
+/* A refused request: psdev already sent the network process SIGKILL. */
 static void
 device_refused(void *arg)
 {
 	(void)arg;
+	device_break();
 }
 
 static void
@@ -253,7 +273,31 @@ device_kill_network(const char *why)
 
 	zlog(ZLOG_ERROR, "network_process_killed", "pid=%d reason=%s",
 	    (int)dev.net, zlog_quote(q, sizeof(q), why));
-	(void)kill(dev.net, SIGKILL);
+	if (kill(dev.net, SIGKILL) != 0 && errno != ESRCH)
+		zlog(ZLOG_WARN, "network_process_kill_refused", "pid=%d "
+		    "errno=%d msg=\"no CAP_KILL: its control channel is "
+		    "closed instead\"", (int)dev.net, errno);
+	device_break();
+}
+
+/*
+ * Asks the network process to stop (SIGTERM's stop) or restart
+ * (SIGUSR2's), through the control channel: kill(2) would need CAP_KILL,
+ * the network process being another user. Sent from the signal loop, as
+ * the reloads are; a network process already gone is SIGCHLD's.
+ */
+static void
+device_stop_network(bool restart)
+{
+	struct psctl_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.magic = PSCTL_MAGIC;
+	m.type = PSCTL_STOP;
+	m.value = restart ? PSCTL_STOP_RESTART : PSCTL_STOP_STOP;
+	if (psctl_send(dev.ctl, &m, NULL, 0) != 0)
+		zlog(ZLOG_WARN, "network_stop_unsent", "pid=%d errno=%d",
+		    (int)dev.net, errno);
 }
 
 /*
@@ -465,8 +509,15 @@ device_child(void *arg)
 	char how[48];
 
 	(void)arg;
-	if (waitpid(dev.net, &dev.wstatus, WNOHANG) != dev.net)
-		return false;	/* an override command */
+	if (waitpid(dev.net, &dev.wstatus, WNOHANG) != dev.net) {
+		if (!atomic_load(&dev.broken))
+			return false;	/* an override command */
+		/* device_break's: the network process may live on */
+		zlog(ZLOG_ERROR, "network_process_broke", "pid=%d "
+		    "msg=\"zeusd stops\"", (int)dev.net);
+		notify_send("STOPPING=1");
+		return true;
+	}
 	device_describe_exit(dev.wstatus, how, sizeof(how));
 	zlog(ZLOG_ERROR, "network_process_died", "pid=%d %s "
 	    "msg=\"zeusd stops\"", (int)dev.net, how);
@@ -523,8 +574,8 @@ device_loop(const struct zeusd_config *cfg, struct node *node,
 	(void)reaper_shutdown(REAPER_GRACE_MS);
 	if (cfg->restore_on_shutdown && !handover)
 		warden_stopping(dev.warden);	/* leases' restores may run */
-	/* SIGUSR2: the network process stops without restoring leases */
-	(void)kill(dev.net, handover ? SIGUSR2 : SIGTERM);
+	/* a restart: the network process stops without restoring leases */
+	device_stop_network(handover);
 	rc = device_wait_network(sigs, SPLIT_STOP_MS, &wstatus);
 	/*
 	 * The leases, this process's alone: restored (--restore-on-shutdown,

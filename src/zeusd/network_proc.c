@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ static struct {
 	const struct zeusd_config *cfg;
 	struct server *srv;
 	struct node *node;
+	pthread_t main;			/* the signal loop's thread */
 } net = { .ctl = -1 };
 
 /* The start record: its node part is 40 KiB, not for a stack. */
@@ -152,7 +154,10 @@ network_apply_reload(const struct psctl_msg *m, const int *got, unsigned ngot)
 	(void)psctl_send(net.ctl, &r, NULL, 0);
 }
 
-/* The network process's control thread: reloads, and the parent's end. */
+/*
+ * The network process's control thread: reloads, the device process's stop,
+ * and its end.
+ */
 static void *
 network_ctl_main(void *arg)
 {
@@ -169,6 +174,12 @@ network_ctl_main(void *arg)
 			network_parent_gone("end of file on the control channel");
 		if (rc < 0)
 			network_parent_gone(why);
+		if (m.type == PSCTL_STOP) {
+			/* to the signal loop, as the signal would have come */
+			(void)pthread_kill(net.main, m.value ==
+			    PSCTL_STOP_RESTART ? SIGUSR2 : SIGTERM);
+			continue;
+		}
 		if (m.type != PSCTL_RELOAD) {
 			for (unsigned i = 0; i < nfds; i++)
 				close(fds[i]);
@@ -415,7 +426,8 @@ network_serve(const struct zeusd_config *cfg, struct server *srv,
 
 	if (serve_start(cfg, srv, node, fd, rr, rw, err) != 0)
 		return -1;
-	/* reloads apply from here */
+	/* reloads and the device process's stop apply from here */
+	net.main = pthread_self();
 	if (pthread_create(&t, NULL, network_ctl_main, NULL) != 0)
 		return zerr_set(err, ZERR_INTERNAL, "cannot start a thread");
 	pthread_detach(t);

@@ -435,6 +435,26 @@ def test_a_peer_request_without_its_socket_stops_zeusd(node):
     assert "peer without its descriptor" in d.logs()
 
 
+def test_a_broken_message_stops_zeusd_without_cap_kill(start_public):
+    """Root without CAP_KILL, as under the packaged unit: the device
+    process's SIGKILL of a network process that broke the protocol cannot
+    be sent (another user). zeusd stops all the same, status 1, and the
+    network process ends with its channels. Before, the stop waited for
+    that process's SIGCHLD, which never came: zeusd served on with a
+    network process it had just caught forging."""
+    d = start_public(["--gpu-leases"],
+                     wrapper=["setpriv", "--bounding-set", "-kill"])
+    d.ready = False         # it is meant to stop with status 1
+    f = Forger(d)
+    net = f.net
+    f.chan.send(request(OP["peer"]))
+    assert d.proc.wait(timeout=20) == 1
+    logs = d.logs()
+    assert "event=privsep_message_refused" in logs, logs
+    assert "event=network_process_broke" in logs, logs
+    assert wait_until(lambda: not os.path.exists(f"/proc/{net}"), 20), logs
+
+
 def tagged(line):
     """Whether a log line carries the network process's tag where the
     relay puts it (zeusd/logrelay.h)."""

@@ -298,6 +298,33 @@ def test_sigterm_stops_both(start):
     assert "level=error" not in logs, logs
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR2])
+def test_stop_reaches_the_network_process_without_cap_kill(tmp_path, sig):
+    """Root without CAP_KILL, as under the packaged unit (its bounding
+    set): kill(2) may not cross to the network process's user. The stop
+    (and SIGUSR2's restart) reaches it through the control channel; before,
+    the device process's kill failed unseen, it waited out its 40 s
+    bound, and systemd's TimeoutStopSec killed everything (found under a
+    real systemd, test_systemd_boot.py)."""
+    d = Zeusd(tmp_path, "uds", ["--gpu-leases"],
+              wrapper=["setpriv", "--bounding-set", "-kill"])
+    d.wait_ready()
+    net = network_pid(d)
+    t0 = time.monotonic()
+    d.client.close()
+    d.proc.send_signal(sig)
+    rc = d.proc.wait(timeout=60)
+    took = time.monotonic() - t0
+    d.ready = False
+    logs = d.logs()
+    assert rc == (75 if sig == signal.SIGUSR2 else 0), logs
+    assert gone(net)
+    assert "proc=network level=info event=stopped" in logs, logs
+    assert "network_process_killed" not in logs, logs
+    assert "level=error" not in logs, logs
+    print(f"stopped in {took:.2f} s")
+
+
 def test_janitor_is_sandboxed_and_holds_nothing(start, tmp_path):
     d, rapl, key = start_with_files(start, tmp_path)
     jan = janitor_pid(d)

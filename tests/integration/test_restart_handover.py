@@ -13,15 +13,13 @@ is only the contrast with --restore-on-shutdown (a stop restores).
 """
 import os
 import signal
-import struct
 import time
-from pathlib import Path
 
 import pytest
 
 from conftest import WINE_RUN
-from zeushelp import (Session, StateRig, audit_lines, limit_mw, wait_log,
-                      wait_until)
+from zeushelp import (Session, StateRig, audit_lines, gpu_limit_mw, limit_mw,
+                      wait_log, wait_until)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -33,21 +31,6 @@ pytestmark = [
 USERS = ("zeusrestart-a",)
 
 EXIT_RESTART = 75       # src/zeusd/device_proc.h: ZEUSD_EXIT_RESTART
-
-# The simulator's state file (sim/nvml_state.c, docs/simulator.md): a
-# 48-byte header, then a 64-byte record per GPU whose sixth uint32 is the
-# power limit in mW.
-STATE_HEADER, STATE_RECORD, LIMIT_AT = 48, 64, 20
-
-
-def gpu_limit_mw(path, gpu):
-    """The power limit GPU `gpu` is at, from the simulator's state file
-    (read only while no zeusd has it open: the file is written under an
-    fcntl lock, and a reader in another process sees whole writes)."""
-    data = Path(path).read_bytes()
-    return struct.unpack_from("=I", data, STATE_HEADER + STATE_RECORD * gpu +
-                              LIMIT_AT)[0]
-
 
 @pytest.fixture
 def rig(start_public, users):

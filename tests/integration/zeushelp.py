@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -444,10 +445,12 @@ for line in sys.stdin:
 class Session:
     """A client process of `user` with one connection to zeusd."""
 
-    def __init__(self, d, user):
+    def __init__(self, d, user, prefix=()):
+        """`prefix`: an argv prefix to run it under (nsenter into the
+        namespaces of a zeusd that runs in its own)."""
         pw = pwd.getpwnam(user)
         self.p = subprocess.Popen(
-            as_user(pw.pw_uid, pw.pw_gid, None) +
+            list(prefix) + as_user(pw.pw_uid, pw.pw_gid, None) +
             ["/usr/bin/python3", "-c", SESSION, d.sock],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert json.loads(self.p.stdout.readline())["ready"]
@@ -776,6 +779,21 @@ def wait_until(pred, timeout=10.0, step=0.005):
 
 
 # --- the lease journal's and the ledger's rig (--state-dir) ---
+
+# The simulator's state file (sim/nvml_state.c, docs/simulator.md): a
+# 48-byte header, then a 64-byte record per GPU whose sixth uint32 is the
+# power limit in mW.
+STATE_HEADER, STATE_RECORD, LIMIT_AT = 48, 64, 20
+
+
+def gpu_limit_mw(path, gpu):
+    """The power limit GPU `gpu` is at, from the simulator's state file
+    (the file is written under an fcntl lock, a record at a time, so a
+    reader in another process sees whole writes)."""
+    data = Path(path).read_bytes()
+    return struct.unpack_from("=I", data, STATE_HEADER + STATE_RECORD * gpu +
+                              LIMIT_AT)[0]
+
 
 class StateRig:
     """zeusd with --gpu-leases, an audit log (unless audit=False) and a

@@ -1908,8 +1908,10 @@ test_ctl_from_network(void **state)
 	ctl_init(&m, PSCTL_NOTIFY, PSCTL_N_READY);
 	m.lacks.write[0][0] = 'x';
 	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
-	/* the device side's own message, fds, flags */
+	/* the device side's own messages, fds, flags */
 	ctl_init(&m, PSCTL_RELOAD, 0);
+	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
+	ctl_init(&m, PSCTL_STOP, PSCTL_STOP_RESTART);
 	assert_int_equal(psctl_check_from_network(&m, 0, why, sizeof(why)), -1);
 	ctl_init(&m, PSCTL_NOTIFY, PSCTL_N_READY);
 	assert_int_equal(psctl_check_from_network(&m, 1, why, sizeof(why)), -1);
