@@ -59,12 +59,46 @@
  * `<SYS|MEM> <MIN|MAX> <mhz>`, set_gpu_perf_level `AUTO|...`,
  * get_clock_info `SYS|MEM`.
  *
+ *   ZEUS_SIM_STATE                a file that keeps the GPUs' settings and
+ *                                 energy accumulators across processes
+ *                                 (below); empty is unset
+ *
  * A malformed ZEUS_SIM_GPUS, ZEUS_SIM_PCI or ZEUS_AMDSMI_SIM_NO_POWER makes
  * amdsmi_init fail with INVAL after one line on stderr, as the NVML
  * simulator does with its settings.
  *
- * Thread safety: one mutex guards the GPUs' state, faults.c's its own;
- * delays sleep outside both.
+ * Shared state (ZEUS_SIM_STATE, amdsmi_state.c): without it every process
+ * has its own GPUs, at the power-on state from its first amdsmi_init (the
+ * first after a full shutdown). With it set when amdsmi_init configures,
+ * every process that loads an AMD simulator (any of the three ABIs) and
+ * names the same file sees one set of GPUs, as a real GPU's clients do:
+ * each GPU's power cap, graphics and memory clock limits, performance
+ * level and energy accumulator (its value in uJ and the CLOCK_MONOTONIC
+ * time it was counted up to, so another process of the same boot counts
+ * on from there at the cap in force) live in the file, read under the
+ * file's lock before every use and written through after every change
+ * (and after an energy reading that moved the accumulator's base: a
+ * stored time ahead of this process's clock, taken as now), so they
+ * outlive the process. The identity (count, PCI addresses, name,
+ * ZEUS_AMDSMI_SIM_* behaviour) stays each process's own; the file must
+ * match its count and PCI addresses. A missing or empty file starts at
+ * the power-on state; an existing valid one is kept. A file that fails
+ * any check (what sim_os_state_open refuses: a symbolic link, not a
+ * regular file, more than one link, another owner, writable by group or
+ * others; bad magic, version or sizes, another GPU count or PCI address,
+ * a wrong size, a bad checksum, a value out of the ranges above or AUTO
+ * with narrowed clocks) makes amdsmi_init fail with INVAL after one line
+ * on stderr, "amdsmi-sim: ZEUS_SIM_STATE <path>: <why>", and is left as
+ * it is. When the file fails later (garbled while in use), a change fails
+ * with FILE_ERROR and is not made, and readings answer from the last good
+ * copy, after one line on stderr for the first of a run of failures. The
+ * file is closed at the last amdsmi_shut_down. Not available where
+ * sim_os_state_open is not (Windows: init fails and says so; the AMD
+ * simulator is not built for Windows today).
+ *
+ * Thread safety: one mutex (sim_mu) guards the GPUs' state and stands in
+ * front of the state file's lock, a POSIX record lock held per process;
+ * faults.c has its own; delays sleep outside both.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -74,28 +108,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdsmi_state.h"
 #include "devices/amdsmi_api.h"
 #include "faults.h"
 #include "sim_os.h"
 
-#define SIM_MAX_GPUS	16
 #define SIM_RES_UJ	15.259f
-#define SIM_CAP_MIN	200000000ull
-#define SIM_CAP_MAX	750000000ull
 
-struct sim_gpu {
-	unsigned index;
-	uint64_t cap_uw;
-	uint64_t clk[2][2];	/* [SYS=0|MEM=1][MIN|MAX] */
-	int perf;
-	bool no_power;		/* reports no power (ZEUS_AMDSMI_SIM_NO_POWER) */
-	char name[AMDSMI_MARKET_NAME_LEN];
-	amdsmi_bdf_t bdf;
-	/* energy: e_uj counted up to t_ns, at the power drawn since then */
-	double e_uj;
-	uint64_t t_ns;
-};
-
+/* Guards the GPUs' state, and stands in front of the state file's lock
+ * (amdsmi_state.h): one thread of the process at a time takes that. */
 static pthread_mutex_t sim_mu = PTHREAD_MUTEX_INITIALIZER;
 static int sim_inits;
 static unsigned sim_ngpu;
@@ -262,7 +283,8 @@ sim_parse_bdf(const char *s, amdsmi_bdf_t *bdf)
 	return true;
 }
 
-/* Reads the environment; -1 after a line on stderr for a bad setting. */
+/* Reads the environment, then opens ZEUS_SIM_STATE if set; -1 after a
+ * line on stderr for a bad setting or state file. Under sim_mu. */
 static int
 sim_configure(void)
 {
@@ -270,6 +292,7 @@ sim_configure(void)
 	unsigned long n = 2;
 	char item[64];
 
+	sim_state_close();
 	if ((s = getenv("ZEUS_SIM_GPUS")) != NULL &&
 	    !sim_parse_uint(s, 10, SIM_MAX_GPUS, &n)) {
 		fprintf(stderr, "amdsmi-sim: ZEUS_SIM_GPUS must be 0..%d\n",
@@ -287,10 +310,10 @@ sim_configure(void)
 		memset(g, 0, sizeof(*g));
 		g->index = i;
 		g->cap_uw = SIM_CAP_MAX;
-		g->clk[0][0] = 500;
-		g->clk[0][1] = 2100;
-		g->clk[1][0] = 900;
-		g->clk[1][1] = 1300;
+		g->clk[0][0] = SIM_CLK_SYS_MIN;
+		g->clk[0][1] = SIM_CLK_SYS_MAX;
+		g->clk[1][0] = SIM_CLK_MEM_MIN;
+		g->clk[1][1] = SIM_CLK_MEM_MAX;
 		g->perf = AMDSMI_DEV_PERF_LEVEL_AUTO;
 		snprintf(g->name, sizeof(g->name), "%s", name != NULL &&
 		    *name != '\0' ? name : "AMD Instinct MI300X");
@@ -315,7 +338,12 @@ sim_configure(void)
 		}
 		sim_gpus[n].no_power = true;
 	}
-	return sim_faults_configure(&sim_faults);
+	if (sim_faults_configure(&sim_faults) != 0)
+		return -1;
+	s = getenv("ZEUS_SIM_STATE");
+	if (s != NULL && *s != '\0')
+		return sim_state_open(s, sim_gpus, sim_ngpu);
+	return 0;
 }
 
 /* What a GPU draws: its share, capped by its power cap. Under sim_mu. */
@@ -328,14 +356,64 @@ sim_watts(const struct sim_gpu *g)
 	return cap_w < w ? (unsigned)cap_w : w;
 }
 
-/* Energy counted so far, in uJ. Under sim_mu. */
+/* Energy counted so far, in uJ (now is never before t_ns, taken under
+ * sim_mu and after loading the state; the guard is for safety). Under
+ * sim_mu. */
 static double
 sim_energy_uj(const struct sim_gpu *g, uint64_t now)
 {
 	if (g->no_power)
 		return 0;
+	if (now < g->t_ns)
+		now = g->t_ns;
 	return g->e_uj + (double)(now - g->t_ns) / 1e9 * sim_watts(g) * 1e6 *
 	    sim_scale;
+}
+
+/*
+ * A reading of the GPUs' settings: loads the state file, if any, under its
+ * shared lock (on failure the last good copy answers). Under sim_mu; end
+ * with sim_read_end.
+ */
+static bool
+sim_read_begin(void)
+{
+	return sim_state_begin(false) == 0;
+}
+
+static void
+sim_read_end(bool loaded)
+{
+	if (loaded)
+		(void)sim_state_end(false);
+}
+
+/*
+ * A change of GPU g's settings: loads the state file under its exclusive
+ * lock; false (FILE_ERROR, nothing changed) when it failed. Saves g so
+ * that sim_change_end can undo a change the file did not take. Under
+ * sim_mu.
+ */
+static bool
+sim_change_begin(const struct sim_gpu *g, struct sim_gpu *saved)
+{
+	if (sim_state_begin(true) != 0)
+		return false;
+	*saved = *g;
+	return true;
+}
+
+/* Writes a change through (write: it was made) and unlocks; the status:
+ * rc, or FILE_ERROR when the write failed and the change was undone. */
+static amdsmi_status_t
+sim_change_end(struct sim_gpu *g, const struct sim_gpu *saved, bool write,
+    amdsmi_status_t rc)
+{
+	if (sim_state_end(write) != 0) {
+		*g = *saved;
+		return AMDSMI_STATUS_FILE_ERROR;
+	}
+	return rc;
 }
 
 /* ------------------------------------------------------------------------
@@ -364,7 +442,8 @@ amdsmi_shut_down(void)
 	SIM_BEGIN(FN_SHUT_DOWN, -1);
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
 		pthread_mutex_lock(&sim_mu);
-		sim_inits--;
+		if (--sim_inits == 0)
+			sim_state_close();
 		pthread_mutex_unlock(&sim_mu);
 	}
 	return SIM_END();
@@ -506,11 +585,14 @@ amdsmi_get_power_info(amdsmi_processor_handle h, amdsmi_power_info_t *info)
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
 		struct sim_gpu *g = &sim_gpus[gpu];
 		unsigned w;
+		bool loaded;
 
 		memset(info, 0, sizeof(*info));
 		pthread_mutex_lock(&sim_mu);
+		loaded = sim_read_begin();
 		w = g->no_power ? AMDSMI_POWER_NA : sim_watts(g);
 		info->power_limit = (uint32_t)(g->cap_uw / 1000000);
+		sim_read_end(loaded);
 		pthread_mutex_unlock(&sim_mu);
 		info->current_socket_power = sim_current_na ? AMDSMI_POWER_NA : w;
 		info->average_socket_power = w;
@@ -533,11 +615,17 @@ amdsmi_get_energy_count(amdsmi_processor_handle h, uint64_t *acc,
 	    res == NULL || timestamp == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
-		uint64_t now = sim_now_ns();
+		uint64_t now;
 		double uj;
+		bool loaded;
 
+		/* exclusive: a load that moved the base writes it back */
 		pthread_mutex_lock(&sim_mu);
+		loaded = sim_state_begin(true) == 0;
+		now = sim_now_ns();
 		uj = sim_energy_uj(&sim_gpus[gpu], now);
+		if (loaded)
+			(void)sim_state_end(sim_state_moved());
 		pthread_mutex_unlock(&sim_mu);
 		*acc = (uint64_t)(uj / SIM_RES_UJ);
 		*res = SIM_RES_UJ;
@@ -557,9 +645,13 @@ amdsmi_get_power_cap_info(amdsmi_processor_handle h, uint32_t sensor,
 	    sensor != 0))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
+		bool loaded;
+
 		memset(info, 0, sizeof(*info));
 		pthread_mutex_lock(&sim_mu);
+		loaded = sim_read_begin();
 		info->power_cap = sim_gpus[gpu].cap_uw;
+		sim_read_end(loaded);
 		pthread_mutex_unlock(&sim_mu);
 		info->default_power_cap = SIM_CAP_MAX;
 		info->dpm_cap = SIM_CAP_MAX;
@@ -579,14 +671,20 @@ amdsmi_set_power_cap(amdsmi_processor_handle h, uint32_t sensor, uint64_t cap)
 	    cap < SIM_CAP_MIN || cap > SIM_CAP_MAX))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
-		struct sim_gpu *g = &sim_gpus[gpu];
-		uint64_t now = sim_now_ns();
+		struct sim_gpu *g = &sim_gpus[gpu], saved;
+		uint64_t now;
 
 		/* what it drew up to now is counted at the old cap */
 		pthread_mutex_lock(&sim_mu);
-		g->e_uj = sim_energy_uj(g, now);
-		g->t_ns = now;
-		g->cap_uw = cap;
+		if (sim_change_begin(g, &saved)) {
+			now = sim_now_ns();
+			g->e_uj = sim_energy_uj(g, now);
+			g->t_ns = now;
+			g->cap_uw = cap;
+			sim_rc = sim_change_end(g, &saved, true, sim_rc);
+		} else {
+			sim_rc = AMDSMI_STATUS_FILE_ERROR;
+		}
 		pthread_mutex_unlock(&sim_mu);
 	}
 	sim_call_args(&sim_c, "%u %llu", sensor, (unsigned long long)cap);
@@ -597,7 +695,10 @@ amdsmi_status_t
 amdsmi_set_gpu_clk_limit(amdsmi_processor_handle h, amdsmi_clk_type_t type,
     amdsmi_clk_limit_type_t limit, uint64_t mhz)
 {
-	static const uint64_t range[2][2] = { { 500, 2100 }, { 900, 1300 } };
+	static const uint64_t range[2][2] = {
+		{ SIM_CLK_SYS_MIN, SIM_CLK_SYS_MAX },
+		{ SIM_CLK_MEM_MIN, SIM_CLK_MEM_MAX },
+	};
 	int gpu = sim_gpu_index(h);
 	int d = type == AMDSMI_CLK_TYPE_SYS ? 0 : type == AMDSMI_CLK_TYPE_MEM ?
 	    1 : -1;
@@ -610,18 +711,24 @@ amdsmi_set_gpu_clk_limit(amdsmi_processor_handle h, amdsmi_clk_type_t type,
 	    mhz > range[d][1]))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
-		uint64_t *c = sim_gpus[gpu].clk[d];
+		struct sim_gpu *g = &sim_gpus[gpu], saved;
+		uint64_t *c = g->clk[d];
+		bool cross;
 
 		pthread_mutex_lock(&sim_mu);
-		if ((limit == CLK_LIMIT_MIN && mhz > c[1]) ||
-		    (limit == CLK_LIMIT_MAX && mhz < c[0]))
-			sim_rc = AMDSMI_STATUS_INVAL;
-		pthread_mutex_unlock(&sim_mu);
-	}
-	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
-		pthread_mutex_lock(&sim_mu);
-		sim_gpus[gpu].clk[d][limit == CLK_LIMIT_MAX] = mhz;
-		sim_gpus[gpu].perf = AMDSMI_DEV_PERF_LEVEL_MANUAL;
+		if (sim_change_begin(g, &saved)) {
+			cross = (limit == CLK_LIMIT_MIN && mhz > c[1]) ||
+			    (limit == CLK_LIMIT_MAX && mhz < c[0]);
+			if (cross) {
+				sim_rc = AMDSMI_STATUS_INVAL;
+			} else {
+				c[limit == CLK_LIMIT_MAX] = mhz;
+				g->perf = AMDSMI_DEV_PERF_LEVEL_MANUAL;
+			}
+			sim_rc = sim_change_end(g, &saved, !cross, sim_rc);
+		} else {
+			sim_rc = AMDSMI_STATUS_FILE_ERROR;
+		}
 		pthread_mutex_unlock(&sim_mu);
 	}
 	sim_call_args(&sim_c, "%s %s %llu", d == 0 ? "SYS" : d == 1 ? "MEM" :
@@ -642,15 +749,20 @@ amdsmi_set_gpu_perf_level(amdsmi_processor_handle h,
 	    (unsigned)level > AMDSMI_DEV_PERF_LEVEL_MANUAL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
-		struct sim_gpu *g = &sim_gpus[gpu];
+		struct sim_gpu *g = &sim_gpus[gpu], saved;
 
 		pthread_mutex_lock(&sim_mu);
-		g->perf = level;
-		if (level == AMDSMI_DEV_PERF_LEVEL_AUTO) {
-			g->clk[0][0] = 500;
-			g->clk[0][1] = 2100;
-			g->clk[1][0] = 900;
-			g->clk[1][1] = 1300;
+		if (sim_change_begin(g, &saved)) {
+			g->perf = level;
+			if (level == AMDSMI_DEV_PERF_LEVEL_AUTO) {
+				g->clk[0][0] = SIM_CLK_SYS_MIN;
+				g->clk[0][1] = SIM_CLK_SYS_MAX;
+				g->clk[1][0] = SIM_CLK_MEM_MIN;
+				g->clk[1][1] = SIM_CLK_MEM_MAX;
+			}
+			sim_rc = sim_change_end(g, &saved, true, sim_rc);
+		} else {
+			sim_rc = AMDSMI_STATUS_FILE_ERROR;
 		}
 		pthread_mutex_unlock(&sim_mu);
 	}
@@ -672,13 +784,17 @@ amdsmi_get_clock_info(amdsmi_processor_handle h, amdsmi_clk_type_t type,
 	    info == NULL))
 		sim_rc = AMDSMI_STATUS_INVAL;
 	if (sim_rc == AMDSMI_STATUS_SUCCESS) {
+		bool loaded;
+
 		memset(info, 0, sizeof(*info));
 		pthread_mutex_lock(&sim_mu);
+		loaded = sim_read_begin();
 		info->min_clk = (uint32_t)sim_gpus[gpu].clk[d][0];
 		info->max_clk = (uint32_t)sim_gpus[gpu].clk[d][1];
 		info->clk = info->max_clk;
 		info->clk_locked = sim_gpus[gpu].perf !=
 		    AMDSMI_DEV_PERF_LEVEL_AUTO;
+		sim_read_end(loaded);
 		pthread_mutex_unlock(&sim_mu);
 	}
 	sim_call_args(&sim_c, "%s", d == 0 ? "SYS" : d == 1 ? "MEM" : "?");

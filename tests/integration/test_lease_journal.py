@@ -18,6 +18,7 @@ import hashlib
 import os
 import random
 import signal
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -450,3 +451,50 @@ def test_sigkill_at_random_moments_never_orphans_a_change(rig, users):
             wait_until(lambda g=g: limit_mw(d, g) == defaults[g], 15)
     assert not list(rig.state.glob("gpu-*.lease")), \
         list(rig.state.iterdir())
+
+
+# The AMD SMI simulator's state file (sim/amdsmi_state.c): a 48-byte
+# header, then a 64-byte record per GPU whose power cap (uint64, µW) is at
+# byte 24.
+AMD_HEADER, AMD_RECORD, AMD_CAP_AT = 48, 64, 24
+
+
+def amd_cap_uw(path, gpu):
+    data = Path(path).read_bytes()
+    return struct.unpack_from("=Q", data, AMD_HEADER + AMD_RECORD * gpu +
+                              AMD_CAP_AT)[0]
+
+
+def test_an_amd_gpus_cap_survives_a_crash_and_ends_with_the_job(rig, users):
+    """The journal and the ledger are the backend's, not NVML's: an AMD
+    GPU's (ROCm's AMD SMI, simulated with its state in a file as the NVML
+    one) lease holds across a SIGKILL and ends with its job, and its
+    energy spans the restart."""
+    alice, bob = users
+    amd = ["--gpu-backend", "amdsmi"]
+    d = rig.start(amd)
+    default = limit_mw(d)
+    assert amd_cap_uw(rig.gpus, 0) == default * 1000
+    a = Session(d, alice)
+    assert set_limit(a, 0, 400000)[0] == 200
+    assert f"limit_mw {default}\n" in rig.journal().read_text()
+    rig.crash()
+    # while no zeusd runs: the GPU is at the job's cap
+    assert amd_cap_uw(rig.gpus, 0) == 400_000_000
+    d = rig.start(amd)
+    wait_log(d, "event=lease_journal_taken_back gpu=0")
+    assert limit_mw(d) == 400000
+    b = Session(d, bob)
+    status, body = set_limit(b, 0, 500000)
+    assert status == 409 and alice in str(body), body
+    b.close()
+    (lease,) = d.get("/gpu/leases").json()["leases"]
+    assert lease["user"] == alice and lease["energy"] == "ok", lease
+    a.close()
+    assert wait_until(lambda: limit_mw(d) == default, 15), d.logs()
+    assert amd_cap_uw(rig.gpus, 0) == default * 1000
+    assert wait_until(lambda: not rig.journal().exists(), 5)
+    assert wait_until(lambda: audit_lines(rig.audit, "lease_end"), 5)
+    (end,) = audit_lines(rig.audit, "lease_end")
+    assert end["reason"] == "process_exit", end
+    assert end["energy"] == "ok" and end["energy_j"] > 0, end
