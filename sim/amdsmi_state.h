@@ -2,8 +2,9 @@
 /*
  * amdsmi_state.h - the AMD SMI simulator's GPUs (struct sim_gpu) and the
  * file that shares their settings and energy accumulators between
- * processes (ZEUS_SIM_STATE; layout and checks in amdsmi_state.c, the
- * behaviour in amdsmi_sim.c's header comment and docs/simulator.md).
+ * processes (ZEUS_SIM_STATE; the records and their checks in
+ * amdsmi_state.c, the framing in state_file.c, the behaviour in
+ * amdsmi_sim.c's header comment and docs/simulator.md).
  *
  * amdsmi_sim.c owns the GPUs and the mutex in front of the file's lock
  * (sim_mu): every function here but the constants is called under that

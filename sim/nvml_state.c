@@ -6,16 +6,19 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nvml_state.h"
+#include "state_file.h"
 
 #define SIM_DEFAULT_GPUS 4
 #define SIM_MAX_PROFILES 16		/* entries of a ZEUS_SIM_PROFILE list */
 #define SIM_MIXED "v100,a100,h100,rtx4090"
+
+/* The state file's layout and callbacks (below). */
+static const struct sim_state_file_def sim_file_def;
 
 static struct {
 	pthread_mutex_t lock;		/* guards every GPU's settings and
@@ -23,11 +26,12 @@ static struct {
 	unsigned count;
 	struct nvmlDevice_st gpus[SIM_MAX_GPUS];
 	char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-	/* ZEUS_SIM_STATE: the file (-1: none) and its name for messages. */
-	int fd;
-	char path[256];
-	bool failing;			/* the last use of the file failed */
-} st = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+	/* ZEUS_SIM_STATE: the file, if any (below). */
+	struct sim_state_file file;
+} st = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.file = SIM_STATE_FILE_INIT(&sim_file_def),
+};
 
 /* ------------------------------------------------------------------------
  * Parsing of settings. Everything here is untrusted input.
@@ -223,23 +227,16 @@ sim_configure(const char *driver_version)
  * itself while it runs).
  *
  * Layout (host byte order, so a file from a machine of the other order
- * fails the magic's version check): a 48-byte header, then one 64-byte
- * record per GPU, nothing after.
+ * fails the version check): state_file.h's 48-byte header, then one 64-byte
+ * record per GPU, nothing after. state_file.c opens, locks, reads, writes
+ * and checks the file's framing; what is the NVML simulator's own is here:
+ * the magic, the record, how a record is filled from a GPU, checked
+ * against this configuration and loaded.
  */
 
 #define SIM_FILE_MAGIC "ZSIMNVS1"
 #define SIM_FILE_VERSION 1u
 #define SIM_FILE_MAX_MJ 1e18		/* about 31 years at 1 MW */
-
-struct sim_file_header {
-	char magic[8];
-	uint32_t version;
-	uint32_t header_size;		/* sizeof(struct sim_file_header) */
-	uint32_t record_size;		/* sizeof(struct sim_file_record) */
-	uint32_t count;			/* GPUs (records) */
-	uint64_t checksum;		/* FNV-1a 64 of the file, this 0 */
-	uint64_t reserved[2];		/* 0 */
-};
 
 struct sim_file_record {
 	/* Which GPU: must match this process's configuration. */
@@ -255,83 +252,28 @@ struct sim_file_record {
 	uint64_t energy_ns;
 };
 
-_Static_assert(sizeof(struct sim_file_header) == 48, "header layout");
 _Static_assert(sizeof(struct sim_file_record) == 64, "record layout");
 _Static_assert(sizeof(double) == sizeof(uint64_t), "double layout");
 
-#define SIM_FILE_MAX (sizeof(struct sim_file_header) + \
-	SIM_MAX_GPUS * sizeof(struct sim_file_record))
-
-static uint64_t
-sim_fnv1a(const unsigned char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* One line on stderr about the file; only the first of a run of failures
- * (st.failing is cleared by the next success). Under st.lock. */
+/* GPU i's record, into rec (its reserved field 0). Under st.lock. */
 static void
-sim_file_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-sim_file_complain(const char *fmt, ...)
+sim_file_encode(unsigned i, unsigned char *rec)
 {
-	char why[192];
-	va_list ap;
+	const struct nvmlDevice_st *g = &st.gpus[i];
+	const struct sim_settings *set = &g->set;
+	struct sim_file_record r = {
+		.index = i, .pci_id = g->prof->pci_id,
+		.domain = g->domain, .bus = g->bus, .device = g->device,
+		.limit_mw = set->limit_mw, .persistence = set->persistence,
+		.gpu_lock_min = set->gpu_lock_min,
+		.gpu_lock_max = set->gpu_lock_max,
+		.mem_lock_min = set->mem_lock_min,
+		.mem_lock_max = set->mem_lock_max,
+		.energy_ns = g->energy_ns,
+	};
 
-	if (st.failing)
-		return;
-	st.failing = true;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "nvml-sim: ZEUS_SIM_STATE %.200s: %s\n", st.path, why);
-}
-
-/* The file's image of st.gpus, into buf (SIM_FILE_MAX bytes); its size. */
-static size_t
-sim_file_encode(unsigned char *buf)
-{
-	struct sim_file_header h;
-	size_t off = sizeof(h);
-
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, SIM_FILE_MAGIC, sizeof(h.magic));
-	h.version = SIM_FILE_VERSION;
-	h.header_size = sizeof(struct sim_file_header);
-	h.record_size = sizeof(struct sim_file_record);
-	h.count = st.count;
-	for (unsigned i = 0; i < st.count; i++) {
-		const struct nvmlDevice_st *g = &st.gpus[i];
-		struct sim_file_record r;
-
-		memset(&r, 0, sizeof(r));
-		r.index = i;
-		r.pci_id = g->prof->pci_id;
-		r.domain = g->domain;
-		r.bus = g->bus;
-		r.device = g->device;
-		r.limit_mw = g->set.limit_mw;
-		r.persistence = g->set.persistence ? 1 : 0;
-		r.gpu_lock_min = g->set.gpu_lock_min;
-		r.gpu_lock_max = g->set.gpu_lock_max;
-		r.mem_lock_min = g->set.mem_lock_min;
-		r.mem_lock_max = g->set.mem_lock_max;
-		memcpy(&r.energy_bits, &g->energy_mj, sizeof(r.energy_bits));
-		r.energy_ns = g->energy_ns;
-		memcpy(buf + off, &r, sizeof(r));
-		off += sizeof(r);
-	}
-	memcpy(buf, &h, sizeof(h));
-	h.checksum = sim_fnv1a(buf, off);
-	memcpy(buf, &h, sizeof(h));
-	return off;
+	memcpy(&r.energy_bits, &g->energy_mj, sizeof(r.energy_bits));
+	memcpy(rec, &r, sizeof(r));
 }
 
 static bool
@@ -340,114 +282,79 @@ sim_lock_ok(uint32_t min, uint32_t max)
 	return (min == 0 && max == 0) || (min <= max && max != 0);
 }
 
-/*
- * Checks the file's image (len bytes) against this configuration and, if
- * every check passes, loads its settings and counters into st.gpus.
- * -1 after a complaint. Under st.lock.
- */
+/* Whether record i is GPU i of its model at its PCI address in this
+ * configuration. Under st.lock. */
 static int
-sim_file_decode(const unsigned char *buf, size_t len)
+sim_file_identify(struct sim_state_file *f, unsigned i,
+    const unsigned char *rec)
 {
-	struct sim_file_header h;
-	struct sim_file_record r[SIM_MAX_GPUS];
-	uint64_t sum, now = sim_now_ns();
+	const struct nvmlDevice_st *g = &st.gpus[i];
+	uint32_t pci_id = g->prof->pci_id;
+	struct sim_file_record r;
 
-	if (len < sizeof(h)) {
-		sim_file_complain("truncated (%zu bytes, shorter than its "
-		    "header)", len);
-		return -1;
-	}
-	memcpy(&h, buf, sizeof(h));
-	if (memcmp(h.magic, SIM_FILE_MAGIC, sizeof(h.magic)) != 0) {
-		sim_file_complain("not a simulator state file (bad magic)");
-		return -1;
-	}
-	if (h.version != SIM_FILE_VERSION ||
-	    h.header_size != sizeof(struct sim_file_header) ||
-	    h.record_size != sizeof(struct sim_file_record)) {
-		sim_file_complain("unsupported version %lu (want %u, in this "
-		    "machine's byte order)", (unsigned long)h.version,
-		    SIM_FILE_VERSION);
-		return -1;
-	}
-	if (h.count != st.count) {
-		sim_file_complain("made for %lu GPUs, this configuration has "
-		    "%u (ZEUS_SIM_GPUS, ZEUS_SIM_PROFILE)",
-		    (unsigned long)h.count, st.count);
-		return -1;
-	}
-	if (len != sizeof(h) + (size_t)st.count * sizeof(r[0])) {
-		sim_file_complain("%s (%zu bytes, want %zu)",
-		    len < sizeof(h) + (size_t)st.count * sizeof(r[0]) ?
-		    "truncated" : "has trailing bytes", len,
-		    sizeof(h) + (size_t)st.count * sizeof(r[0]));
-		return -1;
-	}
-	sum = h.checksum;
-	{
-		unsigned char tmp[SIM_FILE_MAX];
-
-		memcpy(tmp, buf, len);
-		memset(tmp + offsetof(struct sim_file_header, checksum), 0,
-		    sizeof(h.checksum));
-		if (sim_fnv1a(tmp, len) != sum) {
-			sim_file_complain("checksum mismatch (garbled)");
-			return -1;
-		}
-	}
-	if (h.reserved[0] != 0 || h.reserved[1] != 0) {
-		sim_file_complain("reserved header fields set");
-		return -1;
-	}
-	for (unsigned i = 0; i < st.count; i++) {
-		const struct nvmlDevice_st *g = &st.gpus[i];
-		const struct sim_profile *p = g->prof;
-		double mj;
-
-		memcpy(&r[i], buf + sizeof(h) + i * sizeof(r[0]),
-		    sizeof(r[0]));
-		if (r[i].index != i || r[i].pci_id != p->pci_id ||
-		    r[i].domain != g->domain || r[i].bus != g->bus ||
-		    r[i].device != g->device) {
-			sim_file_complain("GPU %u is a %08lx at %04lx:%02lx:"
-			    "%02lx.0 there, this configuration's a %08x at "
-			    "%04x:%02x:%02x.0 (ZEUS_SIM_PROFILE, ZEUS_SIM_PCI)",
-			    i, (unsigned long)r[i].pci_id,
-			    (unsigned long)r[i].domain,
-			    (unsigned long)r[i].bus,
-			    (unsigned long)r[i].device, p->pci_id, g->domain,
-			    g->bus, g->device);
-			return -1;
-		}
-		memcpy(&mj, &r[i].energy_bits, sizeof(mj));
-		if (r[i].limit_mw < p->min_limit_mw ||
-		    r[i].limit_mw > p->max_limit_mw ||
-		    r[i].persistence > 1 || r[i].reserved != 0 ||
-		    !sim_lock_ok(r[i].gpu_lock_min, r[i].gpu_lock_max) ||
-		    !sim_lock_ok(r[i].mem_lock_min, r[i].mem_lock_max) ||
-		    !isfinite(mj) || mj < 0 || mj > SIM_FILE_MAX_MJ) {
-			sim_file_complain("GPU %u's record holds values out "
-			    "of range", i);
-			return -1;
-		}
-	}
-	for (unsigned i = 0; i < st.count; i++) {
-		struct nvmlDevice_st *g = &st.gpus[i];
-
-		g->set.limit_mw = r[i].limit_mw;
-		g->set.persistence = r[i].persistence != 0;
-		g->set.gpu_lock_min = r[i].gpu_lock_min;
-		g->set.gpu_lock_max = r[i].gpu_lock_max;
-		g->set.mem_lock_min = r[i].mem_lock_min;
-		g->set.mem_lock_max = r[i].mem_lock_max;
-		memcpy(&g->energy_mj, &r[i].energy_bits, sizeof(g->energy_mj));
-		/* A time ahead of this process's clock: written before a
-		 * reboot (or in another time namespace). The counter goes on
-		 * from its value, from now. */
-		g->energy_ns = r[i].energy_ns > now ? now : r[i].energy_ns;
-	}
-	return 0;
+	memcpy(&r, rec, sizeof(r));
+	if (r.index == i && r.pci_id == pci_id && r.domain == g->domain &&
+	    r.bus == g->bus && r.device == g->device)
+		return 0;
+	sim_state_file_complain(f, "GPU %u is a %08lx at %04lx:%02lx:%02lx.0 "
+	    "there, this configuration's a %08x at %04x:%02x:%02x.0 "
+	    "(ZEUS_SIM_PROFILE, ZEUS_SIM_PCI)", i, (unsigned long)r.pci_id,
+	    (unsigned long)r.domain, (unsigned long)r.bus,
+	    (unsigned long)r.device, pci_id, g->domain, g->bus, g->device);
+	return -1;
 }
+
+/* Whether record i's values are in range for GPU i's model. */
+static bool
+sim_file_valid(unsigned i, const unsigned char *rec)
+{
+	const struct sim_profile *p = st.gpus[i].prof;
+	struct sim_file_record r;
+	double mj;
+
+	memcpy(&r, rec, sizeof(r));
+	memcpy(&mj, &r.energy_bits, sizeof(mj));
+	return r.limit_mw >= p->min_limit_mw &&
+	    r.limit_mw <= p->max_limit_mw && r.persistence <= 1 &&
+	    r.reserved == 0 && sim_lock_ok(r.gpu_lock_min, r.gpu_lock_max) &&
+	    sim_lock_ok(r.mem_lock_min, r.mem_lock_max) && isfinite(mj) &&
+	    mj >= 0 && mj <= SIM_FILE_MAX_MJ;
+}
+
+/* Loads record i's settings and counter into GPU i. A stored time ahead
+ * of this process's clock is taken as now (the counter goes on from its
+ * value, from now), but not written back for that: false. Under st.lock. */
+static bool
+sim_file_load(unsigned i, const unsigned char *rec)
+{
+	struct nvmlDevice_st *g = &st.gpus[i];
+	struct sim_file_record r;
+
+	memcpy(&r, rec, sizeof(r));
+	g->set = (struct sim_settings){
+		.limit_mw = r.limit_mw,
+		.persistence = r.persistence != 0,
+		.gpu_lock_min = r.gpu_lock_min,
+		.gpu_lock_max = r.gpu_lock_max,
+		.mem_lock_min = r.mem_lock_min,
+		.mem_lock_max = r.mem_lock_max,
+	};
+	memcpy(&g->energy_mj, &r.energy_bits, sizeof(g->energy_mj));
+	(void)sim_state_file_time(r.energy_ns, &g->energy_ns);
+	return false;
+}
+
+/* The file for state_file.c: its layout, how its records are filled,
+ * checked and loaded, and the words of its messages. */
+static const struct sim_state_file_def sim_file_def = {
+	.magic = SIM_FILE_MAGIC, .version = SIM_FILE_VERSION,
+	.record_size = sizeof(struct sim_file_record),
+	.max_count = SIM_MAX_GPUS,
+	.encode = sim_file_encode, .identify = sim_file_identify,
+	.valid = sim_file_valid, .load = sim_file_load,
+	.prefix = "nvml-sim", .what = "a simulator",
+	.count_hint = "(ZEUS_SIM_GPUS, ZEUS_SIM_PROFILE)",
+};
 
 /*
  * Starts a use of the state: with a file, takes its lock (exclusive when
@@ -458,24 +365,7 @@ sim_file_decode(const unsigned char *buf, size_t len)
 static int
 sim_file_begin(bool exclusive)
 {
-	unsigned char buf[SIM_FILE_MAX + 1];
-	long n;
-
-	if (st.fd < 0)
-		return 0;
-	if (sim_os_state_lock(st.fd, exclusive) != 0) {
-		sim_file_complain("cannot lock: %s", strerror(errno));
-		return -1;
-	}
-	n = sim_os_state_read(st.fd, buf, sizeof(buf));
-	if (n < 0) {
-		sim_file_complain("cannot read: %s", strerror(errno));
-	} else if (sim_file_decode(buf, (size_t)n) == 0) {
-		st.failing = false;
-		return 0;
-	}
-	sim_os_state_unlock(st.fd);
-	return -1;
+	return sim_state_file_begin(&st.file, exclusive);
 }
 
 /* Ends a use: writes st.gpus back when `write`, and unlocks. -1 when the
@@ -483,18 +373,7 @@ sim_file_begin(bool exclusive)
 static int
 sim_file_end(bool write)
 {
-	unsigned char buf[SIM_FILE_MAX];
-	int rc = 0;
-
-	if (st.fd < 0)
-		return 0;
-	if (write && sim_os_state_write(st.fd, buf,
-	    sim_file_encode(buf)) != 0) {
-		sim_file_complain("cannot write: %s", strerror(errno));
-		rc = -1;
-	}
-	sim_os_state_unlock(st.fd);
-	return rc;
+	return sim_state_file_end(&st.file, write);
 }
 
 /*
@@ -506,57 +385,17 @@ static int
 sim_file_open(void)
 {
 	const char *path = getenv("ZEUS_SIM_STATE");
-	unsigned char buf[SIM_FILE_MAX + 1];
-	char why[128];
-	long n;
 
 	if (path == NULL || *path == '\0')
 		return 0;
-	snprintf(st.path, sizeof(st.path), "%s", path);
-	st.failing = false;
-	if (strlen(path) >= sizeof(st.path)) {
-		sim_file_complain("path too long (at most %zu bytes)",
-		    sizeof(st.path) - 1);
-		return -1;
-	}
-	if ((st.fd = sim_os_state_open(path, why, sizeof(why))) < 0) {
-		sim_file_complain("%s", why);
-		return -1;
-	}
-	if (sim_os_state_lock(st.fd, true) != 0) {
-		sim_file_complain("cannot lock: %s", strerror(errno));
-		goto fail;
-	}
-	n = sim_os_state_read(st.fd, buf, sizeof(buf));
-	if (n < 0) {
-		sim_file_complain("cannot read: %s", strerror(errno));
-		sim_os_state_unlock(st.fd);
-		goto fail;
-	}
-	if (n == 0) {
-		/* Empty: just created, here or by another process. */
-		if (sim_file_end(true) != 0)
-			goto fail;
-		return 0;
-	}
-	if (sim_file_decode(buf, (size_t)n) != 0) {
-		sim_os_state_unlock(st.fd);
-		goto fail;
-	}
-	sim_os_state_unlock(st.fd);
-	return 0;
-fail:
-	sim_os_state_close(st.fd);
-	st.fd = -1;
-	return -1;
+	return sim_state_file_open(&st.file, path, st.count);
 }
 
 void
 sim_state_release(void)
 {
 	pthread_mutex_lock(&st.lock);
-	sim_os_state_close(st.fd);
-	st.fd = -1;
+	sim_state_file_close(&st.file);
 	pthread_mutex_unlock(&st.lock);
 }
 
@@ -566,8 +405,7 @@ sim_state_configure(const char *driver_version)
 	int rc;
 
 	pthread_mutex_lock(&st.lock);
-	sim_os_state_close(st.fd);
-	st.fd = -1;
+	sim_state_file_close(&st.file);
 	rc = sim_configure(driver_version);
 	if (rc == 0)
 		rc = sim_file_open();
