@@ -123,6 +123,9 @@ int journal_load(int dirfd, unsigned gpu, const char *boot,
  */
 int journal_set_aside(int dirfd, unsigned gpu);
 
+/* Renames `from` to `to` in the state directory; 0 or -1. */
+int journal_rename(int dirfd, const char *from, const char *to);
+
 /* ---- Shared with the state directory's other files (ledger_store.h) ---- */
 
 #define JOURNAL_SUM_HEX 64		/* a SHA-256 in hex */

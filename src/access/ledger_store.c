@@ -389,5 +389,5 @@ ledger_store_load(int dirfd, const char *boot, unsigned ngpu,
 int
 ledger_store_set_aside(int dirfd)
 {
-	return renameat(dirfd, FILE_NAME, dirfd, FILE_ASIDE) == 0 ? 0 : -1;
+	return journal_rename(dirfd, FILE_NAME, FILE_ASIDE);
 }

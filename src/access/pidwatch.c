@@ -11,8 +11,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -33,6 +35,20 @@ struct pidwatch {
 	pthread_t thread;
 	bool started;
 };
+
+int
+pidwatch_open(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+bool
+pidwatch_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;	/* readable (or an error): gone */
+}
 
 int
 pidwatch_create(void (*exited)(void *ctx, uint32_t tag),

@@ -15,11 +15,23 @@
 #ifndef ZEUS_ACCESS_PIDWATCH_H
 #define ZEUS_ACCESS_PIDWATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/err.h"
 
 struct pidwatch;
+
+/*
+ * A pidfd of process `pid` (pidfd_open), close-on-exec: its fd, or -1 with
+ * errno (ESRCH: no such process; EMFILE and the like: out of descriptors;
+ * ENOSYS where processes have no pidfds, as on Windows).
+ */
+int pidwatch_open(pid_t pid);
+
+/* Whether the process of `pidfd` exited (its pidfd is readable), now. */
+bool pidwatch_exited(int pidfd);
 
 /*
  * `exited(ctx, tag)` runs on the watcher's thread, for one pidfd at a

@@ -33,7 +33,6 @@
 
 #include <errno.h>
 #include <stddef.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,7 +40,6 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,7 +59,9 @@
 #include "common/identity.h"
 #include "common/log.h"
 #include "common/procstat.h"
+#include "common/sock.h"
 #include "common/sockdiag.h"
+#include "common/wipe.h"
 #include "devices/gpu.h"
 #include "devices/gpu_cmd.h"
 #include "privsep/exec.h"
@@ -119,14 +119,6 @@ mono_s(void)
 	return t.tv_sec;
 }
 
-bool
-wd_pidfd_exited(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, 0) != 0;	/* readable (or an error): gone */
-}
-
 /* Whether the node policy says slurm_jobs = "confine" now. */
 static bool
 confining(struct warden *w)
@@ -166,7 +158,7 @@ warden_create(const struct warden_config *cfg, struct warden **out,
 	w->events = WARDEN_EVENTS_BURST;
 	w->events_ns = zclock_now_ns();
 	w->diag_ok = sockdiag_unix_works();
-	if (!w->diag_ok)
+	if (!w->diag_ok && cfg->unix_transport)
 		zlog(ZLOG_WARN, "unix_diag_unavailable", "msg=\"the kernel "
 		    "cannot tell this process when a client's connection "
 		    "closed (netlink unix_diag); the network process's word "
@@ -220,7 +212,7 @@ warden_destroy(struct warden *w)
 	}
 	for (unsigned i = 0; i < WARDEN_MAX_TOKENS; i++)
 		if (w->tok[i] != NULL) {
-			explicit_bzero(w->tok[i], sizeof(*w->tok[i]));
+			wipe(w->tok[i], sizeof(*w->tok[i]));
 			free(w->tok[i]);
 		}
 	free(w->tok);
@@ -318,19 +310,12 @@ peer_socket_check(const struct warden *w, int fd, struct zerr *err)
 {
 	struct sockaddr_un sa;
 	socklen_t len = sizeof(sa);
-	int v;
-	socklen_t vlen = sizeof(v);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &vlen) != 0 ||
-	    v != AF_UNIX)
-		return zerr_set(err, ZERR_INVALID, "not a Unix socket");
-	vlen = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vlen) != 0 ||
-	    v != SOCK_STREAM)
-		return zerr_set(err, ZERR_INVALID, "not a stream socket");
+	if (!sock_is_unix_stream(fd))
+		return zerr_set(err, ZERR_INVALID, "not a Unix stream socket");
 	memset(&sa, 0, sizeof(sa));
 	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
-	    len <= offsetof(struct sockaddr_un, sun_path) + 1 ||
+	    (size_t)len <= offsetof(struct sockaddr_un, sun_path) + 1 ||
 	    sa.sun_path[0] == '\0' ||
 	    strncmp(sa.sun_path, w->cfg.listen_path, sizeof(sa.sun_path)) != 0)
 		return zerr_set(err, ZERR_INVALID, "not a connection to "
@@ -363,7 +348,7 @@ proc_look(int fd, struct peer *p, uint64_t *start, struct zerr *err)
 		    "zeusd's device process has no descriptor free to look at "
 		    "the connecting process; retry later") : 0;
 	if (procstat_start_ticks(p->pid, start) == 0 &&
-	    !wd_pidfd_exited(p->pidfd))
+	    !pidwatch_exited(p->pidfd))
 		known = 1;
 	peer_release(p);
 	return known;
@@ -383,7 +368,7 @@ proc_watch(struct wwho *who, struct zerr *err)
 
 	who->pidfd = -1;
 	who->gone = false;
-	if ((fd = (int)syscall(SYS_pidfd_open, who->pid, 0)) < 0) {
+	if ((fd = pidwatch_open(who->pid)) < 0) {
 		if (out_of_fds(errno))
 			return zerr_set(err, ZERR_BUSY, "zeusd's device process "
 			    "has no descriptor free to watch the process that "
@@ -392,7 +377,7 @@ proc_watch(struct wwho *who, struct zerr *err)
 		return 0;
 	}
 	if (procstat_start_ticks(who->pid, &start) != 0 ||
-	    start != who->start || wd_pidfd_exited(fd)) {
+	    start != who->start || pidwatch_exited(fd)) {
 		close(fd);
 		who->gone = true;
 		return 0;
@@ -1169,6 +1154,13 @@ warden_write(struct warden *w, struct gpu_backend *b, unsigned gpu,
 		if (!w->cfg.tcp_transport) {
 			zerr_set(err, ZERR_FORBIDDEN, "Forbidden: zeusd serves "
 			    "no TCP");
+			goto refused;
+		}
+		break;
+	case PSMSG_FROM_PIPE:
+		if (!w->cfg.pipe_transport) {
+			zerr_set(err, ZERR_FORBIDDEN, "Forbidden: zeusd serves "
+			    "no named pipe");
 			goto refused;
 		}
 		break;

@@ -26,6 +26,7 @@ struct warden_config {
 	struct auth_key *key;
 	group_set enabled;		/* --enable */
 	bool unix_transport, tcp_transport;	/* what zeusd serves */
+	bool pipe_transport;		/* zeusd.exe's named pipe */
 	bool leases;			/* --gpu-leases */
 	bool audit_required;		/* --audit-required */
 	struct policy_holder *policy;	/* NULL: none; not owned */

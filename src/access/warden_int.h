@@ -154,9 +154,6 @@ struct wbefore {
 
 /* ---- warden.c -------------------------------------------------------------- */
 
-/* Whether pidfd `fd`'s process exited (readable, or an error). */
-bool wd_pidfd_exited(int fd);
-
 /* The value write `wr` replaces, read just before it (its audit line). */
 void wd_before_read(struct gpu_backend *b, unsigned gpu,
     const struct gpu_write *wr, struct wbefore *bf);

@@ -15,16 +15,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "access/audit.h"
 #include "access/pidwatch.h"
 #include "common/clock.h"
+#include "common/identity.h"
 #include "common/log.h"
 #include "common/procstat.h"
 #include "devices/gpu.h"
@@ -82,7 +81,7 @@ wgpu_live(struct wgpu *g)
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < g->npid; i++) {
-		if (wd_pidfd_exited(g->pidfd[i])) {
+		if (pidwatch_exited(g->pidfd[i])) {
 			wgpu_close_pid(g, g->pidfd[i]);
 			continue;
 		}
@@ -663,12 +662,12 @@ adopt_pids(struct wgpu *g, const struct journal_rec *r)
 	g->npid = 0;
 	for (unsigned i = 0; i < r->npid; i++) {
 		uint64_t start;
-		int fd = (int)syscall(SYS_pidfd_open, (pid_t)r->pid[i], 0);
+		int fd = pidwatch_open((pid_t)r->pid[i]);
 
 		if (fd < 0)
 			continue;
 		if (procstat_start_ticks((pid_t)r->pid[i], &start) != 0 ||
-		    start != r->start[i] || wd_pidfd_exited(fd)) {
+		    start != r->start[i] || pidwatch_exited(fd)) {
 			close(fd);	/* gone, or its pid is another's now */
 			continue;
 		}
@@ -693,8 +692,7 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		struct journal_rec r;
 		enum journal_bad bad;
 		char why[160], q[200];
-		struct passwd pw, *res = NULL;
-		char pwbuf[1024];
+		struct identity id;
 		int rc = journal_load(w->jdir, i, w->boot, &r, &bad, why,
 		    sizeof(why));
 
@@ -731,9 +729,8 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->restoring = false;
 		g->attempts = 0;
 		g->why[0] = '\0';
-		if (getpwuid_r((uid_t)r.uid, &pw, pwbuf, sizeof(pwbuf),
-		    &res) == 0 && res != NULL)
-			snprintf(g->user, sizeof(g->user), "%s", pw.pw_name);
+		identity_lookup((uid_t)r.uid, 0, 0, &id);
+		snprintf(g->user, sizeof(g->user), "%s", id.user);
 		snprintf(g->cgroup, sizeof(g->cgroup), "%s", r.cgroup);
 		snprintf(g->label, sizeof(g->label), "%s", r.label);
 		g->has_limit = r.has_limit;

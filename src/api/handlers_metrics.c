@@ -427,13 +427,13 @@ metrics_processes(FILE *out, struct node *node,
 	const struct procstat *dev = &m->dev;
 
 	procstat_self(&self);
-	if (node->pool != NULL && (m->net.ok & PROCSTAT_FDS)) {
+	if (m->net.ok & PROCSTAT_FDS) {
 		/* the device process counts our descriptors */
 		self.open_fds = m->net.open_fds;
 		self.ok |= PROCSTAT_FDS;
 	}
 	metrics_process(out, &self);
-	if (node->pool == NULL)
+	if (!node->device_apart)	/* zeusd.exe: these are the process's */
 		return;
 	metrics_head(out, "zeusd_device_process_cpu_seconds_total", "counter",
 	    "User and system CPU time of the device process (privilege "
@@ -579,8 +579,8 @@ handle_metrics(struct request *req)
 	m->cpu = (struct cpu_cmd *)(m->gpu + m->ngpu);
 	m->shown = (bool *)(m->cpu + m->ncpu);
 	/* the ledger (--gpu-leases): the device process's, read by the job */
-	if (node->pool != NULL && req->ctx->lookups != NULL &&
-	    request_leases_on(req) && m->ngpu > 0 &&
+	if (req->ctx->lookups != NULL && request_leases_on(req) &&
+	    m->ngpu > 0 &&
 	    (m->ledger = calloc(1, sizeof(*m->ledger))) == NULL) {
 		handlers_reply_oom(req);
 		return;
@@ -601,7 +601,7 @@ handle_metrics(struct request *req)
 		if (batch_add_cpu(&bt, &m->cpu[i]) != 0)
 			return;
 	}
-	if (node->pool != NULL && req->ctx->lookups != NULL) {
+	if (req->ctx->lookups != NULL) {
 		m->job.run = metrics_proc_run;
 		batch_add_job(&bt, &m->job);
 	}

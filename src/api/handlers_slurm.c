@@ -124,14 +124,11 @@ handle_slurm_step(struct request *req)
 	memset(&who, 0, sizeof(who));
 	gate_writer(req, &who);
 	c->s.who = who.writer_handle;
-	if (!node_is_remote(node) || c->s.who == 0) {
-		/* one process (no table: 404), or no handle to name root by */
+	if (c->s.who == 0) {
+		/* no handle to name root by */
 		c->rc = -1;
-		if (!node_is_remote(node))
-			(void)node_slurm_step(node, &c->s, &c->err);
-		else
-			zerr_set(&c->err, ZERR_INTERNAL, "the connection has "
-			    "no handle of zeusd's device process");
+		zerr_set(&c->err, ZERR_INTERNAL, "the connection has no handle "
+		    "of zeusd's device process");
 		slurm_finish(req);
 		return;
 	}

@@ -59,8 +59,8 @@ int procstat_count_fds(pid_t pid, uint64_t *out);
 /*
  * The start time of process `pid` (> 0) in clock ticks after boot (field
  * 22 of /proc/PID/stat): with the pid, what tells one process from a later
- * one that reuses its number. 0, or -1 (no such process, no /proc, EMFILE:
- * errno says).
+ * one that reuses its number; on Windows its creation time (100 ns units
+ * since 1601). 0, or -1 (no such process, no /proc, EMFILE: errno says).
  */
 int procstat_start_ticks(pid_t pid, uint64_t *out);
 

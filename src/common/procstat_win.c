@@ -89,3 +89,22 @@ procstat_count_fds(pid_t pid, uint64_t *out)
 	*out = n;
 	return 0;
 }
+
+int
+procstat_start_ticks(pid_t pid, uint64_t *out)
+{
+	HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE,
+	    (DWORD)pid);
+	FILETIME created, exited, kernel, user;
+	BOOL ok;
+
+	if (h == NULL)
+		return -1;
+	ok = GetProcessTimes(h, &created, &exited, &kernel, &user);
+	CloseHandle(h);
+	if (!ok)
+		return -1;
+	/* its creation time, in 100 ns since 1601: told apart as Linux's */
+	*out = (uint64_t)created.dwHighDateTime << 32 | created.dwLowDateTime;
+	return 0;
+}

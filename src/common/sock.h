@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "common/err.h"
 
@@ -40,5 +41,17 @@ bool sock_peer_gone(int fd);
  * no Unix-socket peers, and no device process).
  */
 int sock_dup_unix(int fd);
+
+/*
+ * Whether `fd` is a Unix stream socket (the device process takes only
+ * those for a connection's peer: access/warden.c); false on Windows.
+ */
+bool sock_is_unix_stream(int fd);
+
+/*
+ * The credentials of a Unix-socket connection's peer (SO_PEERCRED): 0, or
+ * -1 with errno (not a connected Unix socket; ENOSYS on Windows).
+ */
+int sock_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
 
 #endif

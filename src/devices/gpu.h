@@ -62,6 +62,7 @@ enum gpu_writer {
 	GPU_WRITER_UNIX,		/* writer_handle: the peer's */
 	GPU_WRITER_TCP,
 	GPU_WRITER_RESTORE,		/* writer_handle: who released, or 0 */
+	GPU_WRITER_PIPE,		/* a Windows named-pipe client */
 };
 
 struct gpu_write {

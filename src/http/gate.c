@@ -279,8 +279,7 @@ gate_conn_who(struct request *req)
 		c->who->writes = 0;
 	}
 	if (node_peer(req->ctx->node, request_socket(req), c->who->handle,
-	    c->peer.uid, c->peer.gid, c->peer.pid, &c->who->id,
-	    &c->who->handle, &err) != 0)
+	    &c->who->id, &c->who->handle, &err) != 0)
 		return &gate_nobody;	/* asked again next time */
 	(void)peer_own_groups(request_socket(req), c->peer.gid, &c->who->id);
 	policy_peer_init(&c->who->pp, c->peer.uid, &c->who->id);
@@ -541,7 +540,6 @@ struct conn_lookup {
 	struct node *node;
 	uid_t uid;
 	gid_t gid;
-	pid_t pid;
 	unsigned gen;			/* identity_gen when it started */
 	int sock;			/* a dup of the connection's socket */
 	uint64_t refresh;		/* the handle it had, or 0 */
@@ -569,8 +567,8 @@ gate_lookup_run(struct pool_job *job)
 {
 	struct conn_lookup *l = (struct conn_lookup *)job;
 
-	l->busy = node_peer(l->node, l->sock, l->refresh, l->uid, l->gid,
-	    l->pid, &l->id, &l->handle, &l->err) != 0;
+	l->busy = node_peer(l->node, l->sock, l->refresh, &l->id, &l->handle,
+	    &l->err) != 0;
 	if (l->sock >= 0)
 		close(l->sock);
 	l->sock = -1;
@@ -650,7 +648,6 @@ gate_lookup_start(struct request *req, void (*again)(struct request *req))
 	l->node = req->ctx->node;
 	l->uid = c->peer.uid;
 	l->gid = c->peer.gid;
-	l->pid = c->peer.pid;
 	l->gen = atomic_load(&req->ctx->identity_gen);
 	l->refresh = c->who != NULL ? c->who->handle : 0;
 	l->queued = c->who != NULL ? c->who->writes : 0;
@@ -738,6 +735,8 @@ gate_writer(struct request *req, struct gpu_write *w)
 		w->writer_addr_kind = 6;
 		memcpy(w->writer_addr, req->cstate->peer.addr, 16);
 	}
+	if (req->cstate != NULL && req->cstate->peer.kind == PEER_PIPE)
+		w->writer = GPU_WRITER_PIPE;
 	if (req->cstate == NULL || req->cstate->peer.kind != PEER_UNIX)
 		return;
 	w->writer = GPU_WRITER_UNIX;

@@ -38,8 +38,9 @@ struct procstat;
 struct identity;
 
 /*
- * A split daemon's network process reaches its devices through the device
- * process (node_remote.c, Linux): these then replace the local reads.
+ * The network half reaches its devices, and asks everything else that
+ * needs the devices, the key or the lease record, through the device half
+ * (node_remote.c; two processes on Linux, one in zeusd.exe).
  */
 /* A token's claims as the device process verified them (node_token). */
 struct node_claims {
@@ -64,41 +65,6 @@ struct node_slurm_step {
 	uid_t uid;			/* start: the job's user */
 	uint64_t gpus;			/* start: bit i for GPU i */
 	uint64_t who;			/* the asking connection's handle */
-};
-
-struct node_remote_ops {
-	void (*sample)(struct node *node, const unsigned *gpus, unsigned ngpus,
-	    const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
-	void (*procstat)(struct node *node, struct procstat *out,
-	    struct procstat *net, struct node_audit *audit);
-	/* node_peer and node_peer_end: the device process's look-up */
-	int (*peer)(struct node *node, int sock, uint64_t refresh,
-	    struct identity *out, uint64_t *handle, struct zerr *err);
-	void (*peer_end)(struct node *node, uint64_t handle, uint32_t queued);
-	int (*token)(struct node *node, const char *token, size_t len,
-	    struct node_claims *out, struct zerr *err);
-	int (*audit)(struct node *node, struct psmsg_audit *a,
-	    struct zerr *err);
-	void (*audit_refused)(struct node *node, const struct gpu_write *who,
-	    unsigned gpu, const char *op, unsigned code);
-	void (*audit_superseded)(struct node *node, const struct gpu_write *w,
-	    unsigned gpu);
-	/* node_leases, node_release, node_ledger: the device's lease record */
-	int (*leases)(struct node *node, struct psmsg_leases_reply *out,
-	    struct zerr *err);
-	int (*release)(struct node *node, const struct gpu_write *by,
-	    uint64_t gpu_mask, struct psmsg_leases_reply *out,
-	    struct zerr *err);
-	int (*ledger)(struct node *node, uint32_t first,
-	    struct psmsg_ledger_reply *out, struct zerr *err);
-	int (*lease_check)(struct node *node, const struct gpu_write *by,
-	    uint64_t gpu_mask, struct zerr *err);
-	/* node_tcp_owner: the device process's look-up */
-	int (*tcp_owner)(struct node *node, const struct sockdiag_tuple *t,
-	    uint32_t *uid);
-	/* node_slurm_step: the device process's table */
-	int (*slurm_step)(struct node *node, const struct node_slurm_step *s,
-	    struct zerr *err);
 };
 
 struct node {
@@ -126,12 +92,17 @@ struct node {
 	struct work_counters *cpu_counters;	/* [ncpu] */
 	unsigned overrides;		/* number of overridden operations */
 	/*
-	 * The network process of a split daemon: every device call goes to
-	 * the device process through these channels (gpu is a remote
-	 * backend, rapl a core over a remote source). NULL otherwise.
+	 * The network half's node (node_open_remote): every device call goes
+	 * to the device half through these calls (gpu is a remote backend,
+	 * rapl a core over a remote source). NULL in the device half's own
+	 * node, which has the real backends and no workers.
 	 */
 	struct pschan_pool *pool;
-	const struct node_remote_ops *remote;	/* set with pool */
+	/*
+	 * Whether the device half is another process (Linux), whose own
+	 * figures /metrics shows; false in zeusd.exe, one process.
+	 */
+	bool device_apart;
 	/*
 	 * The loop thread's own channel for node_lease_check, taken from the
 	 * pool at its first call (so that the early 409 never waits for a
@@ -140,13 +111,6 @@ struct node {
 	struct pschan_async *lease_chan;
 	unsigned queue_max;		/* ZEUSD_DEVICE_QUEUE_MAX */
 };
-
-/*
- * Opens the devices the configuration asks for. `ov` (may be NULL) are the
- * loaded command overrides; the node takes them over in every case.
- */
-int node_open(struct node *node, const struct zeusd_config *cfg,
-    struct overrides *ov, struct zerr *err);
 
 /*
  * Reserves room for a device command, as part of `batch`, on the queue it
@@ -168,19 +132,20 @@ int node_cpu_reserve(struct node *node, struct worker_batch *batch,
 bool node_gpu_lost(const struct node *node, unsigned gpu);
 
 /*
- * The two halves of node_open, for the split daemon (docs/design.md, "Two
- * processes"): node_open_devices opens the backends, wraps the overrides
- * and reads the GPU facts, and starts no thread, so the process can fork
- * right after; node_start starts the workers and the RAPL keepalive.
+ * The device half's node (docs/design.md, "Two processes"):
+ * node_open_devices opens the backends, wraps the overrides and reads the
+ * GPU facts, and starts no thread, so the process can fork right after.
+ * node_start starts the workers (node_open_remote's).
  */
 int node_open_devices(struct node *node, const struct zeusd_config *cfg,
     struct overrides *ov, struct zerr *err);
 int node_start(struct node *node, struct zerr *err);
 
 /*
- * The network process's node: the same GPUs and packages as the device
- * process's, as it described them (node_remote.h), reached through `pool`
- * (not owned), with its own workers started.
+ * The network half's node: the same GPUs and packages as the device
+ * half's, as it described them (node_remote.h), reached through `pool`
+ * (not owned), with its own workers started. Every call below is made on
+ * such a node.
  */
 struct node_remote_desc;
 int node_open_remote(struct node *net, const struct node_remote_desc *dev,
@@ -189,7 +154,7 @@ int node_open_remote(struct node *net, const struct node_remote_desc *dev,
 /*
  * One stream tick: the power of GPUs gpus[0..ngpus-1] and a RAPL sample
  * of packages pkgs[0..npkgs-1] (both ascending), as one request to the
- * device process when the daemon is split. Results go to the caller's
+ * device half. Results go to the caller's
  * arrays; gpu_err/cpu_err hold the last failure of each kind.
  */
 struct node_sample {
@@ -204,19 +169,15 @@ void node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
     const unsigned *pkgs, unsigned npkgs, struct node_sample *out);
 
 /*
- * The main process's figures for process_* (common/procstat.h): this
- * process's, or the device process's when the daemon is split. Then, in
- * the same round trip, the open descriptors of the network process,
- * which has no /proc to count them in: set in *net (open_fds and
- * PROCSTAT_FDS) when `net` is not NULL and the device process could count
- * them.
+ * The device half's process figures (common/procstat.h). Then, in the same
+ * round trip, the open descriptors of the network process, which has no
+ * /proc to count them in: set in *net (open_fds and PROCSTAT_FDS) when
+ * `net` is not NULL and the device process could count them (Linux).
  */
 struct procstat;
 /*
- * `audit` (may be NULL): the audit log as the device process writes it
- * (a split daemon's device process writes the lines of the writes it
- * runs); audit->ok false in one process, where audit.h's own counters
- * tell it all.
+ * `audit` (may be NULL): the audit log as the device half writes it (it
+ * writes every line); audit->ok false when it could not tell.
  */
 struct node_audit {
 	bool ok;
@@ -227,48 +188,44 @@ void node_procstat(struct node *node, struct procstat *out,
     struct procstat *net, struct node_audit *audit);
 
 /*
- * A local peer's user, groups and command name (common/identity.h): looked
- * up here, or by the device process when the daemon is split (the network
- * process has no filesystem and no NSS). Split, `sock` (the peer's
- * connected socket, kept by the caller) goes to the device process, which
- * reads the credentials from it itself and returns a handle for the
- * peer's writes (*handle; `refresh`: the one it had, or 0); a socket the
- * device process refuses (closed meanwhile) gives handle 0 and a zeroed
- * identity, and the device process refuses writes for it. In one process
- * uid, gid and pid are looked up and the handle is 0. Blocking. Returns
- * 0, or -1 with err (ZERR_BUSY) when the device process had no room to
- * look (out of descriptors): the request is answered 503, and the next
- * one asks again.
+ * A Unix-socket peer's user, groups and command name (common/identity.h),
+ * looked up by the device process (the network process has no filesystem
+ * and no NSS): `sock` (the peer's connected socket, kept by the caller)
+ * goes there, and the device process reads the credentials from it itself
+ * and returns a handle for the peer's writes (*handle; `refresh`: the one
+ * it had, or 0); a socket the device process refuses (closed meanwhile)
+ * gives handle 0 and a zeroed identity, and the device process refuses
+ * writes for it. Blocking. Returns 0, or -1 with err (ZERR_BUSY) when the
+ * device process had no room to look (out of descriptors): the request is
+ * answered 503, and the next one asks again.
  */
 struct identity;
-int node_peer(struct node *node, int sock, uint64_t refresh, uid_t uid,
-    gid_t gid, pid_t pid, struct identity *out, uint64_t *handle,
-    struct zerr *err);
+int node_peer(struct node *node, int sock, uint64_t refresh,
+    struct identity *out, uint64_t *handle, struct zerr *err);
 
 /* The peer of a handle from node_peer closed its connection. Blocking. */
 void node_peer_end(struct node *node, uint64_t handle, uint32_t queued);
 
 /*
- * Split daemon only: the device process's table of the Slurm job steps
- * that hold GPUs (access/slurmjobs.h) gets a step's start or end, from
- * the peer `s->who` names (root only: the device process checks). 0, or
- * -1 with err (ZERR_FORBIDDEN, ZERR_INVALID, ZERR_BUSY; ZERR_NOT_FOUND in
- * one process, which has no such table). Blocking.
+ * The device process's table of the Slurm job steps that hold GPUs
+ * (access/slurmjobs.h) gets a step's start or end, from the peer `s->who`
+ * names (root only: the device process checks). 0, or -1 with err
+ * (ZERR_FORBIDDEN, ZERR_INVALID, ZERR_BUSY; zeusd.exe has no job steps).
+ * Blocking.
  */
 int node_slurm_step(struct node *node, const struct node_slurm_step *s,
     struct zerr *err);
 
 /*
- * Split daemon only: the device process, which alone holds the signing
- * key, verifies a bearer token (at most 8192 bytes) and answers its claims
- * and a handle. 0, or -1 with err (ZERR_UNAUTHENTICATED: refused;
- * ZERR_INTERNAL: not a split daemon). Blocking.
+ * The device half, which alone holds the signing key, verifies a bearer
+ * token (at most 8192 bytes) and answers its claims and a handle. 0, or
+ * -1 with err (ZERR_UNAUTHENTICATED: refused). Blocking.
  */
 int node_token(struct node *node, const char *token, size_t len,
     struct node_claims *out, struct zerr *err);
 
 /*
- * Split daemon only: one of the network process's own audit lines
+ * One of the network half's own audit lines
  * (privsep/msg.h, struct psmsg_audit: its h.op, magic and id are set
  * here), which the device process writes: this process holds no writable
  * fd of the log (audit.h). 0, or -1 with err (refused: logged there).
@@ -302,8 +259,7 @@ void node_audit_superseded(struct node *node, const struct gpu_write *w,
  *                 out->nusers, each with its energy per GPU
  * *out is large (privsep/msg.h): not for a small stack. Blocking, one
  * round trip each: the look-up pool's, never the loop's. 0, or -1 with
- * err (the device process's refusal; ZERR_NOT_FOUND in one process,
- * which has no device process and no leases: Windows zeusd.exe).
+ * err (the device process's refusal).
  */
 int node_leases(struct node *node, struct psmsg_leases_reply *out,
     struct zerr *err);
@@ -315,7 +271,7 @@ int node_leases(struct node *node, struct psmsg_leases_reply *out,
  * runs), and is also the answer when no channel is free now. One round
  * trip that the device process answers without waiting for a GPU, on a
  * channel of the caller's own (node->lease_chan): the loop thread's, and
- * only its. 0 in one process (no leases).
+ * only its (zeusd.exe has none: a free one).
  */
 int node_lease_check(struct node *node, const struct gpu_write *by,
     uint64_t gpu_mask, struct zerr *err);
@@ -327,16 +283,13 @@ int node_ledger(struct node *node, uint32_t first,
 /*
  * Who owns the client's socket of a loopback TCP connection (`t`, as
  * common/sockdiag.h has it): one netlink look-up by the device process
- * when the daemon is split (its network process may open no socket), in
- * this process otherwise; Windows cannot tell. 0 with *uid, or -1 when
+ * (the network process may open no socket); Windows cannot tell. 0 with
+ * *uid, or -1 when
  * unknown (the connection is gone, no answer within SOCKDIAG_TIMEOUT_MS,
  * not Linux). Blocking, for one round trip to the device process.
  */
 int node_tcp_owner(struct node *node, const struct sockdiag_tuple *t,
     uint32_t *uid);
-
-/* Whether this node is a split daemon's network process's (node_audit). */
-bool node_is_remote(const struct node *node);
 
 /* Stops the workers (after finishing queued commands) and closes devices. */
 void node_close(struct node *node);

@@ -2,8 +2,7 @@
 /*
  * node_os.h - what node.c finds per platform: the NVML simulator's file
  * (next to the binary, or installed) and AMD SMI, which exists on Linux
- * only; and who owns a loopback TCP client's socket, which only Linux
- * tells. node_os_posix.c and node_os_win.c; meson picks one.
+ * only. node_os_posix.c and node_os_win.c; meson picks one.
  */
 #ifndef ZEUS_NODE_OS_H
 #define ZEUS_NODE_OS_H
@@ -27,13 +26,5 @@ int node_os_amd_explicit(struct gpu_backend *gpu, bool simulate,
 
 /* `--gpu-backend auto`'s second probe; ZERR_NOT_FOUND: none here. */
 int node_os_amd_open(struct gpu_backend *gpu, struct zerr *err);
-
-/*
- * The owner of a loopback TCP connection's client socket, looked up in
- * this process (node_tcp_owner in one process): sockdiag on Linux; -1
- * (unknown) on Windows, which has no such look-up.
- */
-struct sockdiag_tuple;
-int node_os_tcp_owner(const struct sockdiag_tuple *t, uint32_t *uid);
 
 #endif

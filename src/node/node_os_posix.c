@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_os_posix.c - node_os.h on Linux: the simulators next to the binary
- * (/proc/self/exe) or installed under <libdir>/zeus, ROCm's AMD SMI, and
- * the owner of a loopback TCP client's socket (netlink sock_diag).
+ * (/proc/self/exe) or installed under <libdir>/zeus, and ROCm's AMD SMI.
  */
 #include "node/node_os.h"
 
@@ -12,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/sockdiag.h"
 #include "devices/amdsmi.h"
 
 #ifndef ZEUS_SIM_INSTALLED
@@ -114,10 +112,4 @@ int
 node_os_amd_open(struct gpu_backend *gpu, struct zerr *err)
 {
 	return amd_backend_open(gpu, err);
-}
-
-int
-node_os_tcp_owner(const struct sockdiag_tuple *t, uint32_t *uid)
-{
-	return sockdiag_tcp_owner(t, SOCKDIAG_TIMEOUT_MS, uid);
 }

@@ -2,9 +2,7 @@
 /*
  * node_os_win.c - node_os.h on Windows: the NVML simulator is
  * nvml-sim.dll next to zeusd.exe (the build folder, or wherever both were
- * copied); AMD SMI is Linux-only there, as upstream has it; and Windows
- * does not tell who owns a loopback TCP client's socket (loopback stays
- * one peer, http/server.c).
+ * copied); AMD SMI is Linux-only there, as upstream has it.
  */
 #include "node/node_os.h"
 
@@ -46,12 +44,4 @@ node_os_amd_open(struct gpu_backend *gpu, struct zerr *err)
 {
 	(void)gpu;
 	return zerr_set(err, ZERR_NOT_FOUND, "AMD SMI is Linux-only");
-}
-
-int
-node_os_tcp_owner(const struct sockdiag_tuple *t, uint32_t *uid)
-{
-	(void)t;
-	(void)uid;
-	return -1;
 }

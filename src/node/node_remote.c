@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * node_remote.c - the node of a split daemon's network process (node.h,
- * node_open_remote): the device process's GPUs and packages reached over
- * privsep's channels, with the network process's own workers, and the
- * reads (stream samples, process figures, a peer's identity) sent to the
- * device process as one request each. Linux only: Windows zeusd is one
- * process (docs/windows.md). Moved out of node.c so that node.c needs
- * nothing of privsep/.
+ * node_remote.c - the network half's node (node.h, node_open_remote): the
+ * device half's GPUs and packages reached through privsep's calls (over
+ * socket pairs between Linux's two processes, or directly in zeusd.exe:
+ * privsep/chan.h), with the network half's own workers, and every other
+ * question for the device half (stream samples, process figures, a
+ * peer's identity, tokens, leases, the ledger, Slurm job steps) sent as
+ * one request each. node.c, the devices and their workers, needs nothing
+ * of privsep/.
  */
 #include "node/node.h"
 #include "node/node_remote.h"
@@ -19,59 +20,12 @@
 #include "common/log.h"
 #include "common/procstat.h"
 #include "common/sockdiag.h"
+#include "common/wipe.h"
 #include "devices/rapl.h"
 #include "privsep/chan.h"
 #include "privsep/msg.h"
 #include "privsep/remote_gpu.h"
 #include "privsep/remote_rapl.h"
-
-static void node_sample_remote(struct node *node, const unsigned *gpus,
-    unsigned ngpus, const unsigned *pkgs, unsigned npkgs,
-    struct node_sample *out);
-static void node_procstat_remote(struct node *node, struct procstat *out,
-    struct procstat *net, struct node_audit *audit);
-static int node_peer_remote(struct node *node, int sock, uint64_t refresh,
-    struct identity *out, uint64_t *handle, struct zerr *err);
-static void node_peer_end_remote(struct node *node, uint64_t handle,
-    uint32_t queued);
-static int node_token_remote(struct node *node, const char *token,
-    size_t len, struct node_claims *out, struct zerr *err);
-static int node_audit_remote(struct node *node, struct psmsg_audit *a,
-    struct zerr *err);
-static void node_audit_refused_remote(struct node *node,
-    const struct gpu_write *who, unsigned gpu, const char *op,
-    unsigned code);
-static void node_audit_superseded_remote(struct node *node,
-    const struct gpu_write *w, unsigned gpu);
-static int node_leases_remote(struct node *node,
-    struct psmsg_leases_reply *out, struct zerr *err);
-static int node_release_remote(struct node *node, const struct gpu_write *by,
-    uint64_t gpu_mask, struct psmsg_leases_reply *out, struct zerr *err);
-static int node_ledger_remote(struct node *node, uint32_t first,
-    struct psmsg_ledger_reply *out, struct zerr *err);
-static int node_lease_check_remote(struct node *node,
-    const struct gpu_write *by, uint64_t gpu_mask, struct zerr *err);
-static int node_tcp_owner_remote(struct node *node,
-    const struct sockdiag_tuple *t, uint32_t *uid);
-static int node_slurm_step_remote(struct node *node,
-    const struct node_slurm_step *s, struct zerr *err);
-
-static const struct node_remote_ops node_remote_ops = {
-	.sample = node_sample_remote,
-	.procstat = node_procstat_remote,
-	.peer = node_peer_remote,
-	.peer_end = node_peer_end_remote,
-	.token = node_token_remote,
-	.audit = node_audit_remote,
-	.audit_refused = node_audit_refused_remote,
-	.audit_superseded = node_audit_superseded_remote,
-	.leases = node_leases_remote,
-	.release = node_release_remote,
-	.ledger = node_ledger_remote,
-	.lease_check = node_lease_check_remote,
-	.tcp_owner = node_tcp_owner_remote,
-	.slurm_step = node_slurm_step_remote,
-};
 
 int
 node_remote_describe(const struct node *dev, struct node_remote_desc *out,
@@ -153,10 +107,10 @@ node_open_remote(struct node *net, const struct node_remote_desc *dev,
 	void *ctx;
 
 	memset(net, 0, sizeof(*net));
+	net->device_apart = dev->device_apart;
 	net->queue_max = dev->queue_max;
 	net->overrides = dev->overrides;
 	net->pool = pool;
-	net->remote = &node_remote_ops;
 	if (dev->ngpu > PSMSG_MAX_GPUS || dev->ncpu > PSMSG_MAX_PKGS)
 		return zerr_set(err, ZERR_INTERNAL, "%u GPUs and %u RAPL "
 		    "packages: privilege separation handles at most %d of "
@@ -231,8 +185,8 @@ node_fetch_remote(void *arg, struct rapl_raw_sample *raw)
 	return 0;
 }
 
-static void
-node_sample_remote(struct node *node, const unsigned *gpus, unsigned ngpus,
+void
+node_sample(struct node *node, const unsigned *gpus, unsigned ngpus,
     const unsigned *pkgs, unsigned npkgs, struct node_sample *out)
 {
 	struct node_fetch fetch = { .node = node, .gpus = gpus,
@@ -242,6 +196,8 @@ node_sample_remote(struct node *node, const unsigned *gpus, unsigned ngpus,
 	struct rapl_sample rs[PSMSG_MAX_PKGS];
 	int rc[PSMSG_MAX_PKGS];
 
+	zerr_clear(&out->gpu_err);
+	zerr_clear(&out->cpu_err);
 	if (f->npkgs > 0)
 		(void)rapl_sample_batch(node->rapl, f->pkgs, f->npkgs,
 		    node_fetch_remote, f, raw, rs, rc, &out->cpu_err);
@@ -268,13 +224,15 @@ node_sample_remote(struct node *node, const unsigned *gpus, unsigned ngpus,
 	}
 }
 
-static void
-node_procstat_remote(struct node *node, struct procstat *out,
+void
+node_procstat(struct node *node, struct procstat *out,
     struct procstat *net, struct node_audit *audit)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
 
+	if (audit != NULL)
+		memset(audit, 0, sizeof(*audit));
 	psmsg_request_init(&req, PSMSG_PROC, 0);
 	pschan_call(node->pool, &req, &rep);
 	psmsg_get_procstat(&rep, out);
@@ -294,13 +252,14 @@ node_procstat_remote(struct node *node, struct procstat *out,
  * The peer's connected socket goes with the request: the device process
  * reads who it is from the socket itself (access/warden.h).
  */
-static int
-node_peer_remote(struct node *node, int sock, uint64_t refresh,
-    struct identity *out, uint64_t *handle, struct zerr *err)
+int
+node_peer(struct node *node, int sock, uint64_t refresh, struct identity *out,
+    uint64_t *handle, struct zerr *err)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
 
+	*handle = 0;
 	psmsg_request_init(&req, PSMSG_PEER, 0);
 	req.auth = refresh;
 	pschan_call_fd(node->pool, &req, sock, &rep);
@@ -311,12 +270,14 @@ node_peer_remote(struct node *node, int sock, uint64_t refresh,
 	return 0;
 }
 
-static void
-node_peer_end_remote(struct node *node, uint64_t handle, uint32_t queued)
+void
+node_peer_end(struct node *node, uint64_t handle, uint32_t queued)
 {
 	struct psmsg_request req;
 	struct psmsg_reply rep;
 
+	if (handle == 0)
+		return;		/* the device half gave it none */
 	psmsg_request_init(&req, PSMSG_PEER_END, 0);
 	req.auth = handle;
 	req.dev = queued;
@@ -327,8 +288,8 @@ node_peer_end_remote(struct node *node, uint64_t handle, uint32_t queued)
  * Only a loopback tuple is sent: the device process takes any other as a
  * broken message (psmsg_tcp_owner_check) and stops the daemon.
  */
-static int
-node_tcp_owner_remote(struct node *node, const struct sockdiag_tuple *t,
+int
+node_tcp_owner(struct node *node, const struct sockdiag_tuple *t,
     uint32_t *uid)
 {
 	struct psmsg_tcp_owner o;
@@ -355,8 +316,8 @@ node_tcp_owner_remote(struct node *node, const struct sockdiag_tuple *t,
  * takes anything else as a broken message and stops the daemon): the
  * handler checked the ids, and GPUs beyond the node's are left out here.
  */
-static int
-node_slurm_step_remote(struct node *node, const struct node_slurm_step *s,
+int
+node_slurm_step(struct node *node, const struct node_slurm_step *s,
     struct zerr *err)
 {
 	uint64_t mine = node->ngpu >= 64 ? UINT64_MAX :
@@ -387,14 +348,15 @@ node_slurm_step_remote(struct node *node, const struct node_slurm_step *s,
 }
 
 /* The token goes whole (struct psmsg_token); only the device has the key. */
-static int
-node_token_remote(struct node *node, const char *token, size_t len,
+int
+node_token(struct node *node, const char *token, size_t len,
     struct node_claims *out, struct zerr *err)
 {
 	/* on the stack: static _Thread_local would put it in every thread */
 	struct psmsg_token t;
 	struct psmsg_reply rep;
 
+	memset(out, 0, sizeof(*out));
 	if (len == 0 || len > PSMSG_TOKEN_MAX)
 		return zerr_set(err, ZERR_UNAUTHENTICATED, "Malformed token.");
 	memset(&t, 0, sizeof(t));
@@ -402,7 +364,7 @@ node_token_remote(struct node *node, const char *token, size_t len,
 	t.len = (uint32_t)len;
 	memcpy(t.token, token, len);
 	pschan_call_token(node->pool, &t, &rep);
-	explicit_bzero(&t, sizeof(t));
+	wipe(&t, sizeof(t));
 	if (rep.rc != 0) {
 		zerr_set(err, (enum zerr_kind)rep.err_kind, "%s", rep.err_msg);
 		return -1;
@@ -417,8 +379,8 @@ node_token_remote(struct node *node, const char *token, size_t len,
 	return 0;
 }
 
-static int
-node_audit_remote(struct node *node, struct psmsg_audit *a, struct zerr *err)
+int
+node_audit(struct node *node, struct psmsg_audit *a, struct zerr *err)
 {
 	struct psmsg_reply rep;
 
@@ -446,8 +408,8 @@ rec_send(struct node *node, struct psmsg_audit *a)
 	(void)node_audit(node, a, &err);	/* a refusal is logged */
 }
 
-static void
-node_audit_refused_remote(struct node *node, const struct gpu_write *who,
+void
+node_audit_refused(struct node *node, const struct gpu_write *who,
     unsigned gpu, const char *op, unsigned code)
 {
 	struct psmsg_audit a;
@@ -475,8 +437,8 @@ node_audit_refused_remote(struct node *node, const struct gpu_write *who,
 	rec_send(node, &a);
 }
 
-static void
-node_audit_superseded_remote(struct node *node, const struct gpu_write *w,
+void
+node_audit_superseded(struct node *node, const struct gpu_write *w,
     unsigned gpu)
 {
 	struct psmsg_audit a;
@@ -503,8 +465,8 @@ lease_reply_err(int32_t rc, uint32_t kind, const char *msg, struct zerr *err)
 	return zerr_set(err, (enum zerr_kind)kind, "%s", msg);
 }
 
-static int
-node_leases_remote(struct node *node, struct psmsg_leases_reply *out,
+int
+node_leases(struct node *node, struct psmsg_leases_reply *out,
     struct zerr *err)
 {
 	struct psmsg_request req;
@@ -521,8 +483,8 @@ node_leases_remote(struct node *node, struct psmsg_leases_reply *out,
  * node, and who asks as a write names them, without the write's own
  * fields (its address, its label: a release has neither).
  */
-static int
-node_release_remote(struct node *node, const struct gpu_write *by,
+int
+node_release(struct node *node, const struct gpu_write *by,
     uint64_t gpu_mask, struct psmsg_leases_reply *out, struct zerr *err)
 {
 	uint64_t mine = node->ngpu >= 64 ? UINT64_MAX :
@@ -544,8 +506,8 @@ node_release_remote(struct node *node, const struct gpu_write *by,
 	return lease_reply_err(out->rc, out->err_kind, out->err_msg, err);
 }
 
-static int
-node_ledger_remote(struct node *node, uint32_t first,
+int
+node_ledger(struct node *node, uint32_t first,
     struct psmsg_ledger_reply *out, struct zerr *err)
 {
 	struct psmsg_request req;
@@ -557,8 +519,8 @@ node_ledger_remote(struct node *node, uint32_t first,
 	return lease_reply_err(out->rc, out->err_kind, out->err_msg, err);
 }
 
-static int
-node_lease_check_remote(struct node *node, const struct gpu_write *by,
+int
+node_lease_check(struct node *node, const struct gpu_write *by,
     uint64_t gpu_mask, struct zerr *err)
 {
 	uint64_t mine = node->ngpu >= 64 ? UINT64_MAX :

@@ -22,6 +22,7 @@
 #define NODE_REMOTE_LABEL_MAX 64	/* a RAPL zone's label, NUL included */
 
 struct node_remote_desc {
+	bool device_apart;		/* node.h: another process than ours */
 	unsigned queue_max;
 	unsigned overrides;
 	bool has_gpu;			/* the device node has a GPU backend */

@@ -180,8 +180,6 @@ remote_read_attach(struct node *node, struct loop *loop,
 	struct remote_reads *rr;
 
 	*out = NULL;
-	if (node->pool == NULL)
-		return 0;
 	if ((rr = calloc(1, sizeof(*rr))) == NULL)
 		return zerr_set(err, ZERR_INTERNAL, "out of memory");
 	*out = rr;		/* freed after node_close, even on failure */

@@ -19,8 +19,9 @@ struct loop;
 struct remote_reads;
 
 /*
- * For a node over the device process (node->pool set; otherwise a no-op
- * that sets *out to NULL): takes a channel per reader from the pool, has
+ * For the network process's node (node_open_remote, over socket pairs:
+ * zeusd.exe's direct calls have no asynchronous channel and do not come
+ * here): takes a channel per reader from the pool, has
  * `loop` watch it and makes the reader asynchronous (worker.h,
  * worker_set_async). After node_open_remote, before the loop starts.
  * `*out` is set even on failure, and freed with remote_read_free after

@@ -109,7 +109,7 @@ remote_write_attach(struct node *node, struct loop *loop,
 	struct remote_writes *rw;
 
 	*out = NULL;
-	if (node->pool == NULL || remote_write_channels(node) == 0)
+	if (remote_write_channels(node) == 0)
 		return 0;
 	rw = calloc(1, sizeof(*rw) + node->ngpu * sizeof(rw->w[0]));
 	if (rw == NULL)

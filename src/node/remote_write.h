@@ -36,8 +36,8 @@ struct remote_writes;
 unsigned remote_write_channels(const struct node *node);
 
 /*
- * For a node over the device process (node->pool set; otherwise a no-op
- * that sets *out to NULL): takes a channel per GPU
+ * For the network process's node (node_open_remote, over socket pairs,
+ * as remote_read_attach): takes a channel per GPU
  * worker from the pool, has `loop` watch it and makes the worker
  * asynchronous (worker.h, worker_set_async). After node_open_remote,
  * before the loop starts.

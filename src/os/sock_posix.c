@@ -61,3 +61,32 @@ sock_dup_unix(int fd)
 {
 	return fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
+
+bool
+sock_is_unix_stream(int fd)
+{
+	int v;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) != 0 ||
+	    v != AF_UNIX)
+		return false;
+	len = sizeof(v);
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) == 0 &&
+	    v == SOCK_STREAM;
+}
+
+int
+sock_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr,
+	    &len) != 0 || len != sizeof(cr))
+		return -1;
+	*uid = cr.uid;
+	*gid = cr.gid;
+	*pid = cr.pid;
+	return 0;
+}

@@ -78,3 +78,21 @@ sock_dup_unix(int fd)
 	errno = ENOSYS;
 	return -1;
 }
+
+bool
+sock_is_unix_stream(int fd)
+{
+	(void)fd;
+	return false;		/* no Unix-socket peers here (sock.h) */
+}
+
+int
+sock_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid)
+{
+	(void)fd;
+	(void)uid;
+	(void)gid;
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+}

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/wipe.h"
+
 /* ---- The rows' checkers and runners, one shape for all -------------------- */
 
 static int
@@ -266,7 +268,7 @@ psop_dispatch(const struct psexec *x, const struct psmsg_limits *lim,
 	rc = 0;
 out:
 	if (row != NULL && (row->flags & PSOP_SECRET))
-		explicit_bzero(m, sizeof(*m));
+		wipe(m, sizeof(*m));
 	if (fd >= 0)
 		close(fd);
 	return rc;

@@ -28,6 +28,20 @@
 				 * as when the control channel says so */
 
 struct pschan_pool;
+struct psexec;
+
+/*
+ * One process (zeusd.exe; chan_direct.c, which builds instead of chan.c):
+ * a pool of n work areas whose calls run `x`'s boundary table directly on
+ * the caller's thread, each request checked by its row and each reply as
+ * a channel's. No descriptors, no asynchronous channel (pschan_async_open
+ * fails). `x` and `lim` are the device half's and outlive the pool.
+ * chan_direct.c defines the calls a direct pool answers and no more: not
+ * pschan_pool_create, _adopt, _fd, nor pschan_async_send/_recv and their
+ * writes forms (remote_read.c and remote_write.c are not linked with it).
+ */
+int pschan_pool_direct(const struct psexec *x, const struct psmsg_limits *lim,
+    unsigned n, struct pschan_pool **out, struct zerr *err);
 
 /*
  * Makes n socketpairs: our ends stay in the pool, the device process's ends

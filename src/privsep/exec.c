@@ -14,10 +14,10 @@
 
 #include <stdbool.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "common/identity.h"
 #include "common/procstat.h"
+#include "common/sock.h"
 #include "common/sockdiag.h"
 #include "devices/rapl.h"
 
@@ -93,8 +93,9 @@ run_peer(const struct psexec *x, const struct psmsg_request *req, int fd,
     struct psmsg_reply *rep)
 {
 	struct identity id;
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
 	uint64_t handle = 0;
 	struct zerr err;
 
@@ -111,13 +112,12 @@ run_peer(const struct psexec *x, const struct psmsg_request *req, int fd,
 			fail(rep, &err);
 			return;
 		}
-	} else if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr,
-	    &len) != 0 || len != sizeof(cr)) {
+	} else if (sock_peer_cred(fd, &uid, &gid, &pid) != 0) {
 		zerr_set(&err, ZERR_INVALID, "not a connected Unix socket");
 		fail(rep, &err);
 		return;
 	} else {
-		identity_lookup(cr.uid, cr.gid, cr.pid, &id);
+		identity_lookup(uid, gid, pid, &id);
 	}
 	psmsg_put_identity(rep, &id);
 	rep->v = handle;

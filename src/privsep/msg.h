@@ -150,6 +150,7 @@ enum psmsg_from {
 	PSMSG_FROM_UNIX,		/* a Unix-socket peer: auth its handle */
 	PSMSG_FROM_TCP,			/* a TCP client */
 	PSMSG_FROM_RESTORE,		/* a lease's restore */
+	PSMSG_FROM_PIPE,		/* a named-pipe client (zeusd.exe) */
 	PSMSG_FROM_END
 };
 

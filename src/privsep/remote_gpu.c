@@ -29,7 +29,8 @@ psgpu_reason(const struct gpu_write *w)
 _Static_assert(GPU_WRITER_UNSET == (int)PSMSG_FROM_NONE &&
     GPU_WRITER_UNIX == (int)PSMSG_FROM_UNIX &&
     GPU_WRITER_TCP == (int)PSMSG_FROM_TCP &&
-    GPU_WRITER_RESTORE == (int)PSMSG_FROM_RESTORE, "gpu_writer != psmsg_from");
+    GPU_WRITER_RESTORE == (int)PSMSG_FROM_RESTORE &&
+    GPU_WRITER_PIPE == (int)PSMSG_FROM_PIPE, "gpu_writer != psmsg_from");
 
 void
 psgpu_write_fields(struct psmsg_request *req, const struct gpu_write *w)

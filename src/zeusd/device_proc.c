@@ -767,6 +767,7 @@ device_net_info(const struct zeusd_config *cfg, const struct node *node,
 	}
 	if (node_remote_describe(node, &info->node, err) != 0)
 		goto fail;
+	info->node.device_apart = true;	/* this process, not the network's */
 	if ((fd = reload_memfd("zeusd-netstart", (const char *)info,
 	    sizeof(*info))) < 0) {
 		zerr_set(err, ZERR_INTERNAL, "the network process's start "

@@ -2,18 +2,25 @@
 /*
  * main_win.c - zeusd's entry point on Windows (main.c on Linux): the same
  * subcommands, the same flags less the Linux-only features' (cli.c, with
- * cli_os_win.c's transports), and the one-process wiring of the same
- * modules: devices and their workers (node/), the HTTP server (http/),
- * handlers and streams (api/).
+ * cli_os_win.c's transports), and the same two halves as Linux in one
+ * process.
  *
- * Why one process: Linux zeusd splits into a root device process and an
- * unprivileged, sandboxed network process (privsep/, seccomp, chroot, a
- * socketpair between them). Windows has none of fork, seccomp or
- * SCM_RIGHTS, and an NVML write needs an administrator there, so zeusd
- * runs as one process with the account it is started as: an
- * administrator (or a service account with that right) for GPU writes.
- * Everything that parses network input then runs with that account's
- * rights; docs/windows.md says what an administrator must know.
+ * The halves: the device half is the node's devices (node/), the warden
+ * that decides every write (access/warden.h) and the executor of the
+ * boundary table (privsep/boundary.h, exec.h); the network half is the
+ * HTTP server (http/), the handlers and streams (api/) and a node that
+ * reaches the devices through that table (node_open_remote). On Linux
+ * the halves are two processes and the table is reached over socket
+ * pairs; Windows has neither fork, seccomp nor SCM_RIGHTS, so here the
+ * network half calls the table directly (privsep/chan_direct.c): each
+ * request is checked by its row and judged by the same warden, and each
+ * reply is checked as one from a socket, but both run on the caller's
+ * thread. What the split gives Linux (a network half without the
+ * signing key's bytes or the devices' rights) does not exist here: one
+ * process has the account it is started as, an administrator (or a
+ * service account with that right) for GPU writes, and everything that
+ * parses network input runs with that account's rights; docs/windows.md
+ * says what an administrator must know.
  *
  * Transports: the named pipe (http/pipe_win.h, the default) or TCP
  * (listen_win.c), both served by the same HTTP server.
@@ -40,14 +47,19 @@
 #include <string.h>
 
 #include "access/auth.h"
+#include "access/warden.h"
 #include "api/streams.h"
 #include "common/log.h"
 #include "common/pool.h"
 #include "common/sock.h"
 #include "http/pipe_win.h"
 #include "http/server.h"
+#include "http/tokens.h"
 #include "node/node.h"
+#include "node/node_remote.h"
 #include "overrides/overrides.h"
+#include "privsep/chan.h"
+#include "privsep/exec.h"
 #include "zeusd/cli.h"
 #include "zeusd/console_win.h"
 #include "zeusd/listen.h"
@@ -61,6 +73,9 @@
 					 * leaves about 5 s in all */
 #define LOOKUP_THREADS 2	/* the server's look-up pool (no NSS here) */
 #define LOOKUP_QUEUE 256
+#define SHARED_CALLERS 8	/* callers of the device half besides the
+				 * devices' workers: the shared readers, the
+				 * sampler, the loop, the look-up pool */
 
 /* What this build cannot serve: one line, exit 1. */
 static int
@@ -73,10 +88,28 @@ serve_refuse_startup(const struct zeusd_config *cfg, struct zerr *err)
 	return 0;
 }
 
-/* What serving holds: the server, and the pipe feeding it (or NULL). */
+/*
+ * The device half: the devices, the signing key, the warden that judges
+ * every write and the executor of the boundary table over them.
+ */
+struct device_half {
+	struct node node;		/* opened, never started: its backends
+					 * run on the callers' threads */
+	struct auth_key *key;
+	struct warden *warden;
+	struct psexec_guard guard;
+	struct psexec x;
+	struct psmsg_limits lim;
+	struct node_remote_desc desc;	/* what the network half is told */
+};
+
+/* What serving holds: the server, the pipe feeding it (or NULL), the
+ * device half and the calls between the halves. */
 struct serve {
 	struct server srv;
 	struct pipe_listener *pipe;
+	struct device_half dev;
+	struct pschan_pool *calls;
 };
 
 /*
@@ -113,14 +146,44 @@ serve_listen(const struct zeusd_config *cfg, struct serve *sv, int *fd,
 	return (*fd = listen_open(cfg, err)) < 0 ? -1 : 0;
 }
 
-/* Socket or pipe, key, overrides, devices, server; 0, or -1 with err. */
+/*
+ * The device half, as device_proc.c makes Linux's device process: the
+ * devices (taking ov), the warden (no policy, leases or audit log here:
+ * cli.c refuses their flags), the executor; then the calls the network
+ * half makes to it. 0, or -1 with err.
+ */
+static int
+serve_device_half(const struct zeusd_config *cfg, struct serve *sv,
+    struct overrides *ov, struct zerr *err)
+{
+	struct device_half *d = &sv->dev;
+	struct warden_config wc = { .enabled = cfg->enabled,
+	    .tcp_transport = cfg->mode == MODE_TCP,
+	    .pipe_transport = cfg->mode == MODE_PIPE };
+
+	if (node_open_devices(&d->node, cfg, ov, err) != 0)
+		return -1;
+	wc.ngpu = d->node.ngpu;
+	wc.key = d->key;
+	if (warden_create(&wc, &d->warden, err) != 0)
+		return -1;
+	warden_guard(d->warden, &d->guard);
+	d->x = (struct psexec){ .guard = &d->guard, .gpu = &d->node.gpu,
+	    .ngpu = d->node.ngpu };
+	d->lim = (struct psmsg_limits){ .ngpu = d->node.ngpu };
+	if (node_remote_describe(&d->node, &d->desc, err) != 0)
+		return -1;
+	return pschan_pool_direct(&d->x, &d->lim, d->node.ngpu +
+	    SHARED_CALLERS, &sv->calls, err);
+}
+
+/* Socket or pipe, key, overrides, the two halves, server; 0, or -1 (err). */
 static int
 serve_open(struct zeusd_config *cfg, struct serve *sv, struct node *node,
     int *fd, struct zerr *err)
 {
 	struct server *srv = &sv->srv;
 	struct overrides *ov = NULL;
-	int rc;
 
 	/* the transport first: its refusal (a bad SDDL, a pipe or port in
 	 * use) is the one line, before any device is opened */
@@ -138,18 +201,25 @@ serve_open(struct zeusd_config *cfg, struct serve *sv, struct node *node,
 			return -1;
 	}
 	if (cfg->signing_key_path != NULL &&
-	    auth_key_load_trusted(cfg->signing_key_path, &srv->ctx.key,
+	    auth_key_load_trusted(cfg->signing_key_path, &sv->dev.key,
 	    err) != 0) {
 		overrides_free(ov);
 		return -1;
 	}
-	srv->ctx.auth = srv->ctx.key != NULL;	/* one process: it is here */
-	rc = node_open_devices(node, cfg, ov, err);	/* takes ov */
-	if (rc != 0 || node_start(node, err) != 0)
+	/* the key is the device half's: tokens go there (PSMSG_TOKEN), and
+	 * the network half keeps their verdicts (http/tokens.h) */
+	srv->ctx.auth = sv->dev.key != NULL;
+	if (srv->ctx.auth && (srv->ctx.tokens = tokens_create()) == NULL)
+		return zerr_set(err, ZERR_INTERNAL, "out of memory");
+	if (serve_device_half(cfg, sv, ov, err) != 0 ||	/* takes ov */
+	    node_open_remote(node, &sv->dev.desc, sv->calls, err) != 0)
 		return -1;
 	/* once nothing can refuse startup: a refusal is its one line */
 	cli_log_host_names(cfg);
-	if (srv->ctx.key == NULL && cfg->mode == MODE_TCP)
+	zlog(ZLOG_INFO, "device_half", "calls=%u msg=\"the network half "
+	    "reaches the devices, the key and the warden through the boundary "
+	    "table, by direct calls\"", pschan_pool_size(sv->calls));
+	if (!srv->ctx.auth && cfg->mode == MODE_TCP)
 		zlog(ZLOG_WARN, "tcp_without_auth", "msg=\"TCP without "
 		    "--signing-key-path: anyone who can reach the port can use "
 		    "every enabled API group\"");
@@ -219,7 +289,11 @@ out:
 	pool_destroy(srv->ctx.lookups);
 	streams_destroy(srv->ctx.streams);
 	node_close(&node);	/* workers stop; queued commands answered */
-	auth_key_free(srv->ctx.key);
+	pschan_pool_destroy(sv.calls);	/* nothing calls the device half */
+	tokens_destroy(srv->ctx.tokens);
+	warden_destroy(sv.dev.warden);
+	node_close(&sv.dev.node);
+	auth_key_free(sv.dev.key);
 	if (!served) {
 		fprintf(stderr, "zeusd: %s\n", err.msg);
 		return 1;

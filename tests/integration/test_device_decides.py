@@ -27,7 +27,7 @@ OP = {"gpu_limit": 3, "gpu_write": 6, "peer": 10, "peer_end": 11,
       "token": 12, "audit": 13, "gpu_writes": 14, "leases": 17,
       "release": 19}
 WRITES_MAX = 64
-FROM = {"none": 0, "unix": 1, "tcp": 2, "restore": 3}
+FROM = {"none": 0, "unix": 1, "tcp": 2, "restore": 3, "pipe": 4}
 SET_POWER_LIMIT = 0              # enum gpu_write_op
 ZERR_MSG_MAX = 512
 
@@ -236,11 +236,15 @@ def test_forged_writes_are_decided_by_the_device_process(node):
         assert (rc, kind) == (-1, kinds["ZERR_FORBIDDEN"]), msg
         assert "not granted gpu-control on GPU 0" in msg
         assert limit_of(d, 0) == before[0]
-        # no such connection, a TCP write on a Unix-socket zeusd, a write
-        # from nobody at all
-        for w_from, auth in (("unix", 12345), ("tcp", 0), ("none", 0)):
+        # no such connection, a TCP write on a Unix-socket zeusd, a
+        # named-pipe client's (zeusd.exe's kind) here, a write from nobody
+        # at all
+        for w_from, auth in (("unix", 12345), ("tcp", 0), ("pipe", 0),
+                             ("none", 0)):
             rc, kind, msg, _ = f.write(0, 150000, w_from, auth)
             assert (rc, kind) == (-1, kinds["ZERR_FORBIDDEN"]), msg
+            if w_from == "pipe":
+                assert "zeusd serves no named pipe" in msg, msg
             assert limit_of(d, 0) == before[0]
 
         # inside it: runs (the forger's channel does reach the device), and
@@ -288,7 +292,7 @@ def check_after_holder_left(d, f, audit, kinds, before, h_other):
     # every refusal left a line naming who the device process saw
     lines = audit_refusals(audit)
     gpu0 = [x for x in lines if x["gpu"] == 0]
-    assert len(gpu0) == 4, lines
+    assert len(gpu0) == 5, lines
     assert gpu0[0]["identity"]["uid"] == 65534
     assert gpu0[0]["requested"] == {"power_limit_mw": 150000}
     gpu1 = [x for x in lines if x["gpu"] == 1]

@@ -486,6 +486,9 @@ def test_zeusd_exe_serves_time_and_discover(win_zeusd):
     assert disc["auth_required"] is False
     assert "event=tcp_without_auth" in d.logs()
     assert "nvml-sim.dll" in d.logs()
+    # the same halves as Linux, in one process: 4 GPUs' workers and 8
+    # more callers of the boundary table (docs/windows.md)
+    assert "event=device_half calls=12 " in d.logs()
 
 
 @needs_zeusd
