@@ -37,6 +37,7 @@
 struct pschan_area {
 	union psop_msg m;
 	union psop_reply out;
+	size_t used;			/* the request's bytes in m */
 };
 
 struct pschan_pool {
@@ -92,11 +93,15 @@ area_take(struct pschan_pool *p, bool wait)
 	return a;
 }
 
-/* Back to the pool, with nothing of the request left in it (a token). */
+/*
+ * Back to the pool, with nothing of the request left in it (a token), as
+ * device.c wipes what it received: its bytes only, not the whole area.
+ */
 static void
 area_give(struct pschan_pool *p, struct pschan_area *a)
 {
-	wipe(&a->m, sizeof(a->m));
+	wipe(&a->m, a->used < sizeof(a->m) ? a->used : sizeof(a->m));
+	a->used = 0;
 	pthread_mutex_lock(&p->lock);
 	p->free[p->nfree++] = a;
 	pthread_cond_signal(&p->cond);
@@ -128,6 +133,7 @@ direct_run(struct pschan_pool *p, struct pschan_area *a, const void *msg,
 	size_t outlen = 0;
 	int fd = -1;
 
+	a->used = size;
 	if (pass >= 0 && (fd = sock_dup_unix(pass)) < 0)
 		fd = PSEXEC_FD_LOST;	/* answered busy, as out of fds */
 	if (psop_dispatch(p->x, &p->lim, msg, size, fd, 0, &a->m, &a->out,
