@@ -38,7 +38,7 @@ bool sock_peer_gone(int fd);
 /*
  * A close-on-exec duplicate of a Unix-socket connection, to pass to the
  * device process (gate.c); -1 with errno where there is none (Windows has
- * no Unix-socket peers, and no device process).
+ * no Unix-socket peers).
  */
 int sock_dup_unix(int fd);
 

@@ -2,8 +2,8 @@
 /*
  * server_win.c - server.h's Windows part: libmicrohttpd's own polling
  * thread over Winsock (select, or WSAPoll where its build has it; no
- * epoll). Windows zeusd is one process and never drives its own loop
- * (there is no device process to read from), and has no systemd watchdog.
+ * epoll). zeusd.exe never drives its own loop (its device half is called
+ * directly: there is no channel to watch), and has no systemd watchdog.
  */
 #include "http/server.h"
 

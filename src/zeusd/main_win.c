@@ -74,8 +74,9 @@
 #define LOOKUP_THREADS 2	/* the server's look-up pool (no NSS here) */
 #define LOOKUP_QUEUE 256
 #define SHARED_CALLERS 8	/* callers of the device half besides the
-				 * devices' workers: the shared readers, the
-				 * sampler, the loop, the look-up pool */
+				 * GPUs' workers: the shared readers, the
+				 * stream sampler, the HTTP thread, the
+				 * look-up pool's threads */
 
 /* What this build cannot serve: one line, exit 1. */
 static int
