@@ -7,11 +7,12 @@
 #include "access/peer.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "access/pidwatch.h"
+#include "common/sock.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77		/* Linux 6.5; older headers lack it */
@@ -23,16 +24,16 @@
 int
 peer_identify_unix(int fd, struct peer *p)
 {
-	struct ucred uc;
-	socklen_t ulen = sizeof(uc);
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ulen) != 0 ||
-	    ulen != sizeof(uc))
+	if (sock_peer_cred(fd, &uid, &gid, &pid) != 0)
 		return -1;
 	p->kind = PEER_UNIX;
-	p->uid = uc.uid;
-	p->gid = uc.gid;
-	p->pid = uc.pid;
+	p->uid = uid;
+	p->gid = gid;
+	p->pid = pid;
 	return 0;
 }
 
@@ -56,7 +57,7 @@ peer_take_pidfd(int fd, struct peer *p)
 	if (errno != ENOPROTOOPT)
 		return -1;	/* the process it pinned is gone (6.5 to 6.8) */
 	/* before Linux 6.5: the number, right after accept (peer.h) */
-	pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	pidfd = pidwatch_open(p->pid);
 	if (pidfd < 0)
 		return -1;
 	p->pidfd = pidfd;
@@ -66,16 +67,7 @@ peer_take_pidfd(int fd, struct peer *p)
 bool
 peer_exited(const struct peer *p)
 {
-	struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
-	int n;
-
-	if (p->pidfd < 0)
-		return true;
-	/* a pidfd polls readable once its process has exited */
-	do
-		n = poll(&pf, 1, 0);
-	while (n < 0 && errno == EINTR);
-	return n != 0;
+	return p->pidfd < 0 || pidwatch_exited(p->pidfd);
 }
 
 void

@@ -46,8 +46,12 @@ bool
 pidwatch_exited(int pidfd)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	int n;
 
-	return poll(&p, 1, 0) != 0;	/* readable (or an error): gone */
+	do
+		n = poll(&p, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n != 0;		/* readable (or an error): gone */
 }
 
 int

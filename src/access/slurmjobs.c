@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/identity.h"
 #include "common/log.h"
 #include "common/procstat.h"
 
@@ -416,8 +416,6 @@ slurmjobs_start(struct slurmjobs *t, uint32_t job, uint32_t step, uid_t uid,
 	struct sj_entry e;
 	int best = -1;
 	time_t now = sj_now();
-	struct passwd pw, *res = NULL;
-	char pwbuf[4096];
 	unsigned slot = SLURMJOBS_MAX;
 
 	if (job == 0 || !slurmjobs_step_ok(step) || gpus == 0 || pid <= 0)
@@ -458,9 +456,7 @@ slurmjobs_start(struct slurmjobs *t, uint32_t job, uint32_t step, uid_t uid,
 	e.uid = uid;
 	e.gpus = gpus;
 	e.since = now;
-	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
-	    res != NULL && strlen(pw.pw_name) < sizeof(e.user))
-		snprintf(e.user, sizeof(e.user), "%s", pw.pw_name);
+	identity_user(uid, e.user, sizeof(e.user));
 	sj_find_dir(t, e.hier, e.path, e.dir);
 
 	pthread_mutex_lock(&t->lock);

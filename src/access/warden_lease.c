@@ -692,7 +692,6 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		struct journal_rec r;
 		enum journal_bad bad;
 		char why[160], q[200];
-		struct identity id;
 		int rc = journal_load(w->jdir, i, w->boot, &r, &bad, why,
 		    sizeof(why));
 
@@ -729,8 +728,7 @@ warden_recover(struct warden *w, struct gpu_backend *b)
 		g->restoring = false;
 		g->attempts = 0;
 		g->why[0] = '\0';
-		identity_lookup((uid_t)r.uid, 0, 0, &id);
-		snprintf(g->user, sizeof(g->user), "%s", id.user);
+		identity_user((uid_t)r.uid, g->user, sizeof(g->user));
 		snprintf(g->cgroup, sizeof(g->cgroup), "%s", r.cgroup);
 		snprintf(g->label, sizeof(g->label), "%s", r.label);
 		g->has_limit = r.has_limit;

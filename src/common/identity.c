@@ -82,6 +82,20 @@ identity_cgroup(pid_t pid, char *out, size_t size)
 }
 
 void
+identity_user(uid_t uid, char *out, size_t size)
+{
+	struct passwd pw, *res = NULL;
+	char buf[IDENTITY_NSS_BUF];
+
+	if (size == 0)
+		return;
+	out[0] = '\0';
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res != NULL &&
+	    strlen(pw.pw_name) < size)
+		memcpy(out, pw.pw_name, strlen(pw.pw_name) + 1);
+}
+
+void
 identity_lookup(uid_t uid, gid_t gid, pid_t pid, struct identity *out)
 {
 	struct passwd pw, *res = NULL;

@@ -12,6 +12,7 @@
 #ifndef ZEUS_IDENTITY_H
 #define ZEUS_IDENTITY_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -41,5 +42,12 @@ struct identity {
  * never reads as another user's.
  */
 void identity_lookup(uid_t uid, gid_t gid, pid_t pid, struct identity *out);
+
+/*
+ * uid's user name alone into out[0..size), NUL-terminated: "" when the
+ * uid has none, or one that does not fit (left out, as above). Blocking
+ * NSS.
+ */
+void identity_user(uid_t uid, char *out, size_t size);
 
 #endif

@@ -121,18 +121,20 @@ direct_fatal(const char *event, const char *why)
 }
 
 /*
- * Runs the `size` bytes at `msg` through the boundary table in area `a`
- * (`pass`: a descriptor that goes with it, duplicated, or -1); the
- * reply's length. Does not return when the table refuses the request.
+ * Runs the `size` bytes at `msg`, whose header is `h` (its id is assigned
+ * here), through the boundary table in area `a` (`pass`: a descriptor
+ * that goes with it, duplicated, or -1); the reply's length, the reply in
+ * a->out. Does not return when the table refuses the request.
  */
 static size_t
-direct_run(struct pschan_pool *p, struct pschan_area *a, const void *msg,
-    size_t size, int pass)
+direct_run(struct pschan_pool *p, struct pschan_area *a,
+    struct psmsg_request *h, const void *msg, size_t size, int pass)
 {
 	char why[128];
 	size_t outlen = 0;
 	int fd = -1;
 
+	h->id = atomic_fetch_add(&p->next_id, 1);
 	a->used = size;
 	if (pass >= 0 && (fd = sock_dup_unix(pass)) < 0)
 		fd = PSEXEC_FD_LOST;	/* answered busy, as out of fds */
@@ -142,20 +144,33 @@ direct_run(struct pschan_pool *p, struct pschan_area *a, const void *msg,
 	return outlen;
 }
 
-/* One psmsg_request and its psmsg_reply, checked, in area `a`. */
+/*
+ * The end of a call: `rc` the reply's check (`why` when it failed, which
+ * does not return), then area `a` back to the pool.
+ */
 static void
-direct_call(struct pschan_pool *p, struct pschan_area *a,
-    struct psmsg_request *req, int pass, struct psmsg_reply *rep)
+direct_done(struct pschan_pool *p, struct pschan_area *a, int rc,
+    const char *why)
 {
-	char why[128];
-	size_t n;
-
-	req->id = atomic_fetch_add(&p->next_id, 1);
-	n = direct_run(p, a, req, sizeof(*req), pass);
-	if (psmsg_reply_check(&a->out, n, req->id, req->op, rep, why,
-	    sizeof(why)) != 0)
+	if (rc != 0)
 		direct_fatal("device_reply_refused", why);
 	area_give(p, a);
+}
+
+/*
+ * A request of `size` bytes whose header is `h` (a psmsg_request alone, or
+ * a larger one) and its psmsg_reply, checked, in area `a`.
+ */
+static void
+direct_call(struct pschan_pool *p, struct pschan_area *a,
+    struct psmsg_request *h, const void *msg, size_t size, int pass,
+    struct psmsg_reply *rep)
+{
+	char why[128];
+	size_t n = direct_run(p, a, h, msg, size, pass);
+
+	direct_done(p, a, psmsg_reply_check(&a->out, n, h->id, h->op, rep,
+	    why, sizeof(why)), why);
 }
 
 int
@@ -166,7 +181,7 @@ pschan_call_now(struct pschan_pool *p, struct psmsg_request *req,
 
 	if (a == NULL)
 		return -1;
-	direct_call(p, a, req, -1, rep);
+	direct_call(p, a, req, req, sizeof(*req), -1, rep);
 	return 0;
 }
 
@@ -174,59 +189,42 @@ void
 pschan_call(struct pschan_pool *p, struct psmsg_request *req,
     struct psmsg_reply *rep)
 {
-	direct_call(p, area_take(p, true), req, -1, rep);
+	direct_call(p, area_take(p, true), req, req, sizeof(*req), -1, rep);
 }
 
 void
 pschan_call_fd(struct pschan_pool *p, struct psmsg_request *req, int pass,
     struct psmsg_reply *rep)
 {
-	direct_call(p, area_take(p, true), req, pass, rep);
-}
-
-/* A larger request of `size` bytes whose header is `h`: a psmsg_reply. */
-static void
-direct_call_big(struct pschan_pool *p, struct psmsg_request *h,
-    const void *msg, size_t size, struct psmsg_reply *rep)
-{
-	struct pschan_area *a = area_take(p, true);
-	char why[128];
-	size_t n;
-
-	h->id = atomic_fetch_add(&p->next_id, 1);
-	n = direct_run(p, a, msg, size, -1);
-	if (psmsg_reply_check(&a->out, n, h->id, h->op, rep, why,
-	    sizeof(why)) != 0)
-		direct_fatal("device_reply_refused", why);
-	area_give(p, a);
+	direct_call(p, area_take(p, true), req, req, sizeof(*req), pass, rep);
 }
 
 void
 pschan_call_token(struct pschan_pool *p, struct psmsg_token *t,
     struct psmsg_reply *rep)
 {
-	direct_call_big(p, &t->h, t, sizeof(*t), rep);
+	direct_call(p, area_take(p, true), &t->h, t, sizeof(*t), -1, rep);
 }
 
 void
 pschan_call_audit(struct pschan_pool *p, struct psmsg_audit *a,
     struct psmsg_reply *rep)
 {
-	direct_call_big(p, &a->h, a, sizeof(*a), rep);
+	direct_call(p, area_take(p, true), &a->h, a, sizeof(*a), -1, rep);
 }
 
 void
 pschan_call_tcp_owner(struct pschan_pool *p, struct psmsg_tcp_owner *o,
     struct psmsg_reply *rep)
 {
-	direct_call_big(p, &o->h, o, sizeof(*o), rep);
+	direct_call(p, area_take(p, true), &o->h, o, sizeof(*o), -1, rep);
 }
 
 void
 pschan_call_slurm_step(struct pschan_pool *p, struct psmsg_slurm_step *m,
     struct psmsg_reply *rep)
 {
-	direct_call_big(p, &m->h, m, sizeof(*m), rep);
+	direct_call(p, area_take(p, true), &m->h, m, sizeof(*m), -1, rep);
 }
 
 void
@@ -235,14 +233,10 @@ pschan_call_writes(struct pschan_pool *p, struct psmsg_writes *w,
 {
 	struct pschan_area *a = area_take(p, true);
 	char why[128];
-	size_t n;
+	size_t n = direct_run(p, a, &w->h, w, sizeof(*w), -1);
 
-	w->h.id = atomic_fetch_add(&p->next_id, 1);
-	n = direct_run(p, a, w, sizeof(*w), -1);
-	if (psmsg_writes_reply_check(&a->out, n, w->h.id, w->n, out, why,
-	    sizeof(why)) != 0)
-		direct_fatal("device_reply_refused", why);
-	area_give(p, a);
+	direct_done(p, a, psmsg_writes_reply_check(&a->out, n, w->h.id, w->n,
+	    out, why, sizeof(why)), why);
 }
 
 int
@@ -251,14 +245,10 @@ pschan_call_leases(struct pschan_pool *p, struct psmsg_request *req,
 {
 	struct pschan_area *a = area_take(p, true);
 	char why[128];
-	size_t n;
+	size_t n = direct_run(p, a, req, req, sizeof(*req), -1);
 
-	req->id = atomic_fetch_add(&p->next_id, 1);
-	n = direct_run(p, a, req, sizeof(*req), -1);
-	if (psmsg_leases_reply_check(&a->out, n, req->id, req->op, ngpu, out,
-	    why, sizeof(why)) != 0)
-		direct_fatal("device_reply_refused", why);
-	area_give(p, a);
+	direct_done(p, a, psmsg_leases_reply_check(&a->out, n, req->id,
+	    req->op, ngpu, out, why, sizeof(why)), why);
 	return 0;
 }
 
@@ -268,14 +258,10 @@ pschan_call_ledger(struct pschan_pool *p, struct psmsg_request *req,
 {
 	struct pschan_area *a = area_take(p, true);
 	char why[128];
-	size_t n;
+	size_t n = direct_run(p, a, req, req, sizeof(*req), -1);
 
-	req->id = atomic_fetch_add(&p->next_id, 1);
-	n = direct_run(p, a, req, sizeof(*req), -1);
-	if (psmsg_ledger_reply_check(&a->out, n, req->id, req->dev, ngpu, out,
-	    why, sizeof(why)) != 0)
-		direct_fatal("device_reply_refused", why);
-	area_give(p, a);
+	direct_done(p, a, psmsg_ledger_reply_check(&a->out, n, req->id,
+	    req->dev, ngpu, out, why, sizeof(why)), why);
 	return 0;
 }
 
