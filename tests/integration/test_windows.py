@@ -48,7 +48,8 @@ from conftest import free_port
 from zeushelp import (BUILD_WIN, WINE, WinZeusd, ZEUSD_EXE,
                       assert_ctrl_c_ended_a_stream, check_gpu_requests,
                       check_tokens, first_power_event, needs_zeusd,
-                      read_to_eof, run_zeusd_exe, windows_skips,
+                      read_to_eof, run_wine_exe, run_zeusd_exe,
+                      windows_skips,
                       winpath)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,8 +69,9 @@ windows_skips()
 def run_probe(env, *args, extra=None, timeout=60):
     e = dict(env)
     e.update(extra or {})
-    p = subprocess.run([WINE, str(PROBE), *args], env=e, timeout=timeout,
-                       capture_output=True, text=True)
+    # nvml_probe.exe prints a line before every non-zero exit: one that
+    # printed nothing is wine failing to run it (run_wine_exe)
+    p = run_wine_exe(PROBE, e, *args, timeout=timeout)
     fields = []
     for line in p.stdout.splitlines():
         d = {}

@@ -657,22 +657,29 @@ class WinZeusd:
 
 
 def wine_failed_silently(returncode, output):
-    """zeusd.exe never exits non-zero without a line of output, so such an
-    exit that printed nothing at all is wine failing to run it (seen once
-    in CI on a loaded machine: exit 1, no output, and the same command
-    passing when run again). Its callers run it again, once."""
+    """zeusd.exe (and nvml_probe.exe) never exits non-zero without a line
+    of output, so such an exit that printed nothing at all is wine failing
+    to run it (seen in CI on a loaded machine: exit 1, no output, and the
+    same command passing when run again; zeusd.exe on 2026-12-05, sixth
+    session, nvml_probe.exe on the eighth). Its callers run it again,
+    once."""
     return returncode != 0 and not output
 
 
-def run_zeusd_exe(env, *args, timeout=60):
-    """zeusd.exe run to its end under wine (again once, if wine failed
-    silently)."""
+def run_wine_exe(exe, env, *args, timeout=60):
+    """A Windows program of ours that prints a line on every failure, run
+    to its end under wine (again once, if wine failed silently)."""
     for _ in range(2):
-        p = subprocess.run([WINE, str(ZEUSD_EXE), *args], env=env,
+        p = subprocess.run([WINE, str(exe), *args], env=env,
                            timeout=timeout, capture_output=True, text=True)
         if not wine_failed_silently(p.returncode, p.stdout + p.stderr):
             return p
     return p
+
+
+def run_zeusd_exe(env, *args, timeout=60):
+    """zeusd.exe run to its end under wine (run_wine_exe)."""
+    return run_wine_exe(ZEUSD_EXE, env, *args, timeout=timeout)
 
 
 def check_gpu_requests(d):
